@@ -1,0 +1,203 @@
+#include "models/qwen38/qwen38_config.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <optional>
+
+#include "base/error.h"
+#include "models/common/config_reader.h"
+
+namespace md {
+
+namespace {
+
+constexpr char kModel[] = "qwen3_5";
+constexpr int64_t kFullAttentionInterval = 4;
+
+// Layer i is full attention when (i + 1) % 4 == 0: three GDN layers, then one attention layer.
+Qwen38LayerKind pattern_kind(int64_t layer) {
+  return (layer + 1) % kFullAttentionInterval == 0 ? Qwen38LayerKind::kFullAttention
+                                                   : Qwen38LayerKind::kLinearAttention;
+}
+
+std::string_view kind_name(Qwen38LayerKind kind) {
+  return kind == Qwen38LayerKind::kFullAttention ? "full_attention" : "linear_attention";
+}
+
+ConfigReader text_config_of(const ConfigReader& root) {
+  if (root.has("text_config")) {
+    root.expect("model_type", "qwen3_5");
+    ConfigReader text = root.object("text_config");
+    text.expect("model_type", "qwen3_5_text");
+    return text;
+  }
+  if (root.string_or("model_type", "") == "qwen3_5") {
+    root.missing("text_config", "a qwen3_5 config nests the text model under text_config");
+  }
+  root.expect("model_type", "qwen3_5_text");
+  return root;
+}
+
+std::vector<Qwen38LayerKind> read_layer_types(const ConfigReader& text, int64_t num_layers) {
+  std::vector<Qwen38LayerKind> kinds;
+  for (int64_t i = 0; i < num_layers; ++i) kinds.push_back(pattern_kind(i));
+  if (!text.has("layer_types")) {
+    // Hugging Face derives layer_types from the interval; only LLLF is supported.
+    text.expect("full_attention_interval", kFullAttentionInterval);
+    return kinds;
+  }
+  std::vector<std::string> names = text.string_list("layer_types");
+  if (static_cast<int64_t>(names.size()) != num_layers) {
+    text.reject("layer_types", fmt::format("has {} entries but num_hidden_layers is {}",
+                                           names.size(), num_layers));
+  }
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    std::string_view wanted = kind_name(kinds[i]);
+    if (names[i] != wanted) {
+      text.reject_element("layer_types", i,
+                          fmt::format("unsupported ({} needs \"{}\": the pattern is three "
+                                      "linear_attention layers then one full_attention, repeating)",
+                                      kModel, wanted));
+    }
+  }
+  return kinds;
+}
+
+struct RopeSettings {
+  double theta = 0;
+  double partial_rotary_factor = 0.25;
+  const ConfigReader* factor_source = nullptr;  // where the factor was read, for errors
+};
+
+// rope_parameters (transformers >= 4.57) or the older rope_scaling; both may be absent.
+void check_rope_object(const ConfigReader& rope) {
+  rope.expect(rope.has("rope_type") ? "rope_type" : "type", "default");
+  rope.expect("mrope_interleaved", true);
+}
+
+void check_rotary(const Qwen38Config& config, const ConfigReader& source) {
+  double rotary = static_cast<double>(config.head_dim) * config.partial_rotary_factor;
+  bool ok = config.partial_rotary_factor > 0 && rotary == std::floor(rotary) &&
+            rotary <= static_cast<double>(config.head_dim) && static_cast<int64_t>(rotary) % 2 == 0;
+  if (!ok) {
+    source.reject("partial_rotary_factor",
+                  fmt::format("rotary dim = head_dim {} x factor = {} must be an even integer "
+                              "in (0, head_dim]",
+                              config.head_dim, rotary));
+  }
+}
+
+void check_mrope_section(const ConfigReader& rope, int64_t rotary_dim) {
+  if (!rope.has("mrope_section")) return;
+  std::vector<int64_t> section = rope.integer_list("mrope_section");
+  int64_t sum = std::accumulate(section.begin(), section.end(), int64_t{0});
+  if (sum != rotary_dim / 2) {
+    rope.reject("mrope_section",
+                fmt::format("sums to {} but rotary_dim / 2 = {}", sum, rotary_dim / 2));
+  }
+}
+
+void read_rope(const ConfigReader& text, Qwen38Config& config) {
+  std::optional<ConfigReader> rope = text.optional_object("rope_parameters");
+  if (!rope) rope = text.optional_object("rope_scaling");
+  if (rope) check_rope_object(*rope);
+  config.rope_theta = rope && rope->has("rope_theta") ? rope->positive_number("rope_theta")
+                                                      : text.positive_number("rope_theta");
+  const ConfigReader* source = &text;
+  if (rope && rope->has("partial_rotary_factor")) source = &*rope;
+  config.partial_rotary_factor = source->number_or("partial_rotary_factor", 0.25);
+  check_rotary(config, *source);
+  if (rope) check_mrope_section(*rope, config.rotary_dim());
+}
+
+void check_heads(const ConfigReader& text, const Qwen38Config& config) {
+  if (config.num_attention_heads % config.num_key_value_heads != 0) {
+    text.reject("num_key_value_heads",
+                fmt::format("must divide num_attention_heads = {}", config.num_attention_heads));
+  }
+  if (config.linear_num_value_heads % config.linear_num_key_heads != 0) {
+    text.reject("linear_num_key_heads", fmt::format("must divide linear_num_value_heads = {}",
+                                                    config.linear_num_value_heads));
+  }
+}
+
+// The first group of §1.3: settings the kernels hard-wire. Absent keys take the Hugging Face
+// default, which is the required value.
+void check_fixed_settings(const ConfigReader& root, const ConfigReader& text) {
+  text.expect("attention_bias", false);
+  text.expect("attn_output_gate", true);
+  text.expect("hidden_act", "silu");
+  text.expect("linear_conv_kernel_dim", 4);
+  text.expect("mamba_ssm_dtype", "float32");
+  text.expect("output_gate_type", "swish");
+  text.expect("tie_word_embeddings", false);
+  root.expect("tie_word_embeddings", false);
+  std::string why = fmt::format("{} weights are bf16 only", kModel);
+  text.forbid("quantization_config", why);
+  root.forbid("quantization_config", why);
+}
+
+}  // namespace
+
+int64_t Qwen38Config::rotary_dim() const {
+  return std::llround(static_cast<double>(head_dim) * partial_rotary_factor);
+}
+
+Qwen38LayerKind Qwen38Config::layer_kind(int64_t layer) const {
+  return layer_types.at(static_cast<std::size_t>(layer));
+}
+
+bool Qwen38Config::is_full_attention(int64_t layer) const {
+  return layer_kind(layer) == Qwen38LayerKind::kFullAttention;
+}
+
+int64_t Qwen38Config::num_full_attention_layers() const {
+  return static_cast<int64_t>(
+      std::count(layer_types.begin(), layer_types.end(), Qwen38LayerKind::kFullAttention));
+}
+
+int64_t Qwen38Config::linear_attention_ordinal(int64_t layer) const {
+  if (is_full_attention(layer)) fail("layer {} is not a Gated DeltaNet layer", layer);
+  return layer - (layer + 1) / kFullAttentionInterval;
+}
+
+int64_t Qwen38Config::full_attention_ordinal(int64_t layer) const {
+  if (!is_full_attention(layer)) fail("layer {} is not an attention layer", layer);
+  return (layer + 1) / kFullAttentionInterval - 1;
+}
+
+DraftTarget Qwen38Config::draft_target() const {
+  return DraftTarget{kModel, hidden_size, vocab_size, num_layers};
+}
+
+Qwen38Config parse_qwen38_config(const ConfigFiles& files) {
+  ConfigReader root(files.config_path, files.config, kModel);
+  ConfigReader text = text_config_of(root);
+  check_fixed_settings(root, text);
+
+  Qwen38Config config;
+  config.hidden_size = text.positive("hidden_size");
+  config.intermediate_size = text.positive("intermediate_size");
+  config.num_layers = text.positive("num_hidden_layers");
+  config.num_attention_heads = text.positive("num_attention_heads");
+  config.num_key_value_heads = text.positive("num_key_value_heads");
+  config.head_dim = text.positive("head_dim");
+  config.linear_num_key_heads = text.positive("linear_num_key_heads");
+  config.linear_key_head_dim = text.positive("linear_key_head_dim");
+  config.linear_num_value_heads = text.positive("linear_num_value_heads");
+  config.linear_value_head_dim = text.positive("linear_value_head_dim");
+  config.linear_conv_kernel = text.integer_or("linear_conv_kernel_dim", 4);
+  config.rms_norm_eps = text.positive_number("rms_norm_eps");
+  config.vocab_size = text.positive("vocab_size");
+  config.max_position_embeddings = text.positive("max_position_embeddings");
+  check_heads(text, config);
+  read_rope(text, config);
+  config.layer_types = read_layer_types(text, config.num_layers);
+  // Generation stops on <|endoftext|> (text_config) and <|im_end|> (top level /
+  // generation_config.json); the spec requires both.
+  config.eos_token_ids = eos_token_ids(files, {&text, &root}, config.vocab_size, EosPolicy::kUnion);
+  return config;
+}
+
+}  // namespace md

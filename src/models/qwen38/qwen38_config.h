@@ -1,0 +1,67 @@
+// Qwen3.8-27B-style hybrid model (`qwen3_5`: Gated DeltaNet + gated GQA attention, 3:1) as read
+// and validated from config.json (spec qwen38-dflash2.md §1).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/common/config_files.h"
+#include "models/common/config_footprint.h"
+#include "models/common/draft_target_config.h"
+
+namespace md {
+
+enum class Qwen38LayerKind : uint8_t { kLinearAttention, kFullAttention };
+
+struct Qwen38Config {
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;
+  int64_t head_dim = 0;
+  int64_t linear_num_key_heads = 0;
+  int64_t linear_key_head_dim = 0;
+  int64_t linear_num_value_heads = 0;
+  int64_t linear_value_head_dim = 0;
+  int64_t linear_conv_kernel = 0;
+  double partial_rotary_factor = 0.25;
+  double rope_theta = 0;
+  double rms_norm_eps = 0;
+  int64_t vocab_size = 0;
+  int64_t max_position_embeddings = 0;
+  std::vector<Qwen38LayerKind> layer_types;
+  std::vector<int64_t> eos_token_ids;  // stop ids: generation_config.json ∪ config.json
+
+  // Gated DeltaNet widths.
+  int64_t key_dim() const { return linear_num_key_heads * linear_key_head_dim; }
+  int64_t value_dim() const { return linear_num_value_heads * linear_value_head_dim; }
+  int64_t conv_dim() const { return 2 * key_dim() + value_dim(); }
+  // Value heads per key head.
+  int64_t linear_head_group() const { return linear_num_value_heads / linear_num_key_heads; }
+  // Attention widths: q_proj carries a query and a gate per head.
+  int64_t q_proj_dim() const { return num_attention_heads * 2 * head_dim; }
+  int64_t kv_dim() const { return num_key_value_heads * head_dim; }
+  int64_t attn_output_dim() const { return num_attention_heads * head_dim; }
+  int64_t gqa_group() const { return num_attention_heads / num_key_value_heads; }
+  int64_t rotary_dim() const;
+
+  Qwen38LayerKind layer_kind(int64_t layer) const;
+  bool is_full_attention(int64_t layer) const;
+  int64_t num_full_attention_layers() const;
+  int64_t num_linear_attention_layers() const { return num_layers - num_full_attention_layers(); }
+  // Index of a GDN layer among GDN layers / of an attention layer among attention layers (the
+  // slot of its state).
+  int64_t linear_attention_ordinal(int64_t layer) const;
+  int64_t full_attention_ordinal(int64_t layer) const;
+
+  DraftTarget draft_target() const;
+};
+
+// Throws md::Error naming the file, field and value on anything §1.3 refuses.
+Qwen38Config parse_qwen38_config(const ConfigFiles& files);
+
+ConfigFootprint qwen38_footprint(const Qwen38Config& config, const FootprintOptions& options);
+
+}  // namespace md

@@ -1,0 +1,62 @@
+// Turns a chat conversation (OpenAI-style messages) into the model's prompt text with the model's
+// own Hugging Face chat template, exactly as transformers' apply_chat_template renders it.
+#pragma once
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "text/jinja_interpreter.h"
+#include "text/jinja_template.h"
+
+namespace md {
+
+struct ChatTemplateOptions {
+  bool add_generation_prompt = false;
+  // Tool schemas (a JSON array) or null. Passed to the template as `tools`.
+  nlohmann::ordered_json tools = nullptr;
+  // Override the special tokens the template was loaded with (tokenizer_config.json). As in
+  // transformers, an empty token is not passed to the template at all (it stays undefined).
+  std::optional<std::string> bos_token;
+  std::optional<std::string> eos_token;
+  // Further template variables: enable_thinking, reasoning_effort, preserve_thinking, ...
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+  jinja::RenderLimits limits;
+};
+
+class ChatTemplate {
+ public:
+  // Parses the template once; throws jinja::TemplateError (an md::Error) with line and column.
+  explicit ChatTemplate(std::string_view source, std::string name = "chat_template");
+
+  // Renders `messages` (a JSON array of message objects). Thread-safe. Object key order is kept
+  // (tools | tojson prints keys in request order), so pass nlohmann::ordered_json when order
+  // matters; nlohmann::json converts implicitly (its keys are sorted). Throws
+  // jinja::TemplateError; kind() == kRaised for the template's own raise_exception(message).
+  std::string render(const nlohmann::ordered_json& messages,
+                     const ChatTemplateOptions& options = {}) const;
+
+  // Finds the model's template in `model_dir`: chat_template.jinja, else `chat_template` in
+  // tokenizer_config.json (a string, or a list of {name, template} from which "default" is
+  // taken), else chat_template.json. bos/eos tokens come from tokenizer_config.json. Returns
+  // nullopt when the model has no chat template; throws md::Error for unreadable files.
+  static std::optional<ChatTemplate> load(const std::string& model_dir);
+
+  const std::string& source() const { return source_; }
+  const std::optional<std::string>& bos_token() const { return bos_token_; }
+  const std::optional<std::string>& eos_token() const { return eos_token_; }
+  void set_special_tokens(std::optional<std::string> bos, std::optional<std::string> eos) {
+    bos_token_ = std::move(bos);
+    eos_token_ = std::move(eos);
+  }
+
+ private:
+  std::string source_;
+  std::shared_ptr<const jinja::Template> template_;
+  std::optional<std::string> bos_token_;
+  std::optional<std::string> eos_token_;
+};
+
+}  // namespace md

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs the megadecode binary as a user would and checks exit codes and output streams.
+# Usage: cli_end_to_end.sh BINARY SHARED_DIR SOURCE_DIR
+set -u
+bin="$1"; shared="$2"; source_dir="$3"
+tok="$shared/data/qwen3-tokenizer"
+work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
+failures=0; passes=0
+
+# check NAME EXPECTED_RC STDOUT_REGEX STDERR_REGEX -- command...
+check() {
+  local name="$1" want_rc="$2" out_re="$3" err_re="$4"; shift 5
+  "$@" >"$work/out" 2>"$work/err" </dev/null
+  local rc=$?
+  local ok=1
+  [ "$rc" -eq "$want_rc" ] || { echo "FAIL $name: exit $rc, expected $want_rc"; ok=0; }
+  if [ -n "$out_re" ] && ! grep -Eq -- "$out_re" "$work/out"; then
+    echo "FAIL $name: stdout does not match /$out_re/"; ok=0; fi
+  if [ -n "$err_re" ] && ! grep -Eq -- "$err_re" "$work/err"; then
+    echo "FAIL $name: stderr does not match /$err_re/"; ok=0; fi
+  if ((ok)); then passes=$((passes + 1)); else
+    failures=$((failures + 1)); echo "--- stdout"; head -20 "$work/out"; echo "--- stderr"; head -20 "$work/err"; fi
+}
+
+check help 0 'Subcommands:' '' -- "$bin" --help
+for sub in run chat serve bench pack tokenize info; do
+  check "help-$sub" 0 'Usage: .*'"$sub" '' -- "$bin" "$sub" --help
+done
+check no-subcommand 2 '' 'subcommand' -- "$bin"
+check unknown-flag 2 '' 'tokenize-me|not expected|extras' -- "$bin" tokenize --tokenize-me
+check chat-without-model 2 '' 'no model given.*|--model' -- "$bin" chat
+for sub in serve bench pack; do
+  check "not-implemented-$sub" 3 '' 'not implemented yet' -- "$bin" "$sub"
+done
+
+# tokenize: ids and pieces on stdout, nothing on stdout for errors.
+check tokenize-table 0 '9707 +Hello' '' -- "$bin" tokenize --model "$tok" --text "Hello world"
+check tokenize-ids 0 '^9707 1879$' '' -- "$bin" tokenize --model "$tok" --ids --text "Hello world"
+check tokenize-special 0 '^151644 872$' '' -- "$bin" tokenize --model "$tok" --ids --text "<|im_start|>user"
+check tokenize-no-special 0 '^27 91 318 4906 91 29 872$' '' -- "$bin" tokenize --model "$tok" --ids --no-special --text "<|im_start|>user"
+check tokenize-json 0 '"ids":\[9707,1879\]' '' -- "$bin" tokenize --model "$tok" --json --text "Hello world"
+check decode 0 '^Hello world$' '' -- "$bin" tokenize --model "$tok" --decode 9707,1879
+check decode-bad-id 1 '' 'not a token id' -- "$bin" tokenize --model "$tok" --decode 12,abc
+check decode-out-of-range 1 '' 'outside the vocabulary' -- "$bin" tokenize --model "$tok" --decode 99999999
+check tokenize-missing-model 1 '' 'tried' -- env HF_HUB_CACHE="$work/empty-cache" "$bin" tokenize --model nobody/nothing --text hi
+check tokenize-bad-spec 1 '' 'nobody/' -- "$bin" tokenize --model "nobody/../x" --text hi
+
+# .env in the working directory: malformed lines are reported with their line number.
+mkdir -p "$work/envdir"
+printf 'GOOD=1\nthis line is wrong\n' >"$work/envdir/.env"
+pushd "$work/envdir" >/dev/null; check dotenv-warning 0 '' '\.env:2: expected KEY=VALUE' -- "$bin" tokenize --model "$tok" --ids --text hi; popd >/dev/null
+
+echo "$passes passed, $failures failed"
+[ "$failures" -eq 0 ]
