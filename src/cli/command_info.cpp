@@ -1,14 +1,33 @@
-#include "cli/commands.h"
-
+// `megadecode info`: architecture, parameters by kind, bytes read per decoded token and memory
+// needed, from the model's config alone (nothing is loaded).
 #include <fmt/format.h>
+
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "io/model_source.h"
+#include "models/model_summary.h"
 
 namespace md::cli {
 
 CommandAction add_info_command(CLI::App& app) {
-  app.add_subcommand("info", "Describe a model: architecture, parameters, bytes per token, memory");
-  return []() {
-    fmt::print(stderr, "megadecode info: not implemented yet.\n");
-    return kExitNotImplemented;
+  CLI::App* sub = app.add_subcommand(
+      "info", "Describe a model: architecture, parameters, bytes per token, memory");
+  auto model = std::make_shared<std::string>();
+  auto options = std::make_shared<SummaryOptions>();
+  sub->add_option("-m,--model", *model,
+                  "Model directory, or org/name[@revision] in the Hugging Face cache")
+      ->required();
+  sub->add_option("--context", options->context, "Positions per sequence (0: model default)");
+  sub->add_option("--sequences", options->sequences, "Sequences held at once")
+      ->check(CLI::PositiveNumber);
+  return [model, options]() {
+    ResolvedModel resolved = resolve_model_source(*model);
+    ModelConfig config = load_model_config(resolved.directory);
+    fmt::print("model: {}\n", resolved.description);
+    fmt::print("{}", format_model_summary(summarize_model(config, *options)));
+    return kExitOk;
   };
 }
 
