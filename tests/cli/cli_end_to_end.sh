@@ -27,7 +27,7 @@ for sub in run chat serve bench pack tokenize info; do
   check "help-$sub" 0 'Usage: .*'"$sub" '' -- "$bin" "$sub" --help
 done
 check no-subcommand 2 '' 'subcommand' -- "$bin"
-check unknown-flag 2 '' 'tokenize-me|not expected|extras' -- "$bin" tokenize --tokenize-me
+check unknown-flag 2 '' 'tokenize-me' -- "$bin" tokenize --model x --tokenize-me
 check chat-without-model 2 '' 'no model given.*|--model' -- "$bin" chat
 for sub in serve bench pack; do
   check "not-implemented-$sub" 3 '' 'not implemented yet' -- "$bin" "$sub"
@@ -42,7 +42,7 @@ check tokenize-json 0 '"ids":\[9707,1879\]' '' -- "$bin" tokenize --model "$tok"
 check decode 0 '^Hello world$' '' -- "$bin" tokenize --model "$tok" --decode 9707,1879
 check decode-bad-id 1 '' 'not a token id' -- "$bin" tokenize --model "$tok" --decode 12,abc
 check decode-out-of-range 1 '' 'outside the vocabulary' -- "$bin" tokenize --model "$tok" --decode 99999999
-check tokenize-missing-model 1 '' 'tried' -- env HF_HUB_CACHE="$work/empty-cache" "$bin" tokenize --model nobody/nothing --text hi
+check tokenize-missing-model 1 '' 'Tried:' -- env HF_HUB_CACHE="$work/empty-cache" "$bin" tokenize --model nobody/nothing --text hi
 check tokenize-bad-spec 1 '' 'nobody/' -- "$bin" tokenize --model "nobody/../x" --text hi
 
 # .env in the working directory: malformed lines are reported with their line number.
