@@ -2,6 +2,8 @@
 
 #include <utf8proc.h>
 
+#include "text/tokenizer_utf8.h"
+
 #include <algorithm>
 
 namespace md::jinja::uni {
@@ -38,23 +40,8 @@ std::u32string decode(std::string_view text) {
   return out;
 }
 
-void append(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
+// One UTF-8 encoder for the whole text layer: the tokenizer's.
+void append(std::string& out, char32_t cp) { utf8::append(out, cp); }
 
 std::string encode(std::u32string_view cps) {
   std::string out;
