@@ -1,0 +1,58 @@
+#include "kernels/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "base/dtype.h"
+#include "kernels/matmul.h"
+
+namespace md::kernels {
+
+namespace {
+
+inline float element(float value) { return value; }
+inline float element(uint16_t bits) { return bf16_to_f32(bits); }
+
+float dot(const float* q, const float* k, int64_t n) {
+  float sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += q[i] * k[i];
+  return sum;
+}
+float dot(const float* q, const uint16_t* k, int64_t n) { return dot_bf16(k, q, n); }
+
+template <typename T>
+void attend_impl(const float* q, const T* keys, const T* values, int64_t n_keys, int64_t stride,
+                 int64_t head_dim, float scale, float* scores, float* out) {
+  float max_score = -std::numeric_limits<float>::infinity();
+  for (int64_t t = 0; t < n_keys; ++t) {
+    scores[t] = dot(q, keys + t * stride, head_dim) * scale;
+    max_score = std::max(max_score, scores[t]);
+  }
+  double total = 0;
+  for (int64_t t = 0; t < n_keys; ++t) {
+    scores[t] = std::exp(scores[t] - max_score);
+    total += scores[t];
+  }
+  float inv_total = static_cast<float>(1.0 / total);
+  std::fill(out, out + head_dim, 0.0f);
+  for (int64_t t = 0; t < n_keys; ++t) {
+    float p = scores[t] * inv_total;
+    const T* v = values + t * stride;
+    for (int64_t d = 0; d < head_dim; ++d) out[d] += p * element(v[d]);
+  }
+}
+
+}  // namespace
+
+void attend(const float* q, const float* keys, const float* values, int64_t n_keys, int64_t stride,
+            int64_t head_dim, float scale, float* scores, float* out) {
+  attend_impl(q, keys, values, n_keys, stride, head_dim, scale, scores, out);
+}
+
+void attend(const float* q, const uint16_t* keys, const uint16_t* values, int64_t n_keys,
+            int64_t stride, int64_t head_dim, float scale, float* scores, float* out) {
+  attend_impl(q, keys, values, n_keys, stride, head_dim, scale, scores, out);
+}
+
+}  // namespace md::kernels

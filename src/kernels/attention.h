@@ -1,0 +1,16 @@
+// Causal attention of one query vector over a run of cached keys and values (one KV head),
+// softmax in f32. The cache may hold f32 or bf16 elements.
+#pragma once
+
+#include <cstdint>
+
+namespace md::kernels {
+
+// out = Σ_τ softmax_τ(scale · q·K[τ]) · V[τ] over τ in [0, n_keys). Row τ of K and V starts at
+// τ·stride. `scores` is scratch of n_keys floats.
+void attend(const float* q, const float* keys, const float* values, int64_t n_keys, int64_t stride,
+            int64_t head_dim, float scale, float* scores, float* out);
+void attend(const float* q, const uint16_t* keys, const uint16_t* values, int64_t n_keys,
+            int64_t stride, int64_t head_dim, float scale, float* scores, float* out);
+
+}  // namespace md::kernels

@@ -1,0 +1,44 @@
+#include "kernels/norms.h"
+
+#include <cmath>
+
+#include "base/dtype.h"
+#include "kernels/activations.h"
+
+namespace md::kernels {
+
+namespace {
+
+// The sum of squares in double: a norm is a tiny share of the work and this keeps it exact enough
+// that the kernels' rounding never shows in comparisons against f32 references.
+double sum_of_squares(const float* x, int64_t n) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * x[i];
+  return sum;
+}
+
+}  // namespace
+
+void rms_norm(const float* x, const uint16_t* w, int64_t n, float eps, NormWeight kind, float* y) {
+  float inv = static_cast<float>(1.0 / std::sqrt(sum_of_squares(x, n) / static_cast<double>(n) + eps));
+  for (int64_t i = 0; i < n; ++i) {
+    float scale = 1.0f;
+    if (w != nullptr) {
+      float weight = bf16_to_f32(w[i]);
+      scale = kind == NormWeight::kZeroCentred ? 1.0f + weight : weight;
+    }
+    y[i] = x[i] * inv * scale;
+  }
+}
+
+void gated_rms_norm(const float* o, const float* z, const uint16_t* w, int64_t n, float eps, float* y) {
+  float inv = static_cast<float>(1.0 / std::sqrt(sum_of_squares(o, n) / static_cast<double>(n) + eps));
+  for (int64_t i = 0; i < n; ++i) y[i] = o[i] * inv * bf16_to_f32(w[i]) * silu(z[i]);
+}
+
+void l2_normalize(float* x, int64_t n, float eps, float scale) {
+  float inv = static_cast<float>(1.0 / std::sqrt(sum_of_squares(x, n) + eps)) * scale;
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+}  // namespace md::kernels

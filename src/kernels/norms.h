@@ -1,0 +1,21 @@
+// Normalisations over one vector, f32 in and out, weights bf16 read in place.
+#pragma once
+
+#include <cstdint>
+
+namespace md::kernels {
+
+// How an RMSNorm applies its weight: Qwen3.5's zero-centred (1 + w) or the plain Qwen3/Llama w.
+enum class NormWeight { kZeroCentred, kPlain };
+
+// y = x / sqrt(mean(x²) + eps) · scale(w). `w` may be null for an unweighted norm. y may alias x.
+void rms_norm(const float* x, const uint16_t* w, int64_t n, float eps, NormWeight kind, float* y);
+
+// Gated RMSNorm of the GDN output (spec §4): y = rms(o) · w · silu(z), plain weight. y may alias o.
+void gated_rms_norm(const float* o, const float* z, const uint16_t* w, int64_t n, float eps, float* y);
+
+// x ← x / sqrt(Σ x² + eps), the epsilon added to the sum (not the mean), as in the delta-net
+// reference; then multiplied by `scale`.
+void l2_normalize(float* x, int64_t n, float eps, float scale);
+
+}  // namespace md::kernels

@@ -1,0 +1,67 @@
+// What the engine needs from a causal language model: per-sequence state and a forward pass that
+// appends tokens to a sequence and returns logits. Every family implements it; the engine (run,
+// chat, serve) is written against it alone.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace md {
+
+// Element type of attention KV caches. Bf16 halves the memory; f32 is for exactness tests.
+enum class KvCacheType { kBf16, kF32 };
+
+struct ModelRunOptions {
+  int threads = 0;  // <= 0: one per hardware thread
+  KvCacheType kv_cache = KvCacheType::kBf16;
+};
+
+// The state of one sequence: everything earlier tokens left behind (KV cache, recurrent and conv
+// states) and how many tokens it holds. Capacity is fixed when it is created.
+class SequenceState {
+ public:
+  virtual ~SequenceState() = default;
+  int64_t position() const { return position_; }
+  int64_t capacity() const { return capacity_; }
+  // Forgets every token (states back to zero) without reallocating.
+  virtual void reset() = 0;
+  // A full, independent copy (used for snapshots and prefix reuse).
+  virtual std::unique_ptr<SequenceState> clone() const = 0;
+  virtual std::size_t bytes() const = 0;
+
+ protected:
+  SequenceState(int64_t capacity) : capacity_(capacity) {}
+  int64_t position_ = 0;
+  int64_t capacity_ = 0;
+};
+
+enum class LogitRows { kLast, kAll };
+
+class LanguageModel {
+ public:
+  virtual ~LanguageModel() = default;
+
+  virtual std::string description() const = 0;
+  virtual int64_t vocab_size() const = 0;
+  // The longest sequence the model's configuration allows.
+  virtual int64_t max_context() const = 0;
+  // Token ids that end generation (eos/eot from the model's configuration files).
+  virtual std::vector<int32_t> stop_token_ids() const = 0;
+  // State memory: bytes that grow with each token of context and bytes per sequence regardless.
+  virtual std::size_t state_bytes_per_token() const = 0;
+  virtual std::size_t state_bytes_fixed() const = 0;
+
+  virtual std::unique_ptr<SequenceState> new_sequence(int64_t capacity) const = 0;
+
+  // Appends `tokens` to the sequence (positions state.position() onward) and writes f32 logits to
+  // `logits`: [1][vocab] for the last token or [tokens.size()][vocab] for every token. Throws
+  // md::Error, before changing anything, when the tokens do not fit in the state's capacity or an
+  // id is outside the vocabulary.
+  virtual void forward(SequenceState& state, std::span<const int32_t> tokens, LogitRows rows,
+                       std::vector<float>& logits) = 0;
+};
+
+}  // namespace md

@@ -1,0 +1,25 @@
+#include "models/model_loader.h"
+
+#include "base/error.h"
+#include "models/model_config.h"
+#include "models/qwen38/qwen38_model.h"
+
+namespace md {
+
+std::unique_ptr<LanguageModel> load_language_model(const std::string& directory,
+                                                   const ModelRunOptions& options) {
+  ModelFamily family = family_of(load_model_config(directory));
+  switch (family) {
+    case ModelFamily::kQwen38:
+      return std::make_unique<Qwen38Model>(directory, options);
+    case ModelFamily::kDFlash2:
+    case ModelFamily::kDSpark:
+      fail("{} is a {} drafter, not a model that can run on its own; pass its target model",
+           directory, family_name(family));
+    default:
+      fail("{}: running {} models is not implemented yet (qwen38 is)", directory,
+           family_name(family));
+  }
+}
+
+}  // namespace md

@@ -1,0 +1,112 @@
+// Gated GQA attention mixer (spec §6, §8.1), f32 activations, bf16 or f32 KV cache.
+#include <cmath>
+#include <vector>
+
+#include "base/dtype.h"
+#include "kernels/activations.h"
+#include "kernels/attention.h"
+#include "kernels/matmul.h"
+#include "kernels/norms.h"
+#include "models/qwen38/qwen38_layers.h"
+
+namespace md {
+
+namespace {
+
+using Buffer = std::vector<float>;
+Buffer buffer(int64_t n) { return Buffer(static_cast<std::size_t>(n)); }
+
+void write_cache_row(Qwen38KvCache& cache, int64_t offset, const float* k, const float* v,
+                     int64_t n) {
+  if (cache.k_f32.size() != 0) {
+    std::copy(k, k + n, cache.k_f32.data() + offset);
+    std::copy(v, v + n, cache.v_f32.data() + offset);
+    return;
+  }
+  for (int64_t d = 0; d < n; ++d) {
+    cache.k_bf16[static_cast<std::size_t>(offset + d)] = f32_to_bf16(k[d]);
+    cache.v_bf16[static_cast<std::size_t>(offset + d)] = f32_to_bf16(v[d]);
+  }
+}
+
+// Norms and RoPE on every query and key head of every row, then the K/V cache writes.
+void prepare_rows(const Qwen38LayerContext& ctx, const Qwen38AttentionWeights& w,
+                  Qwen38KvCache& cache, int64_t capacity, int64_t first_position, Buffer& qg,
+                  Buffer& k, const Buffer& v, int64_t rows) {
+  const Qwen38Config& c = ctx.config;
+  int64_t hd = c.head_dim;
+  auto eps = static_cast<float>(c.rms_norm_eps);
+  Buffer cos_values = buffer(c.rotary_dim() / 2);
+  Buffer sin_values = buffer(c.rotary_dim() / 2);
+  for (int64_t t = 0; t < rows; ++t) {
+    int64_t position = first_position + t;
+    ctx.rope.angles(position, cos_values.data(), sin_values.data());
+    for (int64_t h = 0; h < c.num_attention_heads; ++h) {
+      float* q = qg.data() + t * c.q_proj_dim() + h * 2 * hd;
+      kernels::rms_norm(q, w.q_norm, hd, eps, kernels::NormWeight::kZeroCentred, q);
+      ctx.rope.apply(q, cos_values.data(), sin_values.data());
+    }
+    for (int64_t kv = 0; kv < c.num_key_value_heads; ++kv) {
+      float* key = k.data() + t * c.kv_dim() + kv * hd;
+      kernels::rms_norm(key, w.k_norm, hd, eps, kernels::NormWeight::kZeroCentred, key);
+      ctx.rope.apply(key, cos_values.data(), sin_values.data());
+      write_cache_row(cache, (kv * capacity + position) * hd, key, v.data() + t * c.kv_dim() + kv * hd,
+                      hd);
+    }
+  }
+}
+
+void attend_head(const Qwen38KvCache& cache, int64_t offset, int64_t n_keys, const float* q,
+                 int64_t hd, float scale, float* scores, float* out) {
+  if (cache.k_f32.size() != 0) {
+    kernels::attend(q, cache.k_f32.data() + offset, cache.v_f32.data() + offset, n_keys, hd, hd,
+                    scale, scores, out);
+  } else {
+    kernels::attend(q, cache.k_bf16.data() + offset, cache.v_bf16.data() + offset, n_keys, hd, hd,
+                    scale, scores, out);
+  }
+}
+
+}  // namespace
+
+void gated_attention_forward(const Qwen38LayerContext& ctx, const Qwen38AttentionWeights& w,
+                             Qwen38KvCache& cache, int64_t capacity, int64_t first_position,
+                             const float* x, int64_t rows, float* out) {
+  const Qwen38Config& c = ctx.config;
+  int64_t hd = c.head_dim;
+  Buffer qg = buffer(rows * c.q_proj_dim());
+  Buffer k = buffer(rows * c.kv_dim());
+  Buffer v = buffer(rows * c.kv_dim());
+  kernels::matmul(w.q_proj, x, rows, qg.data(), ctx.pool);
+  kernels::matmul(w.k_proj, x, rows, k.data(), ctx.pool);
+  kernels::matmul(w.v_proj, x, rows, v.data(), ctx.pool);
+  prepare_rows(ctx, w, cache, capacity, first_position, qg, k, v, rows);
+
+  Buffer attended = buffer(rows * c.attn_output_dim());
+  float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  bool gated = ctx.options.ablation != Qwen38Ablation::kSkipAttentionGate;
+  int64_t tasks = rows * c.num_attention_heads;
+  auto run = [&](int64_t first, int64_t last) {
+    Buffer scores = buffer(first_position + rows);
+    for (int64_t task = first; task < last; ++task) {
+      int64_t t = task / c.num_attention_heads;
+      int64_t h = task % c.num_attention_heads;
+      int64_t kv = h / c.gqa_group();
+      const float* q = qg.data() + t * c.q_proj_dim() + h * 2 * hd;
+      const float* gate = q + hd;
+      float* o = attended.data() + t * c.attn_output_dim() + h * hd;
+      attend_head(cache, kv * capacity * hd, first_position + t + 1, q, hd, scale, scores.data(), o);
+      if (gated) {
+        for (int64_t d = 0; d < hd; ++d) o[d] *= kernels::sigmoid(gate[d]);
+      }
+    }
+  };
+  if (ctx.pool != nullptr) {
+    ctx.pool->parallel_for(tasks, run);
+  } else {
+    run(0, tasks);
+  }
+  kernels::matmul(w.o_proj, attended.data(), rows, out, ctx.pool);
+}
+
+}  // namespace md

@@ -1,0 +1,145 @@
+#include "models/qwen38/qwen38_model.h"
+
+#include <vector>
+
+#include "base/dtype.h"
+#include "base/error.h"
+#include "kernels/activations.h"
+#include "kernels/matmul.h"
+#include "kernels/norms.h"
+#include "models/common/config_files.h"
+#include "models/qwen38/qwen38_layers.h"
+#include "models/qwen38/qwen38_state.h"
+
+namespace md {
+
+namespace {
+
+using Buffer = std::vector<float>;
+Buffer buffer(int64_t n) { return Buffer(static_cast<std::size_t>(n)); }
+
+Qwen38Config read_config(const std::string& directory) {
+  return parse_qwen38_config(read_config_files(directory));
+}
+
+void normalise_rows(const float* x, const uint16_t* weight, int64_t rows, int64_t width, float eps,
+                    float* y) {
+  for (int64_t t = 0; t < rows; ++t) {
+    kernels::rms_norm(x + t * width, weight, width, eps, kernels::NormWeight::kZeroCentred,
+                      y + t * width);
+  }
+}
+
+void add_into(float* h, const float* delta, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) h[i] += delta[i];
+}
+
+}  // namespace
+
+Qwen38Model::Qwen38Model(const std::string& directory, const ModelRunOptions& run_options,
+                         const Qwen38Options& options)
+    : directory_(directory),
+      config_(read_config(directory)),
+      checkpoint_(directory),
+      weights_(bind_qwen38_weights(config_, checkpoint_)),
+      run_options_(run_options),
+      options_(options),
+      rope_(config_.rotary_dim(), config_.rope_theta),
+      pool_(std::make_unique<ThreadPool>(run_options.threads)) {}
+
+std::string Qwen38Model::description() const {
+  return fmt::format("qwen3_5 {} layers, hidden {}, vocab {} ({})", config_.num_layers,
+                     config_.hidden_size, config_.vocab_size, directory_);
+}
+
+std::vector<int32_t> Qwen38Model::stop_token_ids() const {
+  return {config_.eos_token_ids.begin(), config_.eos_token_ids.end()};
+}
+
+std::size_t Qwen38Model::state_bytes_per_token() const {
+  return Qwen38State::bytes_per_token(config_, run_options_.kv_cache);
+}
+
+std::size_t Qwen38Model::state_bytes_fixed() const { return Qwen38State::fixed_bytes(config_); }
+
+std::unique_ptr<SequenceState> Qwen38Model::new_sequence(int64_t capacity) const {
+  if (capacity <= 0 || capacity > config_.max_position_embeddings) {
+    fail("context {} is outside 1..{} (max_position_embeddings of {})", capacity,
+         config_.max_position_embeddings, directory_);
+  }
+  return std::make_unique<Qwen38State>(config_, capacity, run_options_.kv_cache);
+}
+
+void Qwen38Model::check_tokens(const SequenceState& state, std::span<const int32_t> tokens) const {
+  if (tokens.empty()) fail("forward needs at least one token");
+  auto count = static_cast<int64_t>(tokens.size());
+  if (state.position() + count > state.capacity()) {
+    fail("context full: {} tokens already in the sequence + {} new exceed the context of {} "
+         "tokens (raise --context)",
+         state.position(), count, state.capacity());
+  }
+  for (int32_t token : tokens) {
+    if (token < 0 || token >= config_.vocab_size) {
+      fail("token id {} is outside the vocabulary (0..{})", token, config_.vocab_size - 1);
+    }
+  }
+}
+
+void Qwen38Model::mlp(const Qwen38LayerWeights& layer, const float* x, int64_t rows, float* out) {
+  Buffer gate = buffer(rows * config_.intermediate_size);
+  Buffer up = buffer(rows * config_.intermediate_size);
+  kernels::matmul(layer.gate_proj, x, rows, gate.data(), pool_.get());
+  kernels::matmul(layer.up_proj, x, rows, up.data(), pool_.get());
+  for (std::size_t i = 0; i < gate.size(); ++i) gate[i] = kernels::silu(gate[i]) * up[i];
+  kernels::matmul(layer.down_proj, gate.data(), rows, out, pool_.get());
+}
+
+void Qwen38Model::run_layers(Qwen38State& state, std::span<const int32_t> tokens, float* hidden) {
+  int64_t rows = static_cast<int64_t>(tokens.size());
+  int64_t width = config_.hidden_size;
+  auto eps = static_cast<float>(config_.rms_norm_eps);
+  Qwen38LayerContext ctx{config_, options_, rope_, pool_.get()};
+  Buffer normed = buffer(rows * width);
+  Buffer mixed = buffer(rows * width);
+  for (int64_t i = 0; i < config_.num_layers; ++i) {
+    const Qwen38LayerWeights& layer = weights_.layers[static_cast<std::size_t>(i)];
+    normalise_rows(hidden, layer.input_layernorm, rows, width, eps, normed.data());
+    if (config_.is_full_attention(i)) {
+      gated_attention_forward(ctx, layer.attention, state.kv(config_.full_attention_ordinal(i)),
+                              state.capacity(), state.position(), normed.data(), rows,
+                              mixed.data());
+    } else {
+      gated_deltanet_forward(ctx, layer.gdn, state.gdn(config_.linear_attention_ordinal(i)),
+                             normed.data(), rows, mixed.data());
+    }
+    add_into(hidden, mixed.data(), rows * width);
+    normalise_rows(hidden, layer.post_attention_layernorm, rows, width, eps, normed.data());
+    mlp(layer, normed.data(), rows, mixed.data());
+    add_into(hidden, mixed.data(), rows * width);
+  }
+}
+
+void Qwen38Model::forward(SequenceState& sequence, std::span<const int32_t> tokens,
+                          LogitRows which, std::vector<float>& logits) {
+  check_tokens(sequence, tokens);
+  auto& state = dynamic_cast<Qwen38State&>(sequence);
+  int64_t rows = static_cast<int64_t>(tokens.size());
+  int64_t width = config_.hidden_size;
+  Buffer hidden = buffer(rows * width);
+  for (int64_t t = 0; t < rows; ++t) {
+    const uint16_t* embedding = weights_.embed_tokens.row(tokens[static_cast<std::size_t>(t)]);
+    for (int64_t d = 0; d < width; ++d) hidden[static_cast<std::size_t>(t * width + d)] = bf16_to_f32(embedding[d]);
+  }
+  run_layers(state, tokens, hidden.data());
+  state.advance(rows);
+
+  int64_t first = which == LogitRows::kAll ? 0 : rows - 1;
+  int64_t out_rows = rows - first;
+  Buffer normed = buffer(out_rows * width);
+  normalise_rows(hidden.data() + first * width, weights_.norm, out_rows, width,
+                 static_cast<float>(config_.rms_norm_eps), normed.data());
+  logits.resize(static_cast<std::size_t>(out_rows * config_.vocab_size));
+  kernels::matmul(weights_.lm_head, normed.data(), out_rows, logits.data(), pool_.get());
+}
+
+}  // namespace md

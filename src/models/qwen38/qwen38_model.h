@@ -1,0 +1,53 @@
+// A loaded Qwen3.8 (`qwen3_5`) text model and its plain op-by-op reference forward: every layer
+// runs as the spec writes it, with f32 activations (house numerics), weights read in place.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "base/thread_pool.h"
+#include "io/checkpoint.h"
+#include "kernels/rope.h"
+#include "models/language_model.h"
+#include "models/qwen38/qwen38_config.h"
+#include "models/qwen38/qwen38_options.h"
+#include "models/qwen38/qwen38_weights.h"
+
+namespace md {
+
+class Qwen38Model final : public LanguageModel {
+ public:
+  // Reads config.json (+ generation_config.json) and the checkpoint in `directory`; throws
+  // md::Error on a config the family cannot run or tensors that do not match it.
+  Qwen38Model(const std::string& directory, const ModelRunOptions& run_options,
+              const Qwen38Options& options = {});
+
+  std::string description() const override;
+  int64_t vocab_size() const override { return config_.vocab_size; }
+  int64_t max_context() const override { return config_.max_position_embeddings; }
+  std::vector<int32_t> stop_token_ids() const override;
+  std::size_t state_bytes_per_token() const override;
+  std::size_t state_bytes_fixed() const override;
+  std::unique_ptr<SequenceState> new_sequence(int64_t capacity) const override;
+  void forward(SequenceState& state, std::span<const int32_t> tokens, LogitRows rows,
+               std::vector<float>& logits) override;
+
+  const Qwen38Config& config() const { return config_; }
+  Qwen38Options& options() { return options_; }
+
+ private:
+  void check_tokens(const SequenceState& state, std::span<const int32_t> tokens) const;
+  void run_layers(class Qwen38State& state, std::span<const int32_t> tokens, float* hidden);
+  void mlp(const struct Qwen38LayerWeights& layer, const float* x, int64_t rows, float* out);
+
+  std::string directory_;
+  Qwen38Config config_;
+  Checkpoint checkpoint_;
+  Qwen38Weights weights_;
+  ModelRunOptions run_options_;
+  Qwen38Options options_;
+  kernels::Rope rope_;
+  std::unique_ptr<ThreadPool> pool_;
+};
+
+}  // namespace md

@@ -1,0 +1,84 @@
+#include "models/qwen38/qwen38_weights.h"
+
+#include "base/error.h"
+
+namespace md {
+
+namespace {
+
+constexpr char kFamily[] = "qwen3_5";
+
+std::string find_prefix(const Checkpoint& checkpoint) {
+  for (const char* prefix : {"model.language_model.", "model."}) {
+    if (checkpoint.contains(std::string(prefix) + "embed_tokens.weight")) return prefix;
+  }
+  fail("checkpoint {}: no 'model.language_model.embed_tokens.weight' or "
+       "'model.embed_tokens.weight' tensor: not a qwen3_5 text checkpoint",
+       checkpoint.path());
+}
+
+Qwen38GdnWeights bind_gdn(const Qwen38Config& c, WeightBinder& bind, const std::string& p) {
+  int64_t h = c.hidden_size;
+  int64_t heads = c.linear_num_value_heads;
+  Qwen38GdnWeights w;
+  w.in_proj_qkv = bind.matrix(p + "in_proj_qkv.weight", c.conv_dim(), h);
+  w.in_proj_z = bind.matrix(p + "in_proj_z.weight", c.value_dim(), h);
+  w.in_proj_b = bind.matrix(p + "in_proj_b.weight", heads, h);
+  w.in_proj_a = bind.matrix(p + "in_proj_a.weight", heads, h);
+  w.conv1d = bind.bf16(p + "conv1d.weight", {c.conv_dim(), 1, c.linear_conv_kernel});
+  w.a_log = bind.f32_vector(p + "A_log", heads);
+  w.dt_bias = bind.f32_vector(p + "dt_bias", heads);
+  w.norm = bind.bf16(p + "norm.weight", {c.linear_value_head_dim});
+  w.out_proj = bind.matrix(p + "out_proj.weight", h, c.value_dim());
+  return w;
+}
+
+Qwen38AttentionWeights bind_attention(const Qwen38Config& c, WeightBinder& bind,
+                                      const std::string& p) {
+  int64_t h = c.hidden_size;
+  Qwen38AttentionWeights w;
+  w.q_proj = bind.matrix(p + "q_proj.weight", c.q_proj_dim(), h);
+  w.k_proj = bind.matrix(p + "k_proj.weight", c.kv_dim(), h);
+  w.v_proj = bind.matrix(p + "v_proj.weight", c.kv_dim(), h);
+  w.o_proj = bind.matrix(p + "o_proj.weight", h, c.attn_output_dim());
+  w.q_norm = bind.bf16(p + "q_norm.weight", {c.head_dim});
+  w.k_norm = bind.bf16(p + "k_norm.weight", {c.head_dim});
+  return w;
+}
+
+Qwen38LayerWeights bind_layer(const Qwen38Config& c, WeightBinder& bind, const std::string& p,
+                              int64_t layer) {
+  int64_t h = c.hidden_size;
+  Qwen38LayerWeights w;
+  w.input_layernorm = bind.bf16(p + "input_layernorm.weight", {h});
+  w.post_attention_layernorm = bind.bf16(p + "post_attention_layernorm.weight", {h});
+  if (c.is_full_attention(layer)) {
+    w.attention = bind_attention(c, bind, p + "self_attn.");
+  } else {
+    w.gdn = bind_gdn(c, bind, p + "linear_attn.");
+  }
+  w.gate_proj = bind.matrix(p + "mlp.gate_proj.weight", c.intermediate_size, h);
+  w.up_proj = bind.matrix(p + "mlp.up_proj.weight", c.intermediate_size, h);
+  w.down_proj = bind.matrix(p + "mlp.down_proj.weight", h, c.intermediate_size);
+  return w;
+}
+
+}  // namespace
+
+Qwen38Weights bind_qwen38_weights(const Qwen38Config& config, const Checkpoint& checkpoint) {
+  Qwen38Weights weights;
+  WeightBinder bind(checkpoint, kFamily, weights.owned);
+  weights.prefix = find_prefix(checkpoint);
+  const std::string& prefix = weights.prefix;
+  weights.embed_tokens =
+      bind.matrix(prefix + "embed_tokens.weight", config.vocab_size, config.hidden_size);
+  for (int64_t i = 0; i < config.num_layers; ++i) {
+    weights.layers.push_back(
+        bind_layer(config, bind, fmt::format("{}layers.{}.", prefix, i), i));
+  }
+  weights.norm = bind.bf16(prefix + "norm.weight", {config.hidden_size});
+  weights.lm_head = bind.matrix("lm_head.weight", config.vocab_size, config.hidden_size);
+  return weights;
+}
+
+}  // namespace md

@@ -1,0 +1,58 @@
+// The Qwen3.8 (`qwen3_5`) text model's tensors bound by name (spec §2), read in place from the
+// memory-mapped checkpoint. Both the multimodal naming (`model.language_model.*`) and the flat
+// text-only naming (`model.*`) are accepted; `lm_head.weight` is unprefixed in both.
+#pragma once
+
+#include <vector>
+
+#include "io/checkpoint.h"
+#include "kernels/bf16_matrix.h"
+#include "models/common/weight_binder.h"
+#include "models/qwen38/qwen38_config.h"
+
+namespace md {
+
+struct Qwen38GdnWeights {
+  kernels::Bf16Matrix in_proj_qkv;  // [conv_dim, H]: blocks q | k | v
+  kernels::Bf16Matrix in_proj_z;    // [value_dim, H]
+  kernels::Bf16Matrix in_proj_b;    // [value heads, H]
+  kernels::Bf16Matrix in_proj_a;    // [value heads, H]
+  const uint16_t* conv1d = nullptr;  // [conv_dim, 1, kernel]
+  std::vector<float> a_log;          // [value heads]
+  std::vector<float> dt_bias;        // [value heads]
+  const uint16_t* norm = nullptr;    // [value head dim], plain scale
+  kernels::Bf16Matrix out_proj;      // [H, value_dim]
+};
+
+struct Qwen38AttentionWeights {
+  kernels::Bf16Matrix q_proj;  // [heads·2·head_dim, H]: per head, query rows then gate rows
+  kernels::Bf16Matrix k_proj;  // [kv heads·head_dim, H]
+  kernels::Bf16Matrix v_proj;
+  kernels::Bf16Matrix o_proj;  // [H, heads·head_dim]
+  const uint16_t* q_norm = nullptr;  // [head_dim], zero-centred
+  const uint16_t* k_norm = nullptr;
+};
+
+struct Qwen38LayerWeights {
+  const uint16_t* input_layernorm = nullptr;           // [H], zero-centred
+  const uint16_t* post_attention_layernorm = nullptr;  // [H], zero-centred
+  Qwen38GdnWeights gdn;              // set on linear-attention layers
+  Qwen38AttentionWeights attention;  // set on full-attention layers
+  kernels::Bf16Matrix gate_proj;     // [I, H]
+  kernels::Bf16Matrix up_proj;       // [I, H]
+  kernels::Bf16Matrix down_proj;     // [H, I]
+};
+
+struct Qwen38Weights {
+  kernels::Bf16Matrix embed_tokens;  // [vocab, H]
+  std::vector<Qwen38LayerWeights> layers;
+  const uint16_t* norm = nullptr;  // [H], zero-centred
+  kernels::Bf16Matrix lm_head;     // [vocab, H]
+  std::string prefix;              // the naming found: "model.language_model." or "model."
+  OwnedWeights owned;              // copies of misaligned tensors, if any
+};
+
+// Throws md::Error naming the tensor on a missing tensor, a wrong shape or a wrong dtype.
+Qwen38Weights bind_qwen38_weights(const Qwen38Config& config, const Checkpoint& checkpoint);
+
+}  // namespace md
