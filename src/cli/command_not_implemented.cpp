@@ -22,9 +22,6 @@ CommandAction not_yet(CLI::App& app, const char* name, const char* description,
 
 }  // namespace
 
-CommandAction add_run_command(CLI::App& app) {
-  return not_yet(app, "run", "Generate text from a prompt", "arrives with the Qwen3.8 CPU model");
-}
 CommandAction add_serve_command(CLI::App& app) {
   return not_yet(app, "serve", "Serve the OpenAI-compatible HTTP API",
                  "arrives with the OpenAI-compatible server");

@@ -1,0 +1,98 @@
+#include "cli/model_session.h"
+
+#include <fmt/format.h>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "engine/context_size.h"
+#include "engine/generation_defaults.h"
+#include "models/model_loader.h"
+
+namespace md::cli {
+
+void add_model_flags(CLI::App& command, ModelFlags& flags) {
+  command.add_option("-m,--model", flags.model,
+                     "Model directory, or org/name[@revision] in the Hugging Face cache")
+      ->required();
+  command.add_option("-c,--context", flags.context,
+                     "Tokens a sequence can hold (default: the model's maximum, capped so the "
+                     "state fits in a quarter of memory)")
+      ->check(CLI::NonNegativeNumber);
+  command.add_option("-t,--threads", flags.threads, "Worker threads (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  command.add_option("--kv-cache", flags.kv_cache, "KV cache element type")
+      ->check(CLI::IsMember({"bf16", "f32"}));
+}
+
+void add_sampling_flags(CLI::App& command, SamplingFlags& flags) {
+  command.add_option("--temperature,--temp", flags.temperature,
+                     "Sampling temperature; 0 = greedy (default: generation_config.json, else 1)");
+  command.add_option("--top-k", flags.top_k, "Keep the k most likely tokens (0 = off)");
+  command.add_option("--top-p", flags.top_p, "Nucleus sampling mass (1 = off)");
+  command.add_option("--min-p", flags.min_p, "Drop tokens below min_p × the top probability");
+  command.add_option("--presence-penalty", flags.presence_penalty, "OpenAI presence penalty");
+  command.add_option("--frequency-penalty", flags.frequency_penalty, "OpenAI frequency penalty");
+  command.add_option("--repetition-penalty", flags.repetition_penalty,
+                     "Divide logits of seen tokens (>1 discourages repeats)");
+  command.add_option("--seed", flags.seed, "Seed that makes sampled output reproducible");
+  command.add_option("-n,--max-tokens", flags.max_tokens,
+                     "Most tokens to generate (0 = until a stop or the context is full)")
+      ->check(CLI::NonNegativeNumber);
+  command.add_option("--stop", flags.stop, "Extra stop string (repeatable)");
+  command.add_flag("--ignore-eos", flags.ignore_eos, "Keep generating past stop tokens");
+  command.add_flag("--greedy", flags.greedy, "Greedy decoding (same as --temperature 0)");
+}
+
+ModelSession open_model_session(const ModelFlags& flags) {
+  ModelSession session;
+  session.source = resolve_model_source(flags.model);
+  const std::string& directory = session.source.directory;
+  ModelRunOptions options;
+  options.threads = flags.threads;
+  options.kv_cache = flags.kv_cache == "f32" ? KvCacheType::kF32 : KvCacheType::kBf16;
+  session.tokenizer = load_tokenizer(directory);
+  session.chat_template = ChatTemplate::load(directory);
+  session.sampling_defaults =
+      engine::default_sampling(engine::read_generation_defaults(directory));
+  session.model = load_language_model(directory, options);
+  if (session.tokenizer->vocab_size() > session.model->vocab_size()) {
+    fail("{}: the tokenizer has {} tokens but the model's vocabulary is {}", directory,
+         session.tokenizer->vocab_size(), session.model->vocab_size());
+  }
+  session.context = engine::choose_context(*session.model, flags.context);
+  log::debug("loaded {}; context {}", session.model->description(), session.context);
+  return session;
+}
+
+engine::GenerationRequest make_request(const ModelSession& session, const SamplingFlags& flags,
+                                       std::vector<int32_t> prompt) {
+  engine::GenerationRequest request;
+  request.prompt = std::move(prompt);
+  engine::SamplingParams& s = request.sampling;
+  s = session.sampling_defaults;
+  if (flags.temperature) s.temperature = *flags.temperature;
+  if (flags.top_k) s.top_k = *flags.top_k;
+  if (flags.top_p) s.top_p = *flags.top_p;
+  if (flags.min_p) s.min_p = *flags.min_p;
+  if (flags.presence_penalty) s.presence_penalty = *flags.presence_penalty;
+  if (flags.frequency_penalty) s.frequency_penalty = *flags.frequency_penalty;
+  if (flags.repetition_penalty) s.repetition_penalty = *flags.repetition_penalty;
+  if (flags.greedy) s.temperature = 0;
+  s.seed = flags.seed;
+  request.max_tokens = flags.max_tokens;
+  request.stop = flags.stop;
+  request.ignore_eos = flags.ignore_eos;
+  return request;
+}
+
+std::string format_stats(const engine::GenerationStats& stats, engine::FinishReason finish) {
+  return fmt::format(
+      "prompt {} tok ({} reused) | prefill {:.1f} ms ({:.1f} tok/s) | first token {:.1f} ms | "
+      "decode {} tok at {:.1f} tok/s | total {:.1f} ms | finish {}",
+      stats.prompt_tokens, stats.reused_tokens, stats.prefill_seconds * 1e3,
+      stats.prefill_tokens_per_second(), stats.first_token_seconds * 1e3, stats.generated_tokens,
+      stats.decode_tokens_per_second(), stats.total_seconds * 1e3,
+      engine::finish_reason_name(finish));
+}
+
+}  // namespace md::cli

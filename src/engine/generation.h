@@ -1,0 +1,93 @@
+// One generation request run on one sequence: prefill (in chunks, reusing the cached prefix when
+// the prompt extends what the sequence already holds), then the decode loop with sampling, stop
+// tokens, stop strings, max_tokens, the context limit and cancellation; text streamed as produced.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/logprobs.h"
+#include "engine/sampling_params.h"
+#include "models/language_model.h"
+#include "text/tokenizer.h"
+
+namespace md::engine {
+
+enum class FinishReason { kStop, kLength, kCancelled };
+std::string_view finish_reason_name(FinishReason reason);  // "stop", "length", "cancelled"
+
+struct GenerationRequest {
+  std::vector<int32_t> prompt;
+  SamplingParams sampling;
+  int64_t max_tokens = 0;               // 0: until a stop or the context is full
+  std::vector<std::string> stop;        // extra stop strings (not part of the returned text)
+  std::vector<int32_t> stop_token_ids;  // in addition to the model's own
+  bool ignore_eos = false;              // ignore every stop token id
+  bool skip_special = true;             // special tokens produce no text
+  int32_t top_logprobs = 0;             // alternatives recorded per generated token
+  bool prompt_logprobs = false;         // log p(prompt[t+1] | prompt[..t]) for every t
+};
+
+struct GeneratedToken {
+  int32_t id = 0;
+  float logprob = 0;              // under the model's raw distribution
+  std::vector<TokenLogprob> top;  // top_logprobs alternatives
+};
+
+struct GenerationStats {
+  int64_t prompt_tokens = 0;
+  int64_t reused_tokens = 0;  // prompt tokens already in the sequence (not recomputed)
+  int64_t generated_tokens = 0;
+  double prefill_seconds = 0;
+  double first_token_seconds = 0;  // request start → first token chosen
+  double decode_seconds = 0;       // first token → end
+  double total_seconds = 0;
+  double prefill_tokens_per_second() const;
+  double decode_tokens_per_second() const;  // decode steps (tokens after the first) per second
+};
+
+struct GenerationResult {
+  std::vector<GeneratedToken> tokens;
+  std::string text;
+  FinishReason finish = FinishReason::kStop;
+  std::vector<float> prompt_logprobs;  // size prompt-1 when requested
+  GenerationStats stats;
+};
+
+using TextCallback = std::function<void(std::string_view)>;
+
+class Generator {
+ public:
+  // `context` is the sequence capacity in tokens (prompt + generated).
+  Generator(LanguageModel& model, const Tokenizer& tokenizer, int64_t context);
+
+  // Throws md::Error before any work on a bad request (prompt empty or longer than the context,
+  // invalid sampling parameters or stop strings).
+  GenerationResult generate(const GenerationRequest& request, const TextCallback& on_text,
+                            const std::atomic<bool>* cancel = nullptr);
+
+  void reset();
+  int64_t context() const { return state_->capacity(); }
+  // The tokens the sequence holds (processed by the model).
+  const std::vector<int32_t>& cached_tokens() const { return cached_; }
+
+  static constexpr int64_t kPrefillChunk = 256;
+
+ private:
+  int64_t reuse_prefix(const std::vector<int32_t>& prompt);
+  void prefill(std::span<const int32_t> tokens, bool want_all, GenerationResult& result,
+               std::vector<float>& last_logits);
+  void feed(std::span<const int32_t> tokens, LogitRows rows, std::vector<float>& logits);
+
+  LanguageModel& model_;
+  const Tokenizer& tokenizer_;
+  std::unique_ptr<SequenceState> state_;
+  std::vector<int32_t> cached_;
+};
+
+}  // namespace md::engine

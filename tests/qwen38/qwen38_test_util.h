@@ -1,0 +1,93 @@
+// Fixture models and their transformers goldens for the Qwen3.8 tests.
+#pragma once
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/safetensors_file.h"
+#include "models/qwen38/qwen38_model.h"
+#include "models/qwen38/qwen38_state.h"
+
+namespace md::test {
+
+inline const std::vector<std::string>& qwen38_fixture_names() {
+  static const std::vector<std::string> names = {"tiny-qwen38", "tiny-qwen38-hd256",
+                                                 "tiny-qwen38-text"};
+  return names;
+}
+
+// GoogleTest parameter names cannot contain '-'.
+inline std::string fixture_test_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param;
+  for (char& c : name) {
+    if (c == '-') c = '_';
+  }
+  return name;
+}
+
+inline std::string qwen38_fixture_dir(const std::string& name) {
+  return std::string(MD_GOLDEN_DIR) + "/qwen38/" + name;
+}
+
+struct GoldenPrompt {
+  std::vector<int32_t> ids;
+  std::vector<float> logits;  // [ids.size()][vocab]
+  std::vector<int32_t> greedy;
+  std::vector<float> greedy_margin;
+};
+
+template <typename T>
+std::vector<T> tensor_values(const SafetensorsFile& file, const std::string& name) {
+  const TensorView* view = file.find(name);
+  if (view == nullptr) throw std::runtime_error("golden tensor missing: " + name);
+  std::vector<T> values(view->nbytes / sizeof(T));
+  std::memcpy(values.data(), view->data, view->nbytes);
+  return values;
+}
+
+inline std::vector<GoldenPrompt> load_goldens(const std::string& name) {
+  SafetensorsFile file(std::string(MD_SOURCE_DIR) + "/tests/goldens/qwen38/" + name +
+                       ".safetensors");
+  std::vector<GoldenPrompt> prompts;
+  for (int i = 0; file.find(fmt::format("p{}.ids", i)) != nullptr; ++i) {
+    std::string p = fmt::format("p{}.", i);
+    prompts.push_back({tensor_values<int32_t>(file, p + "ids"), tensor_values<float>(file, p + "logits"),
+                       tensor_values<int32_t>(file, p + "greedy"),
+                       tensor_values<float>(file, p + "greedy_margin")});
+  }
+  return prompts;
+}
+
+inline std::unique_ptr<Qwen38Model> load_fixture(const std::string& name, KvCacheType kv,
+                                                 Qwen38Options options = {}, int threads = 2) {
+  ModelRunOptions run;
+  run.threads = threads;
+  run.kv_cache = kv;
+  return std::make_unique<Qwen38Model>(qwen38_fixture_dir(name), run, options);
+}
+
+// max |a − b| over max |b|.
+inline double relative_error(const float* a, const float* b, std::size_t n) {
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return scale == 0 ? diff : diff / scale;
+}
+
+inline int32_t argmax(const float* row, int64_t n) {
+  int32_t best = 0;
+  for (int64_t i = 1; i < n; ++i) {
+    if (row[i] > row[best]) best = static_cast<int32_t>(i);
+  }
+  return best;
+}
+
+}  // namespace md::test
