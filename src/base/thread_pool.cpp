@@ -50,6 +50,16 @@ void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t, int64
   body_ = nullptr;
 }
 
+void ThreadPool::parallel_for_work(int64_t n, int64_t work,
+                                   const std::function<void(int64_t, int64_t)>& body) {
+  constexpr int64_t kMinimumParallelWork = int64_t{1} << 20;
+  if (work < kMinimumParallelWork) {
+    if (n > 0) body(0, n);
+    return;
+  }
+  parallel_for(n, body);
+}
+
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {

@@ -26,6 +26,10 @@ class ThreadPool {
   // and returns when all are done. Ranges never depend on timing, so results are reproducible.
   void parallel_for(int64_t n, const std::function<void(int64_t, int64_t)>& body);
 
+  // Like parallel_for, but runs inline when the loop is too small for a fork/join to pay off
+  // (`work` is a rough count of multiply-adds; waking the team costs ~10-50 µs).
+  void parallel_for_work(int64_t n, int64_t work, const std::function<void(int64_t, int64_t)>& body);
+
   static int hardware_threads();
 
  private:

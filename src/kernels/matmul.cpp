@@ -45,11 +45,11 @@ void matmul_rows(const Bf16Matrix& w, const float* x, int64_t n_rows, float* y, 
 }
 
 void matmul(const Bf16Matrix& w, const float* x, int64_t n_rows, float* y, ThreadPool* pool) {
-  if (pool == nullptr || pool->size() == 1 || w.rows < 64) {
+  if (pool == nullptr || pool->size() == 1) {
     matmul_rows(w, x, n_rows, y, 0, w.rows);
     return;
   }
-  pool->parallel_for(w.rows, [&](int64_t begin, int64_t end) {
+  pool->parallel_for_work(w.rows, w.rows * w.cols * n_rows, [&](int64_t begin, int64_t end) {
     matmul_rows(w, x, n_rows, y, begin, end);
   });
 }

@@ -5,22 +5,7 @@ set -u
 bin="$1"; shared="$2"; source_dir="$3"
 tok="$shared/data/qwen3-tokenizer"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
-failures=0; passes=0
-
-# check NAME EXPECTED_RC STDOUT_REGEX STDERR_REGEX -- command...
-check() {
-  local name="$1" want_rc="$2" out_re="$3" err_re="$4"; shift 5
-  "$@" >"$work/out" 2>"$work/err" </dev/null
-  local rc=$?
-  local ok=1
-  [ "$rc" -eq "$want_rc" ] || { echo "FAIL $name: exit $rc, expected $want_rc"; ok=0; }
-  if [ -n "$out_re" ] && ! grep -Eq -- "$out_re" "$work/out"; then
-    echo "FAIL $name: stdout does not match /$out_re/"; ok=0; fi
-  if [ -n "$err_re" ] && ! grep -Eq -- "$err_re" "$work/err"; then
-    echo "FAIL $name: stderr does not match /$err_re/"; ok=0; fi
-  if ((ok)); then passes=$((passes + 1)); else
-    failures=$((failures + 1)); echo "--- stdout"; head -20 "$work/out"; echo "--- stderr"; head -20 "$work/err"; fi
-}
+source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
 
 check help 0 'Subcommands:' '' -- "$bin" --help
 for sub in run chat serve bench pack tokenize info; do
@@ -50,5 +35,4 @@ mkdir -p "$work/envdir"
 printf 'GOOD=1\nthis line is wrong\n' >"$work/envdir/.env"
 pushd "$work/envdir" >/dev/null; check dotenv-warning 0 '' '\.env:2: expected KEY=VALUE' -- "$bin" tokenize --model "$tok" --ids --text hi; popd >/dev/null
 
-echo "$passes passed, $failures failed"
-[ "$failures" -eq 0 ]
+report

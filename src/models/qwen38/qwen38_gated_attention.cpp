@@ -102,7 +102,8 @@ void gated_attention_forward(const Qwen38LayerContext& ctx, const Qwen38Attentio
     }
   };
   if (ctx.pool != nullptr) {
-    ctx.pool->parallel_for(tasks, run);
+    // Two passes (scores, values) over every visible key of every head.
+    ctx.pool->parallel_for_work(tasks, 2 * tasks * (first_position + rows) * hd, run);
   } else {
     run(0, tasks);
   }

@@ -106,7 +106,8 @@ void gated_deltanet_forward(const Qwen38LayerContext& ctx, const Qwen38GdnWeight
     }
   };
   if (ctx.pool != nullptr) {
-    ctx.pool->parallel_for(heads, run_heads);
+    // The recurrence touches each head's dv × dk state a few times per row.
+    ctx.pool->parallel_for_work(heads, 4 * heads * dv * dk * rows, run_heads);
   } else {
     run_heads(0, heads);
   }

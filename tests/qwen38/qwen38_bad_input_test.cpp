@@ -1,0 +1,177 @@
+// Damaged checkpoints and configs the family cannot run: each is a precise md::Error from the
+// loader (naming the file, tensor or field), never a crash.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "base/error.h"
+#include "models/model_loader.h"
+#include "qwen38_test_util.h"
+
+namespace md::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Qwen38BadInput : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("md_qwen38_bad_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  fs::path copy_fixture(const std::string& name) {
+    fs::path target = root_ / name;
+    fs::copy(qwen38_fixture_dir(name), target, fs::copy_options::recursive);
+    return target;
+  }
+
+  // The message of the md::Error that loading throws ("" when it loads).
+  static std::string load_error(const fs::path& dir) {
+    try {
+      load_language_model(dir.string(), ModelRunOptions{1, KvCacheType::kF32});
+    } catch (const Error& error) {
+      return error.what();
+    }
+    return "";
+  }
+
+  fs::path root_;
+};
+
+std::vector<char> read_all(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_all(const fs::path& path, const std::vector<char>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Edits a safetensors header in place, keeping its length (padded with spaces, which the format
+// allows) so that every data offset stays valid.
+template <typename Edit>
+void edit_header(const fs::path& path, Edit edit) {
+  std::vector<char> bytes = read_all(path);
+  uint64_t length = 0;
+  std::memcpy(&length, bytes.data(), sizeof length);
+  nlohmann::ordered_json header = nlohmann::ordered_json::parse(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(length));
+  edit(header);
+  std::string text = header.dump();
+  ASSERT_LE(text.size(), length) << "edited header grew";
+  text.resize(length, ' ');
+  std::copy(text.begin(), text.end(), bytes.begin() + 8);
+  write_all(path, bytes);
+}
+
+void edit_config(const fs::path& dir, const std::function<void(nlohmann::ordered_json&)>& edit) {
+  std::ifstream in(dir / "config.json");
+  nlohmann::ordered_json config = nlohmann::ordered_json::parse(in);
+  edit(config);
+  std::ofstream(dir / "config.json") << config.dump(2);
+}
+
+void expect_contains(const std::string& message, const std::vector<std::string>& parts) {
+  ASSERT_FALSE(message.empty()) << "the damaged model loaded";
+  for (const std::string& part : parts) {
+    EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
+  }
+}
+
+const std::string kPrefix = "model.language_model.";
+
+TEST_F(Qwen38BadInput, IntactFixtureLoads) { EXPECT_EQ(load_error(copy_fixture("tiny-qwen38")), ""); }
+
+TEST_F(Qwen38BadInput, TruncatedShard) {
+  fs::path dir = copy_fixture("tiny-qwen38");
+  fs::resize_file(dir / "model.safetensors", fs::file_size(dir / "model.safetensors") - 1000);
+  expect_contains(load_error(dir), {"model.safetensors"});
+}
+
+TEST_F(Qwen38BadInput, EmptyShard) {
+  fs::path dir = copy_fixture("tiny-qwen38");
+  fs::resize_file(dir / "model.safetensors", 0);
+  expect_contains(load_error(dir), {"model.safetensors"});
+}
+
+TEST_F(Qwen38BadInput, MissingShardOfAnIndexedCheckpoint) {
+  fs::path dir = copy_fixture("tiny-qwen38-hd256");
+  fs::remove(dir / "model-00002-of-00002.safetensors");
+  expect_contains(load_error(dir), {"model-00002-of-00002.safetensors"});
+}
+
+TEST_F(Qwen38BadInput, MissingTensor) {
+  fs::path dir = copy_fixture("tiny-qwen38");
+  std::string name = kPrefix + "layers.2.linear_attn.conv1d.weight";
+  edit_header(dir / "model.safetensors", [&](nlohmann::ordered_json& header) {
+    header[kPrefix + "layers.2.linear_attn.conv.weight"] = header[name];
+    header.erase(name);
+  });
+  expect_contains(load_error(dir), {name, "missing"});
+}
+
+TEST_F(Qwen38BadInput, WrongShape) {
+  fs::path dir = copy_fixture("tiny-qwen38");
+  std::string name = kPrefix + "layers.3.self_attn.q_norm.weight";
+  edit_header(dir / "model.safetensors", [&](nlohmann::ordered_json& header) {
+    header[name]["shape"] = {32, 2};
+  });
+  expect_contains(load_error(dir), {name, "[32, 2]", "[64]"});
+}
+
+TEST_F(Qwen38BadInput, WrongDtype) {
+  fs::path dir = copy_fixture("tiny-qwen38");
+  std::string name = kPrefix + "layers.0.mlp.up_proj.weight";
+  edit_header(dir / "model.safetensors", [&](nlohmann::ordered_json& header) {
+    header[name]["dtype"] = "F16";
+  });
+  expect_contains(load_error(dir), {name, "F16", "BF16"});
+}
+
+TEST_F(Qwen38BadInput, IntegerDecayParameters) {
+  fs::path dir = copy_fixture("tiny-qwen38");
+  std::string name = kPrefix + "layers.1.linear_attn.A_log";
+  edit_header(dir / "model.safetensors", [&](nlohmann::ordered_json& header) {
+    header[name]["dtype"] = "I32";
+  });
+  expect_contains(load_error(dir), {name, "I32"});
+}
+
+TEST_F(Qwen38BadInput, ConfigsTheFamilyCannotRun) {
+  struct Case {
+    const char* field;
+    std::function<void(nlohmann::ordered_json&)> edit;
+  };
+  std::vector<Case> cases = {
+      {"attn_output_gate", [](auto& c) { c["text_config"]["attn_output_gate"] = false; }},
+      {"layer_types", [](auto& c) { c["text_config"]["layer_types"][3] = "linear_attention"; }},
+      {"quantization_config", [](auto& c) { c["quantization_config"] = {{"quant_method", "fp8"}}; }},
+      {"linear_conv_kernel_dim", [](auto& c) { c["text_config"]["linear_conv_kernel_dim"] = 3; }},
+      {"num_key_value_heads", [](auto& c) { c["text_config"]["num_key_value_heads"] = 3; }},
+      {"hidden_size", [](auto& c) { c["text_config"]["hidden_size"] = 96; }},
+  };
+  for (const Case& test_case : cases) {
+    fs::path dir = copy_fixture("tiny-qwen38");
+    edit_config(dir, test_case.edit);
+    std::string message = load_error(dir);
+    // hidden_size is a valid config whose tensors no longer fit: the error names a tensor shape.
+    expect_contains(message, {std::string(test_case.field) == "hidden_size" ? "shape" : test_case.field});
+    fs::remove_all(dir);
+  }
+}
+
+TEST_F(Qwen38BadInput, DrafterIsNotAStandaloneModel) {
+  fs::path dir = root_ / "draft";
+  fs::copy(std::string(MD_SOURCE_DIR) + "/tests/data/configs/dflash2-tiny", dir, fs::copy_options::recursive);
+  expect_contains(load_error(dir), {"drafter"});
+}
+
+}  // namespace
+}  // namespace md::test
