@@ -137,3 +137,46 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Qwen38Golden, ::testing::ValuesIn(qwen38_fixt
 
 }  // namespace
 }  // namespace md::test
+
+namespace md::test {
+namespace {
+
+// The delta-net states after the 150-token prompt against transformers' cache (recorded for
+// tiny-qwen38): recurrent state in HF's [heads][K][V] layout (ours is [heads][V][K]) and the conv
+// state's four raw columns (we keep the three that reach the output).
+TEST(Qwen38GoldenState, DeltaNetStatesMatchTransformersCache) {
+  auto model = load_fixture("tiny-qwen38", KvCacheType::kF32);
+  std::vector<GoldenPrompt> goldens = load_goldens("tiny-qwen38");
+  SafetensorsFile file(std::string(MD_SOURCE_DIR) + "/tests/goldens/qwen38/tiny-qwen38.safetensors");
+  auto sequence = model->new_sequence(256);
+  std::vector<float> logits;
+  model->forward(*sequence, goldens.at(3).ids, LogitRows::kLast, logits);
+  auto& state = dynamic_cast<Qwen38State&>(*sequence);
+  const Qwen38Config& c = model->config();
+  int64_t dk = c.linear_key_head_dim, dv = c.linear_value_head_dim, history = c.linear_conv_kernel - 1;
+  int checked = 0;
+  for (int64_t layer = 0; layer < c.num_layers; ++layer) {
+    if (c.is_full_attention(layer)) continue;
+    const Qwen38GdnState& ours = state.gdn(c.linear_attention_ordinal(layer));
+    std::vector<float> hf = tensor_values<float>(file, fmt::format("p3.state.layer{}.recurrent", layer));
+    std::vector<float> transposed(hf.size());
+    for (int64_t h = 0; h < c.linear_num_value_heads; ++h) {
+      for (int64_t k = 0; k < dk; ++k) {
+        for (int64_t v = 0; v < dv; ++v) transposed[(h * dv + v) * dk + k] = hf[(h * dk + k) * dv + v];
+      }
+    }
+    EXPECT_LE(relative_error(ours.recurrent.data(), transposed.data(), transposed.size()), 1e-4)
+        << "layer " << layer;
+    std::vector<float> hf_conv = tensor_values<float>(file, fmt::format("p3.state.layer{}.conv", layer));
+    std::vector<float> newest(static_cast<std::size_t>(c.conv_dim() * history));
+    for (int64_t ch = 0; ch < c.conv_dim(); ++ch) {
+      for (int64_t j = 0; j < history; ++j) newest[ch * history + j] = hf_conv[ch * (history + 1) + 1 + j];
+    }
+    EXPECT_LE(relative_error(ours.conv.data(), newest.data(), newest.size()), 1e-5) << "layer " << layer;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 6);
+}
+
+}  // namespace
+}  // namespace md::test
