@@ -7,6 +7,7 @@
 #include "base/error.h"
 #include "engine/sampler.h"
 #include "engine/stop_strings.h"
+#include "engine/stop_tokens.h"
 #include "text/stream_detokenizer.h"
 
 namespace md::engine {
@@ -22,10 +23,6 @@ double seconds_since(Clock::time_point start) {
 uint64_t fresh_seed() {
   std::random_device device;
   return (static_cast<uint64_t>(device()) << 32) ^ device();
-}
-
-bool is_stop_token(const std::vector<int32_t>& stops, int32_t token) {
-  return std::find(stops.begin(), stops.end(), token) != stops.end();
 }
 
 }  // namespace
@@ -111,8 +108,8 @@ GenerationResult Generator::generate(const GenerationRequest& request, const Tex
   }
   if (request.max_tokens < 0) fail("max_tokens must be >= 0 (0 = until the context is full)");
   StopStringMatcher stop_strings(request.stop);
-  std::vector<int32_t> stop_ids = model_.stop_token_ids();
-  stop_ids.insert(stop_ids.end(), request.stop_token_ids.begin(), request.stop_token_ids.end());
+  // The model's eos ids stop unless ignore_eos; ids the request names always stop (vLLM).
+  StopTokens stop_tokens{request.stop_token_ids, model_.stop_token_ids(), request.ignore_eos};
 
   GenerationResult result;
   GenerationStats& stats = result.stats;
@@ -154,7 +151,7 @@ GenerationResult Generator::generate(const GenerationRequest& request, const Tex
       first_token_at = Clock::now();
       stats.first_token_seconds = seconds_since(start);
     }
-    if (!request.ignore_eos && is_stop_token(stop_ids, chosen.id)) {
+    if (stop_tokens.is_stop(chosen.id)) {
       result.finish = FinishReason::kStop;
       break;
     }
