@@ -6,6 +6,8 @@ find_package(fmt REQUIRED)
 find_package(Threads REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
+# Line editing for `megadecode chat` (Debian libedit-dev; BSD-licensed, unlike GNU readline).
+pkg_check_modules(LIBEDIT REQUIRED IMPORTED_TARGET libedit)
 if(MD_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -73,11 +73,12 @@ void Generator::feed(std::span<const int32_t> tokens, LogitRows rows, std::vecto
   cached_.insert(cached_.end(), tokens.begin(), tokens.end());
 }
 
-void Generator::prefill(std::span<const int32_t> tokens, bool want_all, GenerationResult& result,
-                        std::vector<float>& last_logits) {
+bool Generator::prefill(std::span<const int32_t> tokens, bool want_all, GenerationResult& result,
+                        std::vector<float>& last_logits, const std::atomic<bool>* cancel) {
   int64_t vocab = model_.vocab_size();
   std::vector<float> logits;
   for (std::size_t begin = 0; begin < tokens.size(); begin += kPrefillChunk) {
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) return false;
     std::size_t end = std::min(tokens.size(), begin + static_cast<std::size_t>(kPrefillChunk));
     feed(tokens.subspan(begin, end - begin), want_all ? LogitRows::kAll : LogitRows::kLast, logits);
     if (want_all) {
@@ -93,6 +94,7 @@ void Generator::prefill(std::span<const int32_t> tokens, bool want_all, Generati
   last_logits.assign(
       logits.begin() + static_cast<std::ptrdiff_t>(last_row * static_cast<std::size_t>(vocab)),
       logits.end());
+  return true;
 }
 
 GenerationResult Generator::generate(const GenerationRequest& request, const TextCallback& on_text,
@@ -121,8 +123,13 @@ GenerationResult Generator::generate(const GenerationRequest& request, const Tex
   std::span<const int32_t> fresh(
       request.prompt.data() + stats.reused_tokens,
       request.prompt.size() - static_cast<std::size_t>(stats.reused_tokens));
-  prefill(fresh, request.prompt_logprobs, result, logits);
+  bool prefilled = prefill(fresh, request.prompt_logprobs, result, logits, cancel);
   stats.prefill_seconds = seconds_since(start);
+  if (!prefilled) {
+    result.finish = FinishReason::kCancelled;
+    stats.total_seconds = seconds_since(start);
+    return result;
+  }
 
   Sampler sampler(request.sampling, model_.vocab_size(),
                   request.sampling.seed ? *request.sampling.seed : fresh_seed());

@@ -80,8 +80,9 @@ class Generator {
 
  private:
   int64_t reuse_prefix(const std::vector<int32_t>& prompt);
-  void prefill(std::span<const int32_t> tokens, bool want_all, GenerationResult& result,
-               std::vector<float>& last_logits);
+  // Returns false when cancelled between chunks (the sequence then holds a prefix of the prompt).
+  bool prefill(std::span<const int32_t> tokens, bool want_all, GenerationResult& result,
+               std::vector<float>& last_logits, const std::atomic<bool>* cancel);
   void feed(std::span<const int32_t> tokens, LogitRows rows, std::vector<float>& logits);
 
   LanguageModel& model_;

@@ -180,3 +180,29 @@ TEST(Qwen38GoldenState, DeltaNetStatesMatchTransformersCache) {
 
 }  // namespace
 }  // namespace md::test
+
+namespace md::test {
+namespace {
+
+TEST(Qwen38Generation, CancelledBeforePrefillGeneratesNothing) {
+  auto model = load_fixture("tiny-qwen38", KvCacheType::kF32);
+  auto tokenizer = load_tokenizer(qwen38_fixture_dir("tiny-qwen38"));
+  engine::Generator generator(*model, *tokenizer, 1024);
+  engine::GenerationRequest request;
+  request.prompt.assign(600, 65);  // three prefill chunks
+  request.sampling.temperature = 0;
+  std::atomic<bool> cancel{true};
+  engine::GenerationResult result = generator.generate(request, nullptr, &cancel);
+  EXPECT_EQ(result.finish, engine::FinishReason::kCancelled);
+  EXPECT_TRUE(result.tokens.empty());
+  EXPECT_TRUE(generator.cached_tokens().empty());
+  // The generator stays usable: the same request without cancellation runs normally.
+  request.max_tokens = 3;
+  request.ignore_eos = true;
+  result = generator.generate(request, nullptr);
+  EXPECT_EQ(result.tokens.size(), 3u);
+  EXPECT_EQ(result.finish, engine::FinishReason::kLength);
+}
+
+}  // namespace
+}  // namespace md::test
