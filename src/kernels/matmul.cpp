@@ -1,47 +1,49 @@
 #include "kernels/matmul.h"
 
-#include <algorithm>
-#include <bit>
+#include "kernels/isa.h"
+#include "kernels/matmul_kernels.h"
 
 namespace md::kernels {
 
 namespace {
 
-constexpr int kLanes = 16;
-// Input rows handled per pass over a weight row block: the weights stay in L1 across them.
-constexpr int64_t kRowBlock = 4;
+// Threads split the output rows at multiples of this, so that no thread starts or ends inside a
+// register block (results do not depend on the split; speed does, a little).
+constexpr int64_t kThreadRowGrain = 16;
 
-inline float widen(uint16_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits) << 16); }
-
-// Lanes are summed pairwise (8+8, 4+4, 2+2, 1+1): a fixed tree, part of the reduction order.
-inline float reduce_lanes(float* acc) {
-  for (int width = kLanes / 2; width > 0; width /= 2) {
-    for (int l = 0; l < width; ++l) acc[l] += acc[l + width];
-  }
-  return acc[0];
+const MatmulKernels& active() {
+  static const MatmulKernels& kernels = matmul_kernels(active_isa_level());
+  return kernels;
 }
 
 }  // namespace
 
-float dot_bf16(const uint16_t* w, const float* x, int64_t n) {
-  float acc[kLanes] = {};
-  int64_t full = n - n % kLanes;
-  for (int64_t i = 0; i < full; i += kLanes) {
-    for (int l = 0; l < kLanes; ++l) acc[l] += widen(w[i + l]) * x[i + l];
+const MatmulKernels& matmul_kernels(Isa isa) {
+#if defined(__x86_64__)
+  switch (isa) {
+    case Isa::kAvx512:
+      return kMatmulAvx512;
+    case Isa::kAvx2:
+      return kMatmulAvx2;
+    case Isa::kScalar:
+      break;
   }
-  for (int64_t i = full; i < n; ++i) acc[i - full] += widen(w[i]) * x[i];
-  return reduce_lanes(acc);
+#else
+  (void)isa;
+#endif
+  return kMatmulScalar;
+}
+
+float dot_bf16(const uint16_t* w, const float* x, int64_t n) { return active().dot(w, x, n); }
+
+void matmul_tile(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float* x,
+                 int64_t x_stride, int64_t n_rows, const MatmulOut& out) {
+  active().tile(w, row_begin, row_end, x, x_stride, n_rows, out);
 }
 
 void matmul_rows(const Bf16Matrix& w, const float* x, int64_t n_rows, float* y, int64_t row_begin,
                  int64_t row_end) {
-  for (int64_t n0 = 0; n0 < n_rows; n0 += kRowBlock) {
-    int64_t n1 = std::min(n_rows, n0 + kRowBlock);
-    for (int64_t r = row_begin; r < row_end; ++r) {
-      const uint16_t* weights = w.row(r);
-      for (int64_t n = n0; n < n1; ++n) y[n * w.rows + r] = dot_bf16(weights, x + n * w.cols, w.cols);
-    }
-  }
+  active().tile(w, row_begin, row_end, x, w.cols, n_rows, MatmulOut{y, w.rows, false});
 }
 
 void matmul(const Bf16Matrix& w, const float* x, int64_t n_rows, float* y, ThreadPool* pool) {
@@ -49,8 +51,10 @@ void matmul(const Bf16Matrix& w, const float* x, int64_t n_rows, float* y, Threa
     matmul_rows(w, x, n_rows, y, 0, w.rows);
     return;
   }
-  pool->parallel_for_work(w.rows, w.rows * w.cols * n_rows, [&](int64_t begin, int64_t end) {
-    matmul_rows(w, x, n_rows, y, begin, end);
+  int64_t blocks = (w.rows + kThreadRowGrain - 1) / kThreadRowGrain;
+  pool->parallel_for_work(blocks, w.rows * w.cols * n_rows, [&](int64_t begin, int64_t end) {
+    matmul_rows(w, x, n_rows, y, begin * kThreadRowGrain,
+                end * kThreadRowGrain < w.rows ? end * kThreadRowGrain : w.rows);
   });
 }
 

@@ -14,9 +14,14 @@ namespace md {
 // Element type of attention KV caches. Bf16 halves the memory; f32 is for exactness tests.
 enum class KvCacheType { kBf16, kF32 };
 
+// How decode steps run: the fused megakernel program on a persistent team (default), the same
+// program op by op with a barrier after each instruction, or the plain reference forward.
+enum class ExecutorKind { kMega, kOps, kReference };
+
 struct ModelRunOptions {
   int threads = 0;  // <= 0: one per hardware thread
   KvCacheType kv_cache = KvCacheType::kBf16;
+  ExecutorKind executor = ExecutorKind::kMega;
 };
 
 // The state of one sequence: everything earlier tokens left behind (KV cache, recurrent and conv
@@ -62,6 +67,12 @@ class LanguageModel {
   // id is outside the vocabulary.
   virtual void forward(SequenceState& state, std::span<const int32_t> tokens, LogitRows rows,
                        std::vector<float>& logits) = 0;
+
+  // One decode step for independent sequences, one new token each (distinct states): writes
+  // [states.size()][vocab] logits. The default runs forward() per sequence; families with a
+  // megakernel program run all rows in one step.
+  virtual void decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
+                      std::vector<float>& logits);
 };
 
 }  // namespace md

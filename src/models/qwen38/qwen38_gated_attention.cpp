@@ -16,19 +16,6 @@ namespace {
 using Buffer = std::vector<float>;
 Buffer buffer(int64_t n) { return Buffer(static_cast<std::size_t>(n)); }
 
-void write_cache_row(Qwen38KvCache& cache, int64_t offset, const float* k, const float* v,
-                     int64_t n) {
-  if (cache.k_f32.size() != 0) {
-    std::copy(k, k + n, cache.k_f32.data() + offset);
-    std::copy(v, v + n, cache.v_f32.data() + offset);
-    return;
-  }
-  for (int64_t d = 0; d < n; ++d) {
-    cache.k_bf16[static_cast<std::size_t>(offset + d)] = f32_to_bf16(k[d]);
-    cache.v_bf16[static_cast<std::size_t>(offset + d)] = f32_to_bf16(v[d]);
-  }
-}
-
 // Norms and RoPE on every query and key head of every row, then the K/V cache writes.
 void prepare_rows(const Qwen38LayerContext& ctx, const Qwen38AttentionWeights& w,
                   Qwen38KvCache& cache, int64_t capacity, int64_t first_position, Buffer& qg,
@@ -50,20 +37,8 @@ void prepare_rows(const Qwen38LayerContext& ctx, const Qwen38AttentionWeights& w
       float* key = k.data() + t * c.kv_dim() + kv * hd;
       kernels::rms_norm(key, w.k_norm, hd, eps, kernels::NormWeight::kZeroCentred, key);
       ctx.rope.apply(key, cos_values.data(), sin_values.data());
-      write_cache_row(cache, (kv * capacity + position) * hd, key, v.data() + t * c.kv_dim() + kv * hd,
-                      hd);
+      cache.write((kv * capacity + position) * hd, key, v.data() + t * c.kv_dim() + kv * hd, hd);
     }
-  }
-}
-
-void attend_head(const Qwen38KvCache& cache, int64_t offset, int64_t n_keys, const float* q,
-                 int64_t hd, float scale, float* scores, float* out) {
-  if (cache.k_f32.size() != 0) {
-    kernels::attend(q, cache.k_f32.data() + offset, cache.v_f32.data() + offset, n_keys, hd, hd,
-                    scale, scores, out);
-  } else {
-    kernels::attend(q, cache.k_bf16.data() + offset, cache.v_bf16.data() + offset, n_keys, hd, hd,
-                    scale, scores, out);
   }
 }
 
@@ -95,7 +70,7 @@ void gated_attention_forward(const Qwen38LayerContext& ctx, const Qwen38Attentio
       const float* q = qg.data() + t * c.q_proj_dim() + h * 2 * hd;
       const float* gate = q + hd;
       float* o = attended.data() + t * c.attn_output_dim() + h * hd;
-      attend_head(cache, kv * capacity * hd, first_position + t + 1, q, hd, scale, scores.data(), o);
+      cache.attend(kv * capacity * hd, first_position + t + 1, q, hd, scale, scores.data(), o);
       if (gated) {
         for (int64_t d = 0; d < hd; ++d) o[d] *= kernels::sigmoid(gate[d]);
       }

@@ -45,7 +45,8 @@ Qwen38Model::Qwen38Model(const std::string& directory, const ModelRunOptions& ru
       run_options_(run_options),
       options_(options),
       rope_(config_.rotary_dim(), config_.rope_theta),
-      pool_(std::make_unique<ThreadPool>(run_options.threads)) {}
+      pool_(std::make_unique<ThreadPool>(run_options.threads)),
+      threads_(pool_->size()) {}
 
 std::string Qwen38Model::description() const {
   return fmt::format("qwen3_5 {} layers, hidden {}, vocab {} ({})", config_.num_layers,
@@ -140,6 +141,70 @@ void Qwen38Model::forward(SequenceState& sequence, std::span<const int32_t> toke
                  static_cast<float>(config_.rms_norm_eps), normed.data());
   logits.resize(static_cast<std::size_t>(out_rows * config_.vocab_size));
   kernels::matmul(weights_.lm_head, normed.data(), out_rows, logits.data(), pool_.get());
+}
+
+Qwen38Step& Qwen38Model::step(int64_t rows, RowMode mode) {
+  for (auto& built : steps_) {
+    if (built->max_rows() == rows && built->mode() == mode) return *built;
+  }
+  steps_.push_back(std::make_unique<Qwen38Step>(config_, weights_, rope_, rows, mode, threads_,
+                                                config_.max_position_embeddings));
+  return *steps_.back();
+}
+
+void Qwen38Model::run_step(Qwen38Step& built, std::vector<float>& logits) {
+  if (run_options_.executor == ExecutorKind::kOps) {
+    if (!ops_) ops_ = std::make_unique<program::OpExecutor>(threads_);
+    ops_->run(built.program());
+  } else {
+    if (!mega_) mega_ = std::make_unique<program::CpuExecutor>(threads_);
+    mega_->run(built.program());
+  }
+  built.finish();
+  int64_t rows = built.rows();
+  logits.assign(built.logits(0), built.logits(0) + rows * config_.vocab_size);
+  last_greedy_.resize(static_cast<std::size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) last_greedy_[static_cast<std::size_t>(r)] = built.greedy(r);
+}
+
+void Qwen38Model::decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
+                         std::vector<float>& logits) {
+  if (run_options_.executor == ExecutorKind::kReference) {
+    LanguageModel::decode(states, tokens, logits);
+    return;
+  }
+  auto rows = static_cast<int64_t>(tokens.size());
+  if (rows < 1 || rows > Qwen38Step::kMaxRows || states.size() != tokens.size()) {
+    fail("decode takes 1..{} sequences with one token each (got {} and {})", Qwen38Step::kMaxRows,
+         states.size(), tokens.size());
+  }
+  std::vector<Qwen38State*> typed;
+  for (SequenceState* state : states) typed.push_back(&dynamic_cast<Qwen38State&>(*state));
+  Qwen38Step& built = step(rows, RowMode::kIndependent);
+  built.prepare(typed, tokens);
+  run_step(built, logits);
+}
+
+void Qwen38Model::verify(SequenceState& state, std::span<const int32_t> tokens,
+                         std::vector<float>& logits) {
+  auto rows = static_cast<int64_t>(tokens.size());
+  if (rows < 1 || rows > Qwen38Step::kMaxRows) {
+    fail("verify takes 1..{} tokens, got {}", Qwen38Step::kMaxRows, rows);
+  }
+  Qwen38State* typed = &dynamic_cast<Qwen38State&>(state);
+  Qwen38Step& built = step(rows, RowMode::kVerify);
+  built.prepare(std::span<Qwen38State* const>(&typed, 1), tokens);
+  run_step(built, logits);
+}
+
+void Qwen38Model::commit(SequenceState& state, int64_t rows_kept) {
+  for (auto& built : steps_) {
+    if (built->mode() == RowMode::kVerify && built->last_state() == &state) {
+      built->commit(dynamic_cast<Qwen38State&>(state), rows_kept);
+      return;
+    }
+  }
+  fail("commit without a verify run on this sequence");
 }
 
 }  // namespace md

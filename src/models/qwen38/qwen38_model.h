@@ -11,7 +11,10 @@
 #include "models/language_model.h"
 #include "models/qwen38/qwen38_config.h"
 #include "models/qwen38/qwen38_options.h"
+#include "models/qwen38/qwen38_step.h"
 #include "models/qwen38/qwen38_weights.h"
+#include "program/cpu_executor.h"
+#include "program/op_executor.h"
 
 namespace md {
 
@@ -31,6 +34,19 @@ class Qwen38Model final : public LanguageModel {
   std::unique_ptr<SequenceState> new_sequence(int64_t capacity) const override;
   void forward(SequenceState& state, std::span<const int32_t> tokens, LogitRows rows,
                std::vector<float>& logits) override;
+  // Runs the megakernel program (or its op-by-op twin) unless the executor is the reference.
+  void decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
+              std::vector<float>& logits) override;
+  // Greedy tokens of the last decode/verify step run by a program (computed inside the step).
+  const std::vector<int32_t>& last_greedy() const { return last_greedy_; }
+
+  // Verify rows (speculative decoding): processes `tokens` at the sequence's next positions in
+  // one step, chaining the delta-net state and keeping a snapshot after every row; logits for
+  // every row. The sequence holds all rows until commit() keeps the first `rows_kept`.
+  void verify(SequenceState& state, std::span<const int32_t> tokens, std::vector<float>& logits);
+  void commit(SequenceState& state, int64_t rows_kept);
+
+  ExecutorKind executor() const { return run_options_.executor; }
 
   const Qwen38Config& config() const { return config_; }
   Qwen38Options& options() { return options_; }
@@ -48,6 +64,14 @@ class Qwen38Model final : public LanguageModel {
   Qwen38Options options_;
   kernels::Rope rope_;
   std::unique_ptr<ThreadPool> pool_;
+
+  Qwen38Step& step(int64_t rows, RowMode mode);
+  void run_step(Qwen38Step& step, std::vector<float>& logits);
+  int threads_ = 1;
+  std::unique_ptr<program::CpuExecutor> mega_;
+  std::unique_ptr<program::OpExecutor> ops_;
+  std::vector<std::unique_ptr<Qwen38Step>> steps_;  // built on first use, per (rows, mode)
+  std::vector<int32_t> last_greedy_;
 };
 
 }  // namespace md

@@ -1,6 +1,34 @@
 #include "models/qwen38/qwen38_state.h"
 
+#include <algorithm>
+
+#include "base/dtype.h"
+#include "kernels/attention.h"
+
 namespace md {
+
+void Qwen38KvCache::write(int64_t offset, const float* k, const float* v, int64_t n) {
+  if (k_f32.size() != 0) {
+    std::copy(k, k + n, k_f32.data() + offset);
+    std::copy(v, v + n, v_f32.data() + offset);
+    return;
+  }
+  for (int64_t d = 0; d < n; ++d) {
+    k_bf16[static_cast<std::size_t>(offset + d)] = f32_to_bf16(k[d]);
+    v_bf16[static_cast<std::size_t>(offset + d)] = f32_to_bf16(v[d]);
+  }
+}
+
+void Qwen38KvCache::attend(int64_t offset, int64_t n_keys, const float* q, int64_t head_dim,
+                           float scale, float* scores, float* out) const {
+  if (k_f32.size() != 0) {
+    kernels::attend(q, k_f32.data() + offset, v_f32.data() + offset, n_keys, head_dim, head_dim,
+                    scale, scores, out);
+  } else {
+    kernels::attend(q, k_bf16.data() + offset, v_bf16.data() + offset, n_keys, head_dim, head_dim,
+                    scale, scores, out);
+  }
+}
 
 Qwen38State::Qwen38State(const Qwen38Config& config, int64_t capacity, KvCacheType kv_type)
     : SequenceState(capacity), kv_type_(kv_type) {

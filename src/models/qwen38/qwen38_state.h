@@ -16,6 +16,12 @@ struct Qwen38KvCache {
   // [kv heads][capacity][head_dim]; slot = position. One of the two is allocated.
   ZeroedArray<uint16_t> k_bf16, v_bf16;
   ZeroedArray<float> k_f32, v_f32;
+
+  // Stores n elements of a key and a value at element offset `offset`.
+  void write(int64_t offset, const float* k, const float* v, int64_t n);
+  // Softmax attention of q over the n_keys rows starting at `offset` (rows head_dim apart).
+  void attend(int64_t offset, int64_t n_keys, const float* q, int64_t head_dim, float scale,
+              float* scores, float* out) const;
 };
 
 struct Qwen38GdnState {
@@ -38,6 +44,7 @@ class Qwen38State final : public SequenceState {
     return gdn_[static_cast<std::size_t>(gdn_ordinal)];
   }
   void advance(int64_t tokens) { position_ += tokens; }
+  void set_position(int64_t position) { position_ = position; }
 
   static std::size_t bytes_per_token(const Qwen38Config& config, KvCacheType kv_type);
   static std::size_t fixed_bytes(const Qwen38Config& config);

@@ -1,0 +1,23 @@
+#include "models/language_model.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+
+namespace md {
+
+void LanguageModel::decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
+                           std::vector<float>& logits) {
+  if (states.size() != tokens.size()) {
+    fail("decode: {} sequences but {} tokens", states.size(), tokens.size());
+  }
+  auto vocab = static_cast<std::size_t>(vocab_size());
+  logits.resize(states.size() * vocab);
+  std::vector<float> row;
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    forward(*states[i], tokens.subspan(i, 1), LogitRows::kLast, row);
+    std::copy(row.begin(), row.end(), logits.begin() + static_cast<std::ptrdiff_t>(i * vocab));
+  }
+}
+
+}  // namespace md

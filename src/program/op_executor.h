@@ -1,0 +1,22 @@
+// The op-by-op baseline: runs a Program's instructions one at a time, each spread over the
+// workers and followed by a barrier, as a conventional engine dispatches operations. Same tasks,
+// same arithmetic, so its results are bitwise those of the CpuExecutor; it exists to measure
+// what fusion buys and to localise bugs.
+#pragma once
+
+#include "base/thread_pool.h"
+#include "program/program.h"
+
+namespace md::program {
+
+class OpExecutor {
+ public:
+  explicit OpExecutor(int threads) : pool_(threads) {}
+  int threads() const { return pool_.size(); }
+  void run(Program& program);
+
+ private:
+  ThreadPool pool_;
+};
+
+}  // namespace md::program

@@ -1,0 +1,210 @@
+// The megakernel program of a Qwen3.8 decode step: determinism across thread counts and
+// executors, agreement with the reference forward, independent rows at mixed positions, and
+// verify rows with commit(k) for every k (ARCHITECTURE.md "Program and executors").
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "base/error.h"
+#include "qwen38_test_util.h"
+
+namespace md::test {
+namespace {
+
+const std::string kFixture = "tiny-qwen38-hd256";
+
+std::unique_ptr<Qwen38Model> model_with(ExecutorKind executor, int threads,
+                                        const std::string& fixture = kFixture) {
+  ModelRunOptions run;
+  run.threads = threads;
+  run.kv_cache = KvCacheType::kF32;
+  run.executor = executor;
+  return std::make_unique<Qwen38Model>(qwen38_fixture_dir(fixture), run, Qwen38Options{});
+}
+
+std::vector<int32_t> prompt_of(int64_t length, int seed) {
+  std::vector<int32_t> ids;
+  for (int64_t i = 0; i < length; ++i) ids.push_back(static_cast<int32_t>((i * 97 + seed * 31 + 3) % 500));
+  return ids;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+bool same_state(const Qwen38Model& model, SequenceState& a_state, SequenceState& b_state) {
+  auto& a = dynamic_cast<Qwen38State&>(a_state);
+  auto& b = dynamic_cast<Qwen38State&>(b_state);
+  if (a.position() != b.position()) return false;
+  const Qwen38Config& c = model.config();
+  for (int64_t i = 0; i < c.num_linear_attention_layers(); ++i) {
+    if (std::memcmp(a.gdn(i).recurrent.data(), b.gdn(i).recurrent.data(), a.gdn(i).recurrent.bytes()) != 0) return false;
+    if (std::memcmp(a.gdn(i).conv.data(), b.gdn(i).conv.data(), a.gdn(i).conv.bytes()) != 0) return false;
+  }
+  // KV slots below the position are the ones ever read.
+  for (int64_t i = 0; i < c.num_full_attention_layers(); ++i) {
+    for (int64_t kv = 0; kv < c.num_key_value_heads; ++kv) {
+      std::size_t offset = static_cast<std::size_t>(kv * a.capacity() * c.head_dim);
+      std::size_t bytes = static_cast<std::size_t>(a.position() * c.head_dim) * sizeof(float);
+      if (std::memcmp(a.kv(i).k_f32.data() + offset, b.kv(i).k_f32.data() + offset, bytes) != 0) return false;
+      if (std::memcmp(a.kv(i).v_f32.data() + offset, b.kv(i).v_f32.data() + offset, bytes) != 0) return false;
+    }
+  }
+  return true;
+}
+
+// Prefill with the reference forward, then `steps` decode steps of one sequence; returns the
+// logits of every step.
+std::vector<std::vector<float>> decode_run(Qwen38Model& model, const std::vector<int32_t>& prompt,
+                                           int steps) {
+  auto state = model.new_sequence(256);
+  std::vector<float> logits;
+  model.forward(*state, prompt, LogitRows::kLast, logits);
+  std::vector<std::vector<float>> all;
+  for (int s = 0; s < steps; ++s) {
+    int32_t token = argmax(logits.data(), model.vocab_size());
+    SequenceState* one = state.get();
+    model.decode(std::span(&one, 1), std::span(&token, 1), logits);
+    all.push_back(logits);
+  }
+  return all;
+}
+
+TEST(Qwen38Step, BitIdenticalForAnyThreadCountAndEitherExecutor) {
+  std::vector<int32_t> prompt = prompt_of(37, 1);
+  auto baseline = decode_run(*model_with(ExecutorKind::kMega, 1), prompt, 12);
+  for (auto [executor, threads] : {std::pair{ExecutorKind::kMega, 2}, {ExecutorKind::kMega, 4},
+                                   {ExecutorKind::kOps, 1}, {ExecutorKind::kOps, 3}}) {
+    auto run = decode_run(*model_with(executor, threads), prompt, 12);
+    for (std::size_t s = 0; s < run.size(); ++s) {
+      ASSERT_TRUE(same_bits(run[s], baseline[s]))
+          << (executor == ExecutorKind::kMega ? "mega" : "ops") << " with " << threads
+          << " threads differs at step " << s;
+    }
+  }
+}
+
+TEST(Qwen38Step, MatchesTheReferenceForward) {
+  for (const std::string& fixture : qwen38_fixture_names()) {
+    std::vector<int32_t> prompt = prompt_of(20, 2);
+    auto mega = decode_run(*model_with(ExecutorKind::kMega, 2, fixture), prompt, 16);
+    auto reference = decode_run(*model_with(ExecutorKind::kReference, 2, fixture), prompt, 16);
+    for (std::size_t s = 0; s < mega.size(); ++s) {
+      // Same kernels in the same per-row order: expected bitwise; the bound is the goldens'.
+      EXPECT_LE(relative_error(mega[s].data(), reference[s].data(), mega[s].size()), 1e-3)
+          << fixture << " step " << s;
+    }
+  }
+}
+
+TEST(Qwen38Step, ProgramArgmaxEqualsArgmaxOfLogits) {
+  auto model = model_with(ExecutorKind::kMega, 2);
+  auto state = model->new_sequence(64);
+  std::vector<float> logits;
+  model->forward(*state, prompt_of(5, 3), LogitRows::kLast, logits);
+  for (int s = 0; s < 8; ++s) {
+    int32_t token = argmax(logits.data(), model->vocab_size());
+    SequenceState* one = state.get();
+    model->decode(std::span(&one, 1), std::span(&token, 1), logits);
+    EXPECT_EQ(model->last_greedy().at(0), argmax(logits.data(), model->vocab_size()));
+  }
+}
+
+// Independent rows: three sequences at different positions decoded in one step give exactly what
+// each gives alone (a row's arithmetic never depends on the other rows).
+TEST(Qwen38Step, IndependentRowsAtMixedPositionsEqualSingleRows) {
+  auto model = model_with(ExecutorKind::kMega, 2);
+  std::vector<std::vector<int32_t>> prompts = {prompt_of(3, 4), prompt_of(40, 5), prompt_of(17, 6)};
+  std::vector<std::unique_ptr<SequenceState>> batch, alone;
+  std::vector<int32_t> next;
+  std::vector<float> logits;
+  for (const auto& prompt : prompts) {
+    batch.push_back(model->new_sequence(128));
+    alone.push_back(model->new_sequence(128));
+    model->forward(*batch.back(), prompt, LogitRows::kLast, logits);
+    model->forward(*alone.back(), prompt, LogitRows::kLast, logits);
+    next.push_back(argmax(logits.data(), model->vocab_size()));
+  }
+  for (int step = 0; step < 6; ++step) {
+    std::vector<SequenceState*> states = {batch[0].get(), batch[1].get(), batch[2].get()};
+    std::vector<float> batched;
+    model->decode(states, next, batched);
+    std::vector<int32_t> following;
+    for (std::size_t r = 0; r < 3; ++r) {
+      SequenceState* one = alone[r].get();
+      model->decode(std::span(&one, 1), std::span(&next[r], 1), logits);
+      std::vector<float> row(batched.begin() + static_cast<std::ptrdiff_t>(r * model->vocab_size()),
+                             batched.begin() + static_cast<std::ptrdiff_t>((r + 1) * model->vocab_size()));
+      ASSERT_TRUE(same_bits(row, logits)) << "row " << r << " step " << step;
+      following.push_back(argmax(logits.data(), model->vocab_size()));
+    }
+    next = following;
+  }
+}
+
+// Verify rows: one pass over 8 tokens equals 8 decode steps bitwise, and commit(k) leaves exactly
+// the state k decode steps leave, for every k; decoding then continues identically.
+TEST(Qwen38Step, VerifyRowsCommitEveryPrefixExactly) {
+  for (ExecutorKind executor : {ExecutorKind::kMega, ExecutorKind::kOps}) {
+    auto model = model_with(executor, 2);
+    std::vector<int32_t> prompt = prompt_of(30, 7);
+    std::vector<int32_t> block = prompt_of(8, 8);
+    auto base = model->new_sequence(128);
+    std::vector<float> logits;
+    model->forward(*base, prompt, LogitRows::kLast, logits);
+
+    // The stepwise truth: states after 0..8 tokens and the logits of each step.
+    std::vector<std::unique_ptr<SequenceState>> after;
+    std::vector<std::vector<float>> step_logits;
+    after.push_back(base->clone());
+    for (int32_t token : block) {
+      auto state = after.back()->clone();
+      SequenceState* one = state.get();
+      model->decode(std::span(&one, 1), std::span(&token, 1), logits);
+      step_logits.push_back(logits);
+      after.push_back(std::move(state));
+    }
+    for (int64_t k = 0; k <= 8; ++k) {
+      auto state = base->clone();
+      std::vector<float> rows;
+      model->verify(*state, block, rows);
+      for (std::size_t r = 0; r < block.size(); ++r) {
+        std::vector<float> row(rows.begin() + static_cast<std::ptrdiff_t>(r * model->vocab_size()),
+                               rows.begin() + static_cast<std::ptrdiff_t>((r + 1) * model->vocab_size()));
+        ASSERT_TRUE(same_bits(row, step_logits[r])) << "verify row " << r;
+      }
+      model->commit(*state, k);
+      ASSERT_TRUE(same_state(*model, *state, *after[static_cast<std::size_t>(k)])) << "commit(" << k << ")";
+      // The next step after the commit matches the stepwise continuation.
+      int32_t token = 42;
+      SequenceState* one = state.get();
+      model->decode(std::span(&one, 1), std::span(&token, 1), logits);
+      auto truth = after[static_cast<std::size_t>(k)]->clone();
+      std::vector<float> expected;
+      SequenceState* other = truth.get();
+      model->decode(std::span(&other, 1), std::span(&token, 1), expected);
+      ASSERT_TRUE(same_bits(logits, expected)) << "decode after commit(" << k << ")";
+    }
+  }
+}
+
+TEST(Qwen38Step, BadStepInputsAreErrors) {
+  auto model = model_with(ExecutorKind::kMega, 1);
+  auto state = model->new_sequence(4);
+  std::vector<float> logits;
+  model->forward(*state, prompt_of(4, 9), LogitRows::kLast, logits);
+  int32_t token = 1;
+  SequenceState* one = state.get();
+  EXPECT_THROW(model->decode(std::span(&one, 1), std::span(&token, 1), logits), Error);  // full
+  auto fresh = model->new_sequence(8);
+  SequenceState* twice[2] = {fresh.get(), fresh.get()};
+  int32_t tokens[2] = {1, 2};
+  EXPECT_THROW(model->decode(twice, tokens, logits), Error);  // same sequence twice
+  int32_t bad = 99999;
+  SequenceState* f = fresh.get();
+  EXPECT_THROW(model->decode(std::span(&f, 1), std::span(&bad, 1), logits), Error);
+  EXPECT_EQ(fresh->position(), 0);
+}
+
+}  // namespace
+}  // namespace md::test
