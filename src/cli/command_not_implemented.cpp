@@ -26,10 +26,6 @@ CommandAction add_serve_command(CLI::App& app) {
   return not_yet(app, "serve", "Serve the OpenAI-compatible HTTP API",
                  "arrives with the OpenAI-compatible server");
 }
-CommandAction add_bench_command(CLI::App& app) {
-  return not_yet(app, "bench", "Measure decode speed against the memory-bandwidth limit",
-                 "arrives with the CPU megakernel");
-}
 CommandAction add_pack_command(CLI::App& app) {
   return not_yet(app, "pack", "Write a kernel-layout weight container",
                  "arrives with the CPU megakernel");

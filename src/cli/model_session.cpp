@@ -22,6 +22,10 @@ void add_model_flags(CLI::App& command, ModelFlags& flags) {
       ->check(CLI::NonNegativeNumber);
   command.add_option("--kv-cache", flags.kv_cache, "KV cache element type")
       ->check(CLI::IsMember({"bf16", "f32"}));
+  command.add_option("--executor", flags.executor,
+                     "Decode steps: mega (fused program, persistent threads), ops (same program, "
+                     "a barrier per operation) or reference (plain forward)")
+      ->check(CLI::IsMember({"mega", "ops", "reference"}));
 }
 
 void add_sampling_flags(CLI::App& command, SamplingFlags& flags) {
@@ -43,6 +47,13 @@ void add_sampling_flags(CLI::App& command, SamplingFlags& flags) {
   command.add_flag("--greedy", flags.greedy, "Greedy decoding (same as --temperature 0)");
 }
 
+ExecutorKind parse_executor(const std::string& name) {
+  if (name == "mega") return ExecutorKind::kMega;
+  if (name == "ops") return ExecutorKind::kOps;
+  if (name == "reference") return ExecutorKind::kReference;
+  fail("--executor: '{}' is not one of mega, ops, reference", name);
+}
+
 ModelSession open_model_session(const ModelFlags& flags) {
   ModelSession session;
   session.source = resolve_model_source(flags.model);
@@ -50,6 +61,7 @@ ModelSession open_model_session(const ModelFlags& flags) {
   ModelRunOptions options;
   options.threads = flags.threads;
   options.kv_cache = flags.kv_cache == "f32" ? KvCacheType::kF32 : KvCacheType::kBf16;
+  options.executor = parse_executor(flags.executor);
   session.tokenizer = load_tokenizer(directory);
   session.chat_template = ChatTemplate::load(directory);
   session.sampling_defaults =

@@ -22,6 +22,7 @@ struct ModelFlags {
   int64_t context = 0;  // 0: choose
   int threads = 0;      // 0: all hardware threads
   std::string kv_cache = "bf16";
+  std::string executor = "mega";
 };
 
 struct SamplingFlags {
@@ -49,6 +50,7 @@ struct ModelSession {
 
 // Resolves, validates and loads everything; throws md::Error with a precise message.
 ModelSession open_model_session(const ModelFlags& flags);
+ExecutorKind parse_executor(const std::string& name);
 
 // A request for `prompt` with the model's defaults overridden by the user's flags.
 engine::GenerationRequest make_request(const ModelSession& session, const SamplingFlags& flags,

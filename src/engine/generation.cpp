@@ -73,6 +73,14 @@ void Generator::feed(std::span<const int32_t> tokens, LogitRows rows, std::vecto
   cached_.insert(cached_.end(), tokens.begin(), tokens.end());
 }
 
+// One decode step through the model's step program (the megakernel unless configured otherwise).
+void Generator::step(int32_t token, std::vector<float>& logits) {
+  SequenceState* state = state_.get();
+  model_.decode(std::span<SequenceState* const>(&state, 1), std::span<const int32_t>(&token, 1),
+                logits);
+  cached_.push_back(token);
+}
+
 bool Generator::prefill(std::span<const int32_t> tokens, bool want_all, GenerationResult& result,
                         std::vector<float>& last_logits, const std::atomic<bool>* cancel) {
   int64_t vocab = model_.vocab_size();
@@ -175,7 +183,7 @@ GenerationResult Generator::generate(const GenerationRequest& request, const Tex
     bool budget_spent = request.max_tokens > 0 && stats.generated_tokens >= request.max_tokens;
     bool context_full = state_->position() >= state_->capacity();
     if (budget_spent || context_full) break;
-    feed(std::span<const int32_t>(&result.tokens.back().id, 1), LogitRows::kLast, logits);
+    step(result.tokens.back().id, logits);
   }
   if (!stopped_by_string) {
     // Flush what the detokenizer and the stop matcher still hold (an incomplete character, or a

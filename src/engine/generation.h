@@ -84,6 +84,7 @@ class Generator {
   bool prefill(std::span<const int32_t> tokens, bool want_all, GenerationResult& result,
                std::vector<float>& last_logits, const std::atomic<bool>* cancel);
   void feed(std::span<const int32_t> tokens, LogitRows rows, std::vector<float>& logits);
+  void step(int32_t token, std::vector<float>& logits);
 
   LanguageModel& model_;
   const Tokenizer& tokenizer_;

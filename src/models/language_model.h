@@ -73,6 +73,12 @@ class LanguageModel {
   // megakernel program run all rows in one step.
   virtual void decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
                       std::vector<float>& logits);
+
+  // Switches how decode steps run; false when the family has no such executor (every family
+  // has the reference).
+  virtual bool set_executor(ExecutorKind executor) { return executor == ExecutorKind::kReference; }
+  // Weight bytes one decode step streams (for bandwidth figures); 0 when unknown.
+  virtual std::size_t decode_weight_bytes() const { return 0; }
 };
 
 }  // namespace md

@@ -14,9 +14,16 @@ done
 check no-subcommand 2 '' 'subcommand' -- "$bin"
 check unknown-flag 2 '' 'tokenize-me' -- "$bin" tokenize --model x --tokenize-me
 check chat-without-model 2 '' 'no model given.*|--model' -- "$bin" chat
-for sub in serve bench pack; do
+for sub in serve pack; do
   check "not-implemented-$sub" 3 '' 'not implemented yet' -- "$bin" "$sub"
 done
+
+# bench: a bounded run on the built-in cache-resident shape, human and machine output.
+check bench-table 0 'bandwidth .* GB/s read.*' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1,2 --seconds 0.05 --prefill-tokens 8 -t 2
+check bench-json 0 '"fraction_of_bandwidth"' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega,ops,reference --seconds 0.05 --prefill-tokens 8 --json
+check bench-bad-rows 1 '' 'outside 1..8' -- "$bin" bench --synthetic qwen38-tiny --rows 9
+check bench-bad-shape 1 '' 'unknown synthetic shape' -- "$bin" bench --synthetic nope
+check bench-bad-executor 2 '' 'executors' -- "$bin" bench --synthetic qwen38-tiny --executors warp
 
 # tokenize: ids and pieces on stdout, nothing on stdout for errors.
 check tokenize-table 0 '9707 +Hello' '' -- "$bin" tokenize --model "$tok" --text "Hello world"

@@ -40,13 +40,54 @@ Qwen38Model::Qwen38Model(const std::string& directory, const ModelRunOptions& ru
                          const Qwen38Options& options)
     : directory_(directory),
       config_(read_config(directory)),
-      checkpoint_(directory),
-      weights_(bind_qwen38_weights(config_, checkpoint_)),
+      checkpoint_(std::make_unique<Checkpoint>(directory)),
+      weights_(bind_qwen38_weights(config_, *checkpoint_)),
       run_options_(run_options),
       options_(options),
       rope_(config_.rotary_dim(), config_.rope_theta),
       pool_(std::make_unique<ThreadPool>(run_options.threads)),
       threads_(pool_->size()) {}
+
+Qwen38Model::Qwen38Model(std::string name, Qwen38Config config, Qwen38Weights weights,
+                         const ModelRunOptions& run_options, const Qwen38Options& options)
+    : directory_(std::move(name)),
+      config_(std::move(config)),
+      weights_(std::move(weights)),
+      run_options_(run_options),
+      options_(options),
+      rope_(config_.rotary_dim(), config_.rope_theta),
+      pool_(std::make_unique<ThreadPool>(run_options.threads)),
+      threads_(pool_->size()) {}
+
+namespace {
+
+std::size_t matrix_bytes(const kernels::Bf16Matrix& m) {
+  return static_cast<std::size_t>(m.rows * m.cols) * sizeof(uint16_t);
+}
+
+}  // namespace
+
+std::size_t Qwen38Model::decode_weight_bytes() const {
+  const Qwen38Config& c = config_;
+  std::size_t total = matrix_bytes(weights_.lm_head);
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const Qwen38LayerWeights& l = weights_.layers[static_cast<std::size_t>(i)];
+    total += matrix_bytes(l.gate_proj) + matrix_bytes(l.up_proj) + matrix_bytes(l.down_proj);
+    if (c.is_full_attention(i)) {
+      const Qwen38AttentionWeights& a = l.attention;
+      total += matrix_bytes(a.q_proj) + matrix_bytes(a.k_proj) + matrix_bytes(a.v_proj) + matrix_bytes(a.o_proj);
+    } else {
+      const Qwen38GdnWeights& g = l.gdn;
+      total += matrix_bytes(g.in_proj_qkv) + matrix_bytes(g.in_proj_z) + matrix_bytes(g.in_proj_a) +
+               matrix_bytes(g.in_proj_b) + matrix_bytes(g.out_proj);
+    }
+  }
+  return total;
+}
+
+std::size_t Qwen38Model::weight_bytes() const {
+  return decode_weight_bytes() + matrix_bytes(weights_.embed_tokens);
+}
 
 std::string Qwen38Model::description() const {
   return fmt::format("qwen3_5 {} layers, hidden {}, vocab {} ({})", config_.num_layers,

@@ -24,6 +24,9 @@ class Qwen38Model final : public LanguageModel {
   // md::Error on a config the family cannot run or tensors that do not match it.
   Qwen38Model(const std::string& directory, const ModelRunOptions& run_options,
               const Qwen38Options& options = {});
+  // A model over weights already in memory (synthetic benchmark shapes); `name` describes it.
+  Qwen38Model(std::string name, Qwen38Config config, Qwen38Weights weights,
+              const ModelRunOptions& run_options, const Qwen38Options& options = {});
 
   std::string description() const override;
   int64_t vocab_size() const override { return config_.vocab_size; }
@@ -49,6 +52,13 @@ class Qwen38Model final : public LanguageModel {
   ExecutorKind executor() const { return run_options_.executor; }
 
   const Qwen38Config& config() const { return config_; }
+  // Weight bytes a decode step streams (every matrix but the embedding table) and in total.
+  std::size_t decode_weight_bytes() const override;
+  std::size_t weight_bytes() const;
+  bool set_executor(ExecutorKind executor) override {
+    run_options_.executor = executor;
+    return true;
+  }
   Qwen38Options& options() { return options_; }
 
  private:
@@ -58,7 +68,7 @@ class Qwen38Model final : public LanguageModel {
 
   std::string directory_;
   Qwen38Config config_;
-  Checkpoint checkpoint_;
+  std::unique_ptr<Checkpoint> checkpoint_;  // null for in-memory weights
   Qwen38Weights weights_;
   ModelRunOptions run_options_;
   Qwen38Options options_;

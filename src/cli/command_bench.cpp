@@ -1,0 +1,222 @@
+// `megadecode bench`: decode tokens/s at several batch sizes and prefill tokens/s, for a model
+// directory or a built-in synthetic shape, with the machine's read bandwidth measured in the same
+// run so that every figure is also a fraction of the hardware limit.
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "base/error.h"
+#include "cli/commands.h"
+#include "cli/model_session.h"
+#include "kernels/memory_bandwidth.h"
+#include "models/model_loader.h"
+#include "models/qwen38/qwen38_synthetic.h"
+
+namespace md::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct BenchOptions {
+  std::string model;
+  std::string synthetic;
+  std::vector<int> rows = {1, 2, 4, 8};
+  std::vector<std::string> executors = {"mega", "ops"};
+  int threads = 0;
+  double seconds = 1.5;
+  int64_t prompt_tokens = 16;
+  int64_t prefill_tokens = 128;
+  int64_t context = 1024;
+  bool json = false;
+};
+
+struct DecodeFigure {
+  std::string executor;
+  int rows = 0;
+  int64_t steps = 0;
+  double seconds = 0;
+  double tokens_per_second() const { return static_cast<double>(rows * steps) / seconds; }
+  double step_ms() const { return seconds / static_cast<double>(steps) * 1e3; }
+};
+
+double since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::size_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<std::size_t>(sysconf(_SC_PAGE_SIZE));
+}
+
+std::vector<int32_t> synthetic_prompt(int64_t length, int64_t vocab, int seed) {
+  std::vector<int32_t> ids;
+  for (int64_t i = 0; i < length; ++i) ids.push_back(static_cast<int32_t>((i * 7919 + seed * 104729) % vocab));
+  return ids;
+}
+
+// Decode steps of `rows` independent sequences for about `seconds` (sequences that fill their
+// context are refilled outside the timed region).
+DecodeFigure measure_decode(LanguageModel& model, const BenchOptions& options, int rows,
+                            const std::string& executor) {
+  std::vector<std::unique_ptr<SequenceState>> sequences;
+  std::vector<SequenceState*> states;
+  std::vector<float> logits;
+  std::vector<int32_t> tokens;
+  auto refill = [&](int r) {
+    sequences[static_cast<std::size_t>(r)]->reset();
+    model.forward(*sequences[static_cast<std::size_t>(r)],
+                  synthetic_prompt(options.prompt_tokens, model.vocab_size(), r), LogitRows::kLast,
+                  logits);
+  };
+  for (int r = 0; r < rows; ++r) {
+    sequences.push_back(model.new_sequence(options.context));
+    states.push_back(sequences.back().get());
+    refill(r);
+    tokens.push_back(static_cast<int32_t>((r * 31 + 7) % model.vocab_size()));
+  }
+  DecodeFigure figure{executor, rows, 0, 0};
+  for (int warm = 0; warm < 2; ++warm) model.decode(states, tokens, logits);
+  while (figure.steps < 3 || figure.seconds < options.seconds) {
+    if (states[0]->position() + 1 >= states[0]->capacity()) {
+      for (int r = 0; r < rows; ++r) refill(r);
+    }
+    Clock::time_point start = Clock::now();
+    model.decode(states, tokens, logits);
+    figure.seconds += since(start);
+    ++figure.steps;
+    for (int r = 0; r < rows; ++r) {
+      tokens[static_cast<std::size_t>(r)] = static_cast<int32_t>((tokens[static_cast<std::size_t>(r)] * 13 + 5) % model.vocab_size());
+    }
+  }
+  return figure;
+}
+
+std::unique_ptr<LanguageModel> open_model(const BenchOptions& options, std::string& name) {
+  ModelRunOptions run;
+  run.threads = options.threads;
+  if (!options.model.empty()) {
+    ResolvedModel source = resolve_model_source(options.model);
+    name = source.description;
+    return load_language_model(source.directory, run);
+  }
+  name = "synthetic " + options.synthetic;
+  return make_synthetic_qwen38(options.synthetic, run);
+}
+
+int run_bench(const BenchOptions& options) {
+  if (!options.model.empty() && !options.synthetic.empty()) fail("--model and --synthetic exclude each other");
+  for (int rows : options.rows) {
+    if (rows < 1 || rows > 8) fail("--rows: {} is outside 1..8", rows);
+  }
+  std::string name;
+  Clock::time_point load_start = Clock::now();
+  std::unique_ptr<LanguageModel> model = open_model(options, name);
+  double load_seconds = since(load_start);
+  int threads = options.threads > 0 ? options.threads : ThreadPool::hardware_threads();
+  double bandwidth = kernels::measure_read_bandwidth(threads, std::size_t{512} << 20, 0.5);
+  double bandwidth_one = kernels::measure_read_bandwidth(1, std::size_t{512} << 20, 0.3);
+  double step_bytes = static_cast<double>(model->decode_weight_bytes());
+
+  std::vector<DecodeFigure> figures;
+  for (const std::string& executor : options.executors) {
+    if (!model->set_executor(parse_executor(executor))) {
+      fail("--executors: {} has no '{}' executor", name, executor);
+    }
+    for (int rows : options.rows) figures.push_back(measure_decode(*model, options, rows, executor));
+  }
+  model->set_executor(ExecutorKind::kMega);
+  auto prefill_state = model->new_sequence(std::max(options.context, options.prefill_tokens + 1));
+  std::vector<float> logits;
+  Clock::time_point prefill_start = Clock::now();
+  model->forward(*prefill_state, synthetic_prompt(options.prefill_tokens, model->vocab_size(), 99),
+                 LogitRows::kLast, logits);
+  double prefill_seconds = since(prefill_start);
+  std::size_t state_bytes = model->state_bytes_fixed() * 8 +
+                            model->state_bytes_per_token() * static_cast<std::size_t>(options.context) * 8;
+  std::size_t resident = resident_bytes();
+
+  if (options.json) {
+    nlohmann::ordered_json out{{"model", name},
+                               {"threads", threads},
+                               {"load_seconds", load_seconds},
+                               {"read_bandwidth_bytes_per_s", bandwidth},
+                               {"read_bandwidth_one_thread_bytes_per_s", bandwidth_one},
+                               {"decode_weight_bytes_per_step", step_bytes},
+                               {"prefill_tokens", options.prefill_tokens},
+                               {"prefill_tokens_per_s", static_cast<double>(options.prefill_tokens) / prefill_seconds},
+                               {"resident_bytes", resident}};
+    nlohmann::ordered_json decode = nlohmann::ordered_json::array();
+    for (const DecodeFigure& f : figures) {
+      double gbs = step_bytes / (f.step_ms() / 1e3);
+      decode.push_back({{"executor", f.executor}, {"rows", f.rows}, {"steps", f.steps},
+                        {"tokens_per_s", f.tokens_per_second()}, {"step_ms", f.step_ms()},
+                        {"weight_bytes_per_s", gbs}, {"fraction_of_bandwidth", gbs / bandwidth}});
+    }
+    out["decode"] = decode;
+    fmt::print("{}\n", out.dump(2));
+    return kExitOk;
+  }
+  fmt::print("model      {} (loaded in {:.1f} s)\n", name, load_seconds);
+  fmt::print("threads    {}\n", threads);
+  fmt::print("bandwidth  {:.2f} GB/s read with {} threads ({:.2f} GB/s with 1), measured now\n",
+             bandwidth / 1e9, threads, bandwidth_one / 1e9);
+  fmt::print("weights    {:.3f} GB streamed per decode step\n\n", step_bytes / 1e9);
+  fmt::print("{:<9} {:>4} {:>10} {:>10} {:>9} {:>12}\n", "executor", "rows", "tok/s", "step ms",
+             "GB/s", "of bandwidth");
+  for (const DecodeFigure& f : figures) {
+    double gbs = step_bytes / (f.step_ms() / 1e3);
+    fmt::print("{:<9} {:>4} {:>10.1f} {:>10.3f} {:>9.2f} {:>11.1f}%\n", f.executor, f.rows,
+               f.tokens_per_second(), f.step_ms(), gbs / 1e9, 100 * gbs / bandwidth);
+  }
+  for (int rows : options.rows) {
+    const DecodeFigure *mega = nullptr, *ops = nullptr;
+    for (const DecodeFigure& f : figures) {
+      if (f.rows == rows && f.executor == "mega") mega = &f;
+      if (f.rows == rows && f.executor == "ops") ops = &f;
+    }
+    if (mega && ops) {
+      fmt::print("mega / ops at {} rows: {:.2f}x\n", rows, mega->tokens_per_second() / ops->tokens_per_second());
+    }
+  }
+  fmt::print("\nprefill    {} tokens in {:.1f} ms: {:.1f} tok/s (chunked reference forward)\n",
+             options.prefill_tokens, prefill_seconds * 1e3,
+             static_cast<double>(options.prefill_tokens) / prefill_seconds);
+  fmt::print("memory     {:.1f} MiB resident\n", static_cast<double>(resident) / (1 << 20));
+  (void)state_bytes;
+  return kExitOk;
+}
+
+}  // namespace
+
+CommandAction add_bench_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand(
+      "bench", "Measure decode and prefill speed against the machine's memory bandwidth");
+  auto options = std::make_shared<BenchOptions>();
+  sub->add_option("-m,--model", options->model, "Model directory or org/name[@revision]");
+  sub->add_option("--synthetic", options->synthetic,
+                  "Built-in shape with random weights: qwen38-0.8b, qwen38-tiny (default "
+                  "qwen38-0.8b when no --model)");
+  sub->add_option("--rows", options->rows, "Decode batch sizes (independent sequences)")->delimiter(',');
+  sub->add_option("--executors", options->executors, "Executors to compare")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"mega", "ops", "reference"}));
+  sub->add_option("-t,--threads", options->threads, "Worker threads (default: all cores)");
+  sub->add_option("--seconds", options->seconds, "Time per measurement")->check(CLI::Range(0.05, 60.0));
+  sub->add_option("--prefill-tokens", options->prefill_tokens, "Prompt length for the prefill figure")
+      ->check(CLI::Range(1, 65536));
+  sub->add_option("-c,--context", options->context, "Context of each benchmark sequence")
+      ->check(CLI::Range(32, 262144));
+  sub->add_flag("--json", options->json, "Machine-readable output");
+  return [options]() {
+    if (options->model.empty() && options->synthetic.empty()) options->synthetic = "qwen38-0.8b";
+    return run_bench(*options);
+  };
+}
+
+}  // namespace md::cli

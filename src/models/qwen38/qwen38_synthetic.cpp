@@ -1,0 +1,152 @@
+#include "models/qwen38/qwen38_synthetic.h"
+
+#include <cmath>
+
+#include "base/error.h"
+#include "base/thread_pool.h"
+
+namespace md {
+
+namespace {
+
+Qwen38Config base_config(int64_t hidden, int64_t layers, int64_t vocab) {
+  Qwen38Config c;
+  c.hidden_size = hidden;
+  c.num_layers = layers;
+  c.vocab_size = vocab;
+  c.linear_conv_kernel = 4;
+  c.partial_rotary_factor = 0.25;
+  c.rope_theta = 1e7;
+  c.rms_norm_eps = 1e-6;
+  for (int64_t i = 0; i < layers; ++i) {
+    c.layer_types.push_back((i + 1) % 4 == 0 ? Qwen38LayerKind::kFullAttention
+                                             : Qwen38LayerKind::kLinearAttention);
+  }
+  return c;
+}
+
+// Fills bf16 values of magnitude about `scale` from a counter-based generator (splitmix64), in
+// parallel: the same values whatever the thread count.
+void fill_random(uint16_t* data, int64_t count, float scale, uint64_t seed, ThreadPool& pool) {
+  int exponent = static_cast<int>(std::floor(std::log2(scale))) + 127;
+  constexpr int64_t kBlock = 1 << 16;
+  pool.parallel_for((count + kBlock - 1) / kBlock, [&](int64_t first, int64_t last) {
+    for (int64_t block = first; block < last; ++block) {
+      for (int64_t i = block * kBlock; i < std::min(count, (block + 1) * kBlock); ++i) {
+        uint64_t z = seed + static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        // sign, exponent in [e-2, e], 7 random mantissa bits
+        auto e = static_cast<uint16_t>(exponent - static_cast<int>((z >> 8) % 3));
+        data[i] = static_cast<uint16_t>(((z & 1) << 15) | (e << 7) | ((z >> 16) & 0x7f));
+      }
+    }
+  });
+}
+
+class Arena {
+ public:
+  Arena(OwnedWeights& owned, ThreadPool& pool) : owned_(owned), pool_(pool) {}
+  const uint16_t* tensor(int64_t count, float scale) {
+    owned_.push_back(std::make_unique<uint16_t[]>(static_cast<std::size_t>(count)));
+    fill_random(owned_.back().get(), count, scale, ++seed_ * 0x1234567ull, pool_);
+    return owned_.back().get();
+  }
+  kernels::Bf16Matrix matrix(int64_t rows, int64_t cols) {
+    return {tensor(rows * cols, 1.0f / std::sqrt(static_cast<float>(cols))), rows, cols};
+  }
+
+ private:
+  OwnedWeights& owned_;
+  ThreadPool& pool_;
+  uint64_t seed_ = 0;
+};
+
+Qwen38Weights synthetic_weights(const Qwen38Config& c, ThreadPool& pool) {
+  Qwen38Weights w;
+  Arena arena(w.owned, pool);
+  int64_t h = c.hidden_size;
+  w.embed_tokens = {arena.tensor(c.vocab_size * h, 1.0f), c.vocab_size, h};
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    Qwen38LayerWeights l;
+    l.input_layernorm = arena.tensor(h, 0.05f);
+    l.post_attention_layernorm = arena.tensor(h, 0.05f);
+    if (c.is_full_attention(i)) {
+      l.attention.q_proj = arena.matrix(c.q_proj_dim(), h);
+      l.attention.k_proj = arena.matrix(c.kv_dim(), h);
+      l.attention.v_proj = arena.matrix(c.kv_dim(), h);
+      l.attention.o_proj = arena.matrix(h, c.attn_output_dim());
+      l.attention.q_norm = arena.tensor(c.head_dim, 0.05f);
+      l.attention.k_norm = arena.tensor(c.head_dim, 0.05f);
+    } else {
+      Qwen38GdnWeights& g = l.gdn;
+      g.in_proj_qkv = arena.matrix(c.conv_dim(), h);
+      g.in_proj_z = arena.matrix(c.value_dim(), h);
+      g.in_proj_b = arena.matrix(c.linear_num_value_heads, h);
+      g.in_proj_a = arena.matrix(c.linear_num_value_heads, h);
+      g.conv1d = arena.tensor(c.conv_dim() * c.linear_conv_kernel, 0.5f);
+      for (int64_t j = 0; j < c.linear_num_value_heads; ++j) {
+        g.a_log.push_back(std::log(1.0f + static_cast<float>(j % 16)));
+        g.dt_bias.push_back(1.0f);
+      }
+      g.norm = arena.tensor(c.linear_value_head_dim, 1.0f);
+      g.out_proj = arena.matrix(h, c.value_dim());
+    }
+    l.gate_proj = arena.matrix(c.intermediate_size, h);
+    l.up_proj = arena.matrix(c.intermediate_size, h);
+    l.down_proj = arena.matrix(h, c.intermediate_size);
+    w.layers.push_back(std::move(l));
+  }
+  w.norm = arena.tensor(h, 0.05f);
+  w.lm_head = arena.matrix(c.vocab_size, h);
+  w.prefix = "synthetic.";
+  return w;
+}
+
+}  // namespace
+
+std::vector<std::string> synthetic_qwen38_shapes() { return {"qwen38-0.8b", "qwen38-tiny"}; }
+
+Qwen38Config synthetic_qwen38_config(const std::string& shape) {
+  if (shape == "qwen38-0.8b") {
+    Qwen38Config c = base_config(1024, 24, 248320);
+    c.intermediate_size = 3584;
+    c.num_attention_heads = 8;
+    c.num_key_value_heads = 2;
+    c.head_dim = 256;
+    c.linear_num_key_heads = 16;
+    c.linear_num_value_heads = 16;
+    c.linear_key_head_dim = 128;
+    c.linear_value_head_dim = 128;
+    c.max_position_embeddings = 262144;
+    c.eos_token_ids = {248044, 248046};
+    return c;
+  }
+  if (shape == "qwen38-tiny") {
+    Qwen38Config c = base_config(128, 8, 512);
+    c.intermediate_size = 320;
+    c.num_attention_heads = 4;
+    c.num_key_value_heads = 2;
+    c.head_dim = 64;
+    c.linear_num_key_heads = 2;
+    c.linear_num_value_heads = 6;
+    c.linear_key_head_dim = 32;
+    c.linear_value_head_dim = 16;
+    c.max_position_embeddings = 4096;
+    c.eos_token_ids = {510, 511};
+    return c;
+  }
+  fail("unknown synthetic shape '{}' (known: qwen38-0.8b, qwen38-tiny)", shape);
+}
+
+std::unique_ptr<Qwen38Model> make_synthetic_qwen38(const std::string& shape,
+                                                   const ModelRunOptions& options) {
+  Qwen38Config config = synthetic_qwen38_config(shape);
+  ThreadPool pool(options.threads);
+  Qwen38Weights weights = synthetic_weights(config, pool);
+  return std::make_unique<Qwen38Model>("synthetic " + shape, std::move(config), std::move(weights),
+                                       options);
+}
+
+}  // namespace md
