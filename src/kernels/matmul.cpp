@@ -7,9 +7,9 @@ namespace md::kernels {
 
 namespace {
 
-// Threads split the output rows at multiples of this, so that no thread starts or ends inside a
-// register block (results do not depend on the split; speed does, a little).
-constexpr int64_t kThreadRowGrain = 16;
+// Threads split the output rows at multiples of this (a multiple of every path's row block), so
+// that no thread starts or ends inside one (results do not depend on the split; speed does).
+constexpr int64_t kThreadRowGrain = 48;
 
 const MatmulKernels& active() {
   static const MatmulKernels& kernels = matmul_kernels(active_isa_level());
@@ -34,7 +34,9 @@ const MatmulKernels& matmul_kernels(Isa isa) {
   return kMatmulScalar;
 }
 
-float dot_bf16(const uint16_t* w, const float* x, int64_t n) { return active().dot(w, x, n); }
+float dot_bf16(const uint16_t* w, const float* x, int64_t n) {
+  return active().dot(w, x, n);
+}
 
 void matmul_tile(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float* x,
                  int64_t x_stride, int64_t n_rows, const MatmulOut& out) {

@@ -26,8 +26,8 @@ struct MatmulOut {
 // Σ_i bf16(w[i]) · x[i] in the same order as one output of matmul_tile with n columns.
 float dot_bf16(const uint16_t* w, const float* x, int64_t n);
 
-// For output rows [row_begin, row_end) of W and input rows n in [0, n_rows):
-//   y[n * y_stride + r] = (accumulate ? y[n * y_stride + r] : 0) + Σ_c W[r][c] · x[n * x_stride + c]
+// For output rows r in [row_begin, row_end) of W and input rows n in [0, n_rows), with
+// y_nr = y[n * y_stride + r]:  y_nr = (accumulate ? y_nr : 0) + Σ_c W[r][c] · x[n * x_stride + c]
 // Each weight is read from memory once for all input rows. Pointers need only their element
 // alignment (weights are read in place from mmap'd checkpoints).
 void matmul_tile(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float* x,

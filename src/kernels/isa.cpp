@@ -1,0 +1,70 @@
+#include "kernels/isa.h"
+
+#include <cstdlib>
+
+#include "base/log.h"
+
+namespace md::kernels {
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512:
+      return "avx512";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kScalar:
+      break;
+  }
+  return "scalar";
+}
+
+Isa best_isa() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  // The AVX-512 path widens bf16 with 16-bit masked loads (BW); FMA is a separate CPUID bit.
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("fma")) {
+    return Isa::kAvx512;
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::kAvx2;
+#endif
+  return Isa::kScalar;
+}
+
+Isa resolve_isa(std::string_view requested, Isa best) {
+  Isa wanted = best;
+  if (requested == "scalar") {
+    wanted = Isa::kScalar;
+  } else if (requested == "avx2") {
+    wanted = Isa::kAvx2;
+  } else if (requested == "avx512") {
+    wanted = Isa::kAvx512;
+  } else if (!requested.empty()) {
+    log::warn("MEGADECODE_ISA={} is not one of scalar, avx2, avx512; using {}", requested,
+              isa_name(best));
+  }
+  if (wanted > best) {
+    log::warn("MEGADECODE_ISA={} is not supported by this CPU; using {}", requested,
+              isa_name(best));
+    wanted = best;
+  }
+  return wanted;
+}
+
+Isa active_isa_level() {
+  static const Isa active = [] {
+    const char* requested = std::getenv("MEGADECODE_ISA");
+    return resolve_isa(requested == nullptr ? "" : requested, best_isa());
+  }();
+  return active;
+}
+
+std::vector<Isa> available_isas() {
+  std::vector<Isa> isas;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+    if (isa <= best_isa()) isas.push_back(isa);
+  }
+  return isas;
+}
+
+}  // namespace md::kernels

@@ -1,0 +1,34 @@
+// Which vector instruction set the kernels run on. Chosen once per process from CPUID, so one
+// binary runs on any x86-64; MEGADECODE_ISA=scalar|avx2|avx512 forces a lower path (tests,
+// benchmarks, bisecting a numeric difference, since each path has its own reduction order).
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+namespace md::kernels {
+
+// Ordered from least to most capable: a forced level above what the CPU has falls back to the
+// best the CPU has.
+enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+
+// "scalar", "avx2" or "avx512".
+const char* isa_name(Isa isa);
+
+// The best path this CPU (and this build) can run.
+Isa best_isa();
+
+// The path the dispatched kernels use: best_isa(), lowered by MEGADECODE_ISA when set. Fixed at
+// the first call.
+Isa active_isa_level();
+inline const char* active_isa() {
+  return isa_name(active_isa_level());
+}
+
+// Every path this CPU can run, scalar first (tests compare them all).
+std::vector<Isa> available_isas();
+
+// Resolves a MEGADECODE_ISA value against the CPU's best path; exposed for tests.
+Isa resolve_isa(std::string_view requested, Isa best);
+
+}  // namespace md::kernels

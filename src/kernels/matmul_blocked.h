@@ -1,0 +1,194 @@
+// The register-blocked loop nest shared by the vector paths of kernels/matmul.h. Each path
+// (matmul_avx2.cpp, matmul_avx512.cpp) instantiates it with a traits type V for its registers:
+//
+//   using Vec;                        one register of f32 lanes
+//   kLanes                            f32 lanes per Vec
+//   kMaxGroup                         input rows held in accumulators at once
+//   rows_for(n)                       weight rows held at once with n input rows (R·n accumulators)
+//   kRowBlock                         weight rows per pass, a multiple of every rows_for(n)
+//   kChunkBytes                       L1 bytes a pass may keep (inputs, weights reused)
+//   kPrefetch, kPrefetchGroups        prefetch weights kPrefetch elements ahead in groups of up to
+//                                     kPrefetchGroups input rows (larger ones are bound by the
+//                                     FMAs, where prefetches only take issue slots)
+//   zero(), fma(w, x, acc), sum(acc)  sum() adds the lanes in a fixed tree
+//   weights(p), weights_tail(p, k)    kLanes (or k < kLanes, rest zero) bf16 widened to f32
+//   inputs(p), inputs_tail(p, k)      kLanes (or k) f32
+//   prefetch(p)
+//
+// Reduction order, the determinism contract: in every output, column c goes to lane c % kLanes
+// (the tail continues the pattern) and each lane adds its columns in increasing order with one
+// fma each; the lanes are then added by sum(). Neither the block shape, the number of input rows,
+// the output rows in the call nor the column chunks change that: accumulators that outlive a
+// chunk are stored and reloaded exactly.
+//
+// All code here is a template of V, and every V lives in an anonymous namespace, so each
+// instantiation is private to the translation unit compiled for its instruction set: no inline
+// function compiled with AVX-512 can be picked by the linker for code that runs on any CPU.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "kernels/bf16_matrix.h"
+#include "kernels/matmul.h"
+
+namespace md::kernels::blocked {
+
+// One pass of a register block over a column chunk.
+struct Chunk {
+  const uint16_t* w;  // first weight row of the block, at the chunk's first column
+  int64_t w_stride;   // elements between weight rows
+  const float* x;     // first input row of the block, at the chunk's first column
+  int64_t x_stride;
+  int64_t len;  // whole vectors in the chunk, in elements
+  int tail;     // columns after len that end the matrix (last chunk only), < kLanes
+  bool first;   // accumulators start at zero instead of being reloaded
+};
+
+// R weight rows × N input rows; acc[i * acc_stride + j] carries the accumulators between chunks.
+// Prefetching is left to the first input-row group, the one that pulls the weights from memory.
+template <class V, int R, int N, bool Prefetch>
+void block(const Chunk& c, typename V::Vec* acc, int64_t acc_stride) {
+  using Vec = typename V::Vec;
+  Vec a[R][N];
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i) {
+#pragma GCC unroll 8
+    for (int j = 0; j < N; ++j) a[i][j] = c.first ? V::zero() : acc[i * acc_stride + j];
+  }
+  for (int64_t k = 0; k < c.len; k += V::kLanes) {
+    Vec wv[R];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) {
+      // One prefetch per 64-byte line (two vectors of 16 bf16 or four of 8).
+      if constexpr (Prefetch) {
+        if ((k & (32 - 1)) == 0) V::prefetch(c.w + i * c.w_stride + k + V::kPrefetch);
+      }
+      wv[i] = V::weights(c.w + i * c.w_stride + k);
+    }
+#pragma GCC unroll 8
+    for (int j = 0; j < N; ++j) {
+      Vec xv = V::inputs(c.x + j * c.x_stride + k);
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) a[i][j] = V::fma(wv[i], xv, a[i][j]);
+    }
+  }
+  if (c.tail > 0) {
+    Vec wv[R];
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) wv[i] = V::weights_tail(c.w + i * c.w_stride + c.len, c.tail);
+#pragma GCC unroll 8
+    for (int j = 0; j < N; ++j) {
+      Vec xv = V::inputs_tail(c.x + j * c.x_stride + c.len, c.tail);
+#pragma GCC unroll 8
+      for (int i = 0; i < R; ++i) a[i][j] = V::fma(wv[i], xv, a[i][j]);
+    }
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < R; ++i) {
+#pragma GCC unroll 8
+    for (int j = 0; j < N; ++j) acc[i * acc_stride + j] = a[i][j];
+  }
+}
+
+template <class V>
+using BlockFn = void (*)(const Chunk&, typename V::Vec*, int64_t);
+
+// fn[prefetch][N - 1][R - 1] for R up to rows_for(N) (null beyond): ragged edges of a row block
+// take a shorter block of the same group size.
+template <class V>
+struct BlockTable {
+  BlockFn<V> fn[2][V::kMaxGroup][V::rows_for(1)];
+};
+
+template <class V, bool Prefetch, int... I>
+constexpr void fill_blocks(BlockTable<V>& table, std::integer_sequence<int, I...>) {
+  constexpr int kMaxR = V::rows_for(1);
+  auto fill = [&]<int N, int R>() {
+    if constexpr (R <= V::rows_for(N)) table.fn[Prefetch][N - 1][R - 1] = block<V, R, N, Prefetch>;
+  };
+  (fill.template operator()<I / kMaxR + 1, I % kMaxR + 1>(), ...);
+}
+
+template <class V>
+constexpr BlockTable<V> make_blocks() {
+  BlockTable<V> table{};
+  constexpr int kEntries = V::kMaxGroup * V::rows_for(1);
+  fill_blocks<V, false>(table, std::make_integer_sequence<int, kEntries>());
+  fill_blocks<V, true>(table, std::make_integer_sequence<int, kEntries>());
+  return table;
+}
+
+template <class V>
+inline constexpr BlockTable<V> kBlocks = make_blocks<V>();
+
+template <class V>
+constexpr bool row_block_fits() {
+  for (int n = 1; n <= V::kMaxGroup; ++n) {
+    if (V::kRowBlock % V::rows_for(n) != 0 || V::rows_for(n) > V::rows_for(1)) return false;
+  }
+  return true;
+}
+
+template <class V>
+float dot(const uint16_t* w, const float* x, int64_t n) {
+  int64_t full = n - n % V::kLanes;
+  typename V::Vec acc;
+  block<V, 1, 1, false>(Chunk{w, 0, x, 0, full, static_cast<int>(n - full), true}, &acc, 1);
+  return V::sum(acc);
+}
+
+// Loop nest: kRowBlock weight rows × up to kPass input rows per pass, in groups of kMaxGroup.
+// Within a pass, column chunks small enough that the inputs of the chunk stay in L1 across the
+// weight rows, and, when there are several groups, that the weights the first group pulls from
+// memory are still in L1 for the others.
+template <class V>
+void tile(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float* x, int64_t x_stride,
+          int64_t n_rows, const MatmulOut& out) {
+  using Vec = typename V::Vec;
+  constexpr int64_t kPass = 2 * V::kMaxGroup;
+  static_assert(row_block_fits<V>());
+  Vec acc[V::kRowBlock * kPass];
+  const int64_t cols = w.cols;
+  const int64_t full = cols - cols % V::kLanes;
+  const int tail = static_cast<int>(cols - full);
+  // The chunk's inputs, and with several groups its weights too, must stay in L1 across the pass;
+  // beyond that, longer chunks keep the weight streams few and long for the prefetchers.
+  const int64_t pass_rows = n_rows < kPass ? n_rows : kPass;
+  const int64_t column_bytes = 4 * pass_rows + (pass_rows > V::kMaxGroup ? 2 * V::kRowBlock : 0);
+  int64_t chunk_cols = V::kChunkBytes / column_bytes / V::kLanes * V::kLanes;
+  if (chunk_cols < V::kLanes) chunk_cols = V::kLanes;
+  for (int64_t r0 = row_begin; r0 < row_end; r0 += V::kRowBlock) {
+    const int64_t rows = row_end - r0 < V::kRowBlock ? row_end - r0 : V::kRowBlock;
+    for (int64_t n0 = 0; n0 < n_rows; n0 += kPass) {
+      const int64_t ns = n_rows - n0 < kPass ? n_rows - n0 : kPass;
+      for (int64_t c0 = 0;; c0 += chunk_cols) {
+        const int64_t c1 = full - c0 < chunk_cols ? full : c0 + chunk_cols;
+        const bool last = c1 == full;
+        Chunk chunk{nullptr, cols, nullptr, x_stride, c1 - c0, last ? tail : 0, c0 == 0};
+        for (int64_t j0 = 0; j0 < ns; j0 += V::kMaxGroup) {
+          const int group = static_cast<int>(ns - j0 < V::kMaxGroup ? ns - j0 : V::kMaxGroup);
+          const int64_t block_rows = V::rows_for(group);
+          const bool prefetch = group <= V::kPrefetchGroups && n0 == 0 && j0 == 0;
+          const auto& fns = kBlocks<V>.fn[prefetch][group - 1];
+          chunk.x = x + (n0 + j0) * x_stride + c0;
+          for (int64_t i0 = 0; i0 < rows; i0 += block_rows) {
+            const int64_t rr = rows - i0 < block_rows ? rows - i0 : block_rows;
+            chunk.w = w.data + (r0 + i0) * cols + c0;
+            fns[rr - 1](chunk, acc + i0 * kPass + j0, kPass);
+          }
+        }
+        if (last) break;
+      }
+      for (int64_t i = 0; i < rows; ++i) {
+        for (int64_t j = 0; j < ns; ++j) {
+          float sum = V::sum(acc[i * kPass + j]);
+          float& y = out.y[(n0 + j) * out.y_stride + r0 + i];
+          y = out.accumulate ? y + sum : sum;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace md::kernels::blocked

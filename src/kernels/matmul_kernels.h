@@ -1,0 +1,28 @@
+// The per-ISA implementations behind kernels/matmul.h. matmul.cpp dispatches to the active one;
+// tests and benchmarks reach the others through matmul_kernels(isa) to compare them.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/bf16_matrix.h"
+#include "kernels/isa.h"
+#include "kernels/matmul.h"
+
+namespace md::kernels {
+
+struct MatmulKernels {
+  float (*dot)(const uint16_t* w, const float* x, int64_t n);
+  void (*tile)(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float* x,
+               int64_t x_stride, int64_t n_rows, const MatmulOut& out);
+};
+
+// Defined by matmul_scalar.cpp, matmul_avx2.cpp and matmul_avx512.cpp (the last two only on
+// x86-64, each compiled for its instruction set alone).
+extern const MatmulKernels kMatmulScalar;
+extern const MatmulKernels kMatmulAvx2;
+extern const MatmulKernels kMatmulAvx512;
+
+// The implementation for `isa`, which the caller has checked the CPU supports.
+const MatmulKernels& matmul_kernels(Isa isa);
+
+}  // namespace md::kernels
