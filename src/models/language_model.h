@@ -79,6 +79,8 @@ class LanguageModel {
   virtual bool set_executor(ExecutorKind executor) { return executor == ExecutorKind::kReference; }
   // Weight bytes one decode step streams (for bandwidth figures); 0 when unknown.
   virtual std::size_t decode_weight_bytes() const { return 0; }
+  // All weight bytes the model keeps resident (mapped or in memory); 0 when unknown.
+  virtual std::size_t weight_bytes() const { return 0; }
 };
 
 }  // namespace md

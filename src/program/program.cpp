@@ -79,13 +79,18 @@ Program::Program(std::vector<Instruction> instructions, int workers, std::size_t
 }
 
 void Program::wait_for(int32_t instruction, uint64_t step) const {
-  // Spin first (the producer is usually microseconds away), then yield the core.
-  for (int spin = 0; !is_done(instruction, step); ++spin) {
-    if (spin < 4096) {
-      cpu_relax();
-    } else {
-      std::this_thread::yield();
-    }
+  // Spin briefly (a producer in a small model is microseconds away), then sleep on the counter:
+  // a spinning thread steals issue slots from a sibling hyperthread that is streaming weights.
+  constexpr int kSpinRounds = 2000;
+  for (int spin = 0; spin < kSpinRounds; ++spin) {
+    if (is_done(instruction, step)) return;
+    cpu_relax();
+  }
+  const auto& counter = done_[static_cast<std::size_t>(instruction)].value;
+  uint64_t target = step * static_cast<uint64_t>(instructions_[static_cast<std::size_t>(instruction)].tasks);
+  for (uint64_t seen = counter.load(std::memory_order_acquire); seen < target;
+       seen = counter.load(std::memory_order_acquire)) {
+    counter.wait(seen, std::memory_order_acquire);
   }
 }
 

@@ -55,7 +55,9 @@ class Program {
   // Completion counters. They only grow: step s is complete for instruction i when
   // done(i) == s × tasks(i), so nothing is reset between steps.
   void mark_done(int32_t instruction, int64_t tasks) {
-    done_[static_cast<std::size_t>(instruction)].value.fetch_add(tasks, std::memory_order_release);
+    auto& counter = done_[static_cast<std::size_t>(instruction)].value;
+    counter.fetch_add(static_cast<uint64_t>(tasks), std::memory_order_release);
+    counter.notify_all();  // cheap unless a worker went to sleep on it
   }
   bool is_done(int32_t instruction, uint64_t step) const {
     const Instruction& ins = instructions_[static_cast<std::size_t>(instruction)];

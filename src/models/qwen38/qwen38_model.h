@@ -54,7 +54,7 @@ class Qwen38Model final : public LanguageModel {
   const Qwen38Config& config() const { return config_; }
   // Weight bytes a decode step streams (every matrix but the embedding table) and in total.
   std::size_t decode_weight_bytes() const override;
-  std::size_t weight_bytes() const;
+  std::size_t weight_bytes() const override;
   bool set_executor(ExecutorKind executor) override {
     run_options_.executor = executor;
     return true;
