@@ -25,6 +25,9 @@ import random
 import sys
 import unicodedata
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from byte_level import bytes_to_unicode  # noqa: E402
+
 SEED = 20260101
 
 KIMI_PAT_STR = "|".join([
@@ -476,19 +479,6 @@ def variant_goldens(tokenizer_path, corpus, out_dir):
                         "im_start <|im_start|> im_startx", "  <think>\n\n</think>  "]]
         tok = Tokenizer.from_file(path)
         write_jsonl(os.path.join(vdir, "encode.jsonl"), hf_encode_rows(tok, subset + extra_texts))
-
-
-def bytes_to_unicode():
-    printable = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("\u00a1"), ord("\u00ac") + 1))
-                 + list(range(ord("\u00ae"), ord("\u00ff") + 1)))
-    chars = list(printable)
-    n = 0
-    for b in range(256):
-        if b not in printable:
-            printable.append(b)
-            chars.append(256 + n)
-            n += 1
-    return dict(zip(printable, (chr(c) for c in chars)))
 
 
 def tiktoken_goldens(tokenizer_path, corpus, out_dir):

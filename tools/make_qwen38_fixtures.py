@@ -29,6 +29,9 @@ from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from byte_level import bytes_to_unicode  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATE = REPO / "tests" / "data" / "templates" / "qwen38_style.jinja"
 
@@ -182,20 +185,6 @@ def write_safetensors(path: Path, tensors: dict) -> int:
 
 
 # --- tokenizer ------------------------------------------------------------------------------------
-
-
-def bytes_to_unicode() -> dict:
-    """GPT-2's byte -> printable character table, in GPT-2 order (printable bytes first)."""
-    bs = (list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1))
-          + list(range(ord("®"), ord("ÿ") + 1)))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, (chr(c) for c in cs)))
 
 
 def learn_bpe(text: str, count: int) -> list:
