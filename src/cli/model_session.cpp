@@ -6,6 +6,8 @@
 #include "base/log.h"
 #include "engine/context_size.h"
 #include "engine/generation_defaults.h"
+#include "io/gguf_file.h"
+#include "models/common/gguf_tokenizer.h"
 #include "models/model_loader.h"
 
 namespace md::cli {
@@ -62,10 +64,16 @@ ModelSession open_model_session(const ModelFlags& flags) {
   options.threads = flags.threads;
   options.kv_cache = flags.kv_cache == "f32" ? KvCacheType::kF32 : KvCacheType::kBf16;
   options.executor = parse_executor(flags.executor);
-  session.tokenizer = load_tokenizer(directory);
-  session.chat_template = ChatTemplate::load(directory);
-  session.sampling_defaults =
-      engine::default_sampling(engine::read_generation_defaults(directory));
+  if (directory.ends_with(".gguf")) {
+    GgufFile file(directory);
+    session.tokenizer = load_gguf_tokenizer(file);
+    session.chat_template = load_gguf_chat_template(file);
+  } else {
+    session.tokenizer = load_tokenizer(directory);
+    session.chat_template = ChatTemplate::load(directory);
+    session.sampling_defaults =
+        engine::default_sampling(engine::read_generation_defaults(directory));
+  }
   session.model = load_language_model(directory, options);
   if (session.tokenizer->vocab_size() > session.model->vocab_size()) {
     fail("{}: the tokenizer has {} tokens but the model's vocabulary is {}", directory,

@@ -135,9 +135,16 @@ ResolvedModel resolve_model_source(const std::string& spec) {
     return resolved;
   }
   if (file_exists(path)) {
+    if (path.ends_with(".gguf")) {
+      // A GGUF file carries its configuration, tokenizer and chat template itself.
+      ResolvedModel resolved;
+      resolved.directory = fs::absolute(path).lexically_normal().string();
+      resolved.description = "GGUF file " + resolved.directory;
+      return resolved;
+    }
     fail(
-        "{} is a file; expected a model directory (config.json, weights, tokenizer) or "
-        "org/name[@revision]",
+        "{} is a file; expected a model directory (config.json, weights, tokenizer), a .gguf "
+        "file or org/name[@revision]",
         path);
   }
   if (looks_like_path(spec)) fail("no such model directory: {}", path);

@@ -2,12 +2,17 @@
 
 #include "base/error.h"
 #include "models/model_config.h"
+#include "models/llama/llama_gguf_model.h"
 #include "models/qwen38/qwen38_model.h"
 
 namespace md {
 
 std::unique_ptr<LanguageModel> load_language_model(const std::string& directory,
                                                    const ModelRunOptions& options) {
+  // A single .gguf file carries its own configuration (llama.cpp's format).
+  if (directory.size() > 5 && directory.ends_with(".gguf")) {
+    return std::make_unique<LlamaGgufModel>(directory, options);
+  }
   ModelFamily family = family_of(load_model_config(directory));
   switch (family) {
     case ModelFamily::kQwen38:

@@ -1,6 +1,5 @@
 #include "text/tokenizer_hf.h"
 
-#include "base/error.h"
 #include "text/tokenizer_utf8.h"
 #include "text/unicode_normalizer.h"
 
@@ -96,11 +95,18 @@ void HfBpeTokenizer::encode_piece(std::string_view piece, Scratch& scratch,
       return;
     }
   }
-  for (char c : piece) {
-    if (data_.byte_ids[static_cast<std::uint8_t>(c)] < 0) {
-      fail("cannot encode byte 0x{:02X}: the vocabulary has no token for it",
-           static_cast<std::uint8_t>(c));
+  // HF's BPE (with no unk_token, as in byte-level vocabularies) drops a character that has no
+  // token, and its neighbours then merge as if adjacent. SmolLM2's vocabulary lacks 21 bytes.
+  std::string kept;
+  for (std::size_t i = 0; i < piece.size(); ++i) {
+    if (data_.byte_ids[static_cast<std::uint8_t>(piece[i])] >= 0) continue;
+    kept.assign(piece.substr(0, i));
+    for (char c : piece.substr(i)) {
+      if (data_.byte_ids[static_cast<std::uint8_t>(c)] >= 0) kept.push_back(c);
     }
+    if (kept.empty()) return;
+    piece = kept;
+    break;
   }
   if (piece.size() == 1) {
     out.push_back(data_.byte_ids[static_cast<std::uint8_t>(piece[0])]);
