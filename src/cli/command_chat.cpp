@@ -44,7 +44,9 @@ int print_no_model() {
              "  ./megadecode chat --model /path/to/model-dir\n"
              "  ./megadecode chat --model Qwen/Qwen3.8-27B[@revision]   (from the Hugging Face "
              "cache, offline)\n"
-             "A model directory holds config.json, *.safetensors and tokenizer files.\n");
+             "A model directory holds config.json, *.safetensors and tokenizer files.\n"
+             "Without --model, chat uses $MEGADECODE_MODEL or the default SmolLM2-135M-Instruct\n"
+             "that scripts/setup installs into .models/ (not installed here).\n");
   return kExitUsage;
 }
 
@@ -101,7 +103,7 @@ CommandResult run_command(ChatSession& chat, std::string_view line) {
 }
 
 int run_chat(const ChatFlags& flags) {
-  if (flags.model.model.empty()) return print_no_model();
+  if (flags.model.model.empty() && !default_model()) return print_no_model();
   ModelSession session = open_model_session(flags.model);
   ChatSession chat(session, flags.sampling, ChatOptions{flags.system, !flags.no_think});
   bool color = stdout_supports_color(flags.no_color);

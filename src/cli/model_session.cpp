@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+#include <filesystem>
+
 #include "base/error.h"
 #include "base/log.h"
 #include "engine/context_size.h"
@@ -14,8 +17,9 @@ namespace md::cli {
 
 void add_model_flags(CLI::App& command, ModelFlags& flags) {
   command.add_option("-m,--model", flags.model,
-                     "Model directory, or org/name[@revision] in the Hugging Face cache")
-      ->required();
+                     "Model directory, .gguf file, or org/name[@revision] in the Hugging Face "
+                     "cache (default: $MEGADECODE_MODEL, else SmolLM2-135M-Instruct from "
+                     "scripts/setup)");
   command.add_option("-c,--context", flags.context,
                      "Tokens a sequence can hold (default: the model's maximum, capped so the "
                      "state fits in a quarter of memory)")
@@ -56,9 +60,39 @@ ExecutorKind parse_executor(const std::string& name) {
   fail("--executor: '{}' is not one of mega, ops, reference", name);
 }
 
+std::optional<std::string> default_model() {
+  if (const char* chosen = std::getenv("MEGADECODE_MODEL"); chosen != nullptr && *chosen != 0) {
+    return std::string(chosen);
+  }
+  std::filesystem::path root;
+  if (const char* env_root = std::getenv("MEGADECODE_ROOT"); env_root != nullptr && *env_root != 0) {
+    root = env_root;
+  } else {
+    std::error_code error;
+    // build/<flavour>/bin/megadecode → the repository
+    std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error);
+    if (error) return std::nullopt;
+    root = exe.parent_path().parent_path().parent_path().parent_path();
+  }
+  std::filesystem::path file = root / kDefaultModelFile;
+  if (!std::filesystem::exists(file)) return std::nullopt;
+  return file.string();
+}
+
 ModelSession open_model_session(const ModelFlags& flags) {
   ModelSession session;
-  session.source = resolve_model_source(flags.model);
+  std::string spec = flags.model;
+  if (spec.empty()) {
+    std::optional<std::string> fallback = default_model();
+    if (!fallback) {
+      fail("no --model given and the default model is not installed: scripts/setup fetches "
+           "SmolLM2-135M-Instruct into {}, or set MEGADECODE_MODEL",
+           kDefaultModelFile);
+    }
+    spec = *fallback;
+    log::info("model: {} (the default)", spec);
+  }
+  session.source = resolve_model_source(spec);
   const std::string& directory = session.source.directory;
   ModelRunOptions options;
   options.threads = flags.threads;

@@ -48,7 +48,14 @@ struct ModelSession {
   int64_t context = 0;
 };
 
-// Resolves, validates and loads everything; throws md::Error with a precise message.
+// The model used when --model is absent: $MEGADECODE_MODEL, else the SmolLM2-135M-Instruct file
+// scripts/setup installs under the repository's .models/ (the repository is $MEGADECODE_ROOT,
+// set by the launcher, or found from the binary's own location). nullopt when neither exists.
+std::optional<std::string> default_model();
+inline constexpr const char* kDefaultModelFile = ".models/SmolLM2-135M-Instruct.Q4_1.gguf";
+
+// Resolves, validates and loads everything (the default model when flags.model is empty);
+// throws md::Error with a precise message.
 ModelSession open_model_session(const ModelFlags& flags);
 ExecutorKind parse_executor(const std::string& name);
 

@@ -13,7 +13,7 @@ for sub in run chat serve bench pack tokenize info; do
 done
 check no-subcommand 2 '' 'subcommand' -- "$bin"
 check unknown-flag 2 '' 'tokenize-me' -- "$bin" tokenize --model x --tokenize-me
-check chat-without-model 2 '' 'no model given.*|--model' -- "$bin" chat
+check chat-without-model 2 '' 'no model given.*|--model' -- env MEGADECODE_MODEL= MEGADECODE_ROOT="$work" "$bin" chat
 for sub in serve pack; do
   check "not-implemented-$sub" 3 '' 'not implemented yet' -- "$bin" "$sub"
 done

@@ -13,4 +13,11 @@ check raw-continuation 0 'is a classic example of a pun' '' -- "$bin" run -m "$m
 check bad-model-file 1 '' 'not-a-model\.gguf' -- "$bin" run -m "$work/not-a-model.gguf" -p hi
 printf 'GGUF' > "$work/short.gguf"
 check truncated-gguf 1 '' 'short\.gguf' -- "$bin" run -m "$work/short.gguf" -p hi
+# The default model: chat and run without --model (the repository root comes from the binary's
+# location or MEGADECODE_ROOT).
+root="$(cd "$(dirname "$model")/.." && pwd)"
+printf 'What is the capital of France?\n' | MEGADECODE_MODEL= MEGADECODE_ROOT="$root" "$bin" chat --greedy -n 24 >"$work/chat" 2>"$work/chat-err"
+grep -q 'The capital of France is Paris' "$work/chat"; expect default-chat $? "chat without --model did not answer: $(head -c 300 "$work/chat") $(head -c 300 "$work/chat-err")"
+check default-run 0 'Paris' '' -- env MEGADECODE_MODEL= MEGADECODE_ROOT="$root" "$bin" run -p "What is the capital of France?" --greedy -n 24
+check env-model 0 'Paris' '' -- env MEGADECODE_MODEL="$model" MEGADECODE_ROOT=/nonexistent "$bin" run -p "What is the capital of France?" --greedy -n 24
 report

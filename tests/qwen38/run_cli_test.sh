@@ -64,7 +64,7 @@ check bad-temperature 1 '' 'temperature' -- "$bin" run -m "$model" -p Hello --te
 check chat-and-raw 1 '' 'exclude each other' -- "$bin" run -m "$model" -p Hello --chat --raw
 check bad-kv-cache 2 '' 'kv-cache' -- "$bin" run -m "$model" -p Hello --kv-cache f16
 check missing-model 1 '' 'nothing' -- "$bin" run -m "$work/nothing" -p Hello
-check no-model-flag 2 '' 'model' -- "$bin" run -p Hello
+check no-model-installed 1 '' 'default model is not installed' -- env MEGADECODE_MODEL= MEGADECODE_ROOT="$work" "$bin" run -p Hello
 
 # Damaged checkpoint: a precise message naming the file, exit 1.
 cp -r "$model" "$work/broken"
