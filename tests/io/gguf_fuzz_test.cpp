@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "gguf_test_util.h"
 #include "io/gguf_header.h"
+#include "mutation_fuzz.h"
 
 namespace md {
 namespace {
@@ -151,26 +152,12 @@ TEST(GgufFuzz, MutatedFilesParseSafelyOrThrowMdError) {
   const auto seeds = seed_files();
   for (const auto& seed : seeds) ASSERT_NO_THROW(parse_gguf_header(seed, "seed.gguf"));
   Mutator mutator(0x9e3779b97f4a7c15ull);
-  int accepted = 0;
-  int rejected = 0;
-  for (int i = 0; i < kIterations; ++i) {
-    // An exactly sized heap copy, so ASan sees any read past the end.
-    std::vector<std::uint8_t> file =
-        mutator.mutate(seeds[static_cast<std::size_t>(i) % seeds.size()]);
-    file.shrink_to_fit();
-    try {
-      GgufHeader header = parse_gguf_header(file, "fuzz.gguf");
-      check_invariants(file, header);
-      ++accepted;
-    } catch (const Error& error) {
-      ASSERT_NE(std::string_view(error.what()).find("fuzz.gguf"), std::string_view::npos)
-          << error.what();
-      ++rejected;
-    } catch (const std::exception& other) {
-      FAIL() << "iteration " << i << ": unexpected exception " << other.what();
-    }
-    if (::testing::Test::HasFatalFailure()) FAIL() << "iteration " << i;
-  }
+  testing::FuzzOutcome outcome = testing::run_mutation_fuzz(
+      seeds, kIterations, "fuzz.gguf", [&](const auto& seed) { return mutator.mutate(seed); },
+      [](const std::vector<std::uint8_t>& file) {
+        check_invariants(file, parse_gguf_header(file, "fuzz.gguf"));
+      });
+  int accepted = outcome.accepted, rejected = outcome.rejected;
   // Both outcomes must be common, or the mutations are not exercising the parser.
   EXPECT_GT(accepted, kIterations / 50);
   EXPECT_GT(rejected, kIterations / 4);

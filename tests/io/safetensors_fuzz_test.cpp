@@ -10,6 +10,7 @@
 #include "io/safetensors_header.h"
 #include "io/safetensors_index.h"
 #include "io_test_util.h"
+#include "mutation_fuzz.h"
 
 namespace md {
 namespace {
@@ -282,26 +283,13 @@ void check_invariants(const std::vector<std::uint8_t>& file, const SafetensorsHe
 TEST(SafetensorsFuzz, MutatedFilesParseSafelyOrThrowMdError) {
   const auto seeds = seed_files();
   Mutator mutator(0x5eed'5afe'7e45'0125ull);
-  int accepted = 0;
-  int rejected = 0;
-  for (int i = 0; i < kIterations; ++i) {
-    // An exactly sized heap copy, so ASan sees any read past the end.
-    std::vector<std::uint8_t> file =
-        mutator.mutate(seeds[static_cast<std::size_t>(i) % seeds.size()]);
-    file.shrink_to_fit();
-    try {
-      SafetensorsHeader header = parse_safetensors_header(file, "fuzz.safetensors");
-      check_invariants(file, header);
-      ++accepted;
-    } catch (const Error& error) {
-      ASSERT_NE(std::string_view(error.what()).find("fuzz.safetensors"), std::string_view::npos)
-          << error.what();
-      ++rejected;
-    } catch (const std::exception& other) {
-      FAIL() << "iteration " << i << ": unexpected exception " << other.what();
-    }
-    if (::testing::Test::HasFatalFailure()) FAIL() << "iteration " << i;
-  }
+  testing::FuzzOutcome outcome = testing::run_mutation_fuzz(
+      seeds, kIterations, "fuzz.safetensors",
+      [&](const auto& seed) { return mutator.mutate(seed); },
+      [](const std::vector<std::uint8_t>& file) {
+        check_invariants(file, parse_safetensors_header(file, "fuzz.safetensors"));
+      });
+  int accepted = outcome.accepted, rejected = outcome.rejected;
   // Both outcomes must be common, or the mutations are not exercising the parser.
   EXPECT_GT(accepted, kIterations / 50);
   EXPECT_GT(rejected, kIterations / 2);
