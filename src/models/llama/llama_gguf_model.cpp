@@ -62,6 +62,21 @@ std::vector<float> bind_vector(const GgufFile& file, const std::string& name, in
   return values;
 }
 
+// Σ a·b over 16 independent lanes (summed in a fixed tree): vectorises without reassociation.
+float dot_lanes(const float* a, const float* b, int64_t n) {
+  constexpr int kLanes = 16;
+  float acc[kLanes] = {};
+  int64_t full = n - n % kLanes;
+  for (int64_t i = 0; i < full; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) acc[l] += a[i + l] * b[i + l];
+  }
+  for (int64_t i = full; i < n; ++i) acc[i - full] += a[i] * b[i];
+  for (int width = kLanes / 2; width > 0; width /= 2) {
+    for (int l = 0; l < width; ++l) acc[l] += acc[l + width];
+  }
+  return acc[0];
+}
+
 // Plain-weight RMSNorm (Llama): y = x / rms(x) · w, weights already f32.
 void rms_norm_rows(const float* x, const std::vector<float>& w, int64_t rows, int64_t width,
                    float eps, float* y) {
@@ -154,12 +169,7 @@ void LlamaGgufModel::matmul(const GgufMatrix& w, const float* x, int64_t rows, f
       bool ok = kernels::dequantize_row(w.type, w.data + static_cast<std::size_t>(r) * w.row_bytes,
                                         row.data(), w.cols);
       (void)ok;  // the format and row length were checked when the weights were bound
-      for (int64_t t = 0; t < rows; ++t) {
-        const float* in = x + t * w.cols;
-        float sum = 0;
-        for (int64_t c = 0; c < w.cols; ++c) sum += row[static_cast<std::size_t>(c)] * in[c];
-        y[t * w.rows + r] = sum;
-      }
+      for (int64_t t = 0; t < rows; ++t) y[t * w.rows + r] = dot_lanes(row.data(), x + t * w.cols, w.cols);
     }
   });
 }
