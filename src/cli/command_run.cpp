@@ -91,6 +91,7 @@ int run(const RunOptions& options) {
       make_request(session, options.sampling, encode_prompt(session, options, text));
   if (!options.logits_out.empty()) {
     request.prompt_logprobs = true;
+    request.logprobs = true;
     request.top_logprobs = options.logits_top_k;
   }
   engine::Generator generator(*session.model, *session.tokenizer, session.context);

@@ -158,10 +158,16 @@ GenerationResult Generator::generate(const GenerationRequest& request, const Tex
       break;
     }
     GeneratedToken chosen;
-    if (request.top_logprobs > 0) chosen.top = top_logprobs(logits, request.top_logprobs);
-    std::vector<float> raw = logits;  // the sampler rewrites logits (penalties, temperature)
+    // Log-probabilities cost a copy of the logits (the sampler rewrites them) and a pass over
+    // the vocabulary per token: only when asked for.
+    bool want_logprobs = request.logprobs || request.top_logprobs > 0;
+    std::vector<float> raw;
+    if (want_logprobs) {
+      raw = logits;
+      if (request.top_logprobs > 0) chosen.top = top_logprobs(raw, request.top_logprobs);
+    }
     chosen.id = sampler.sample(logits, state_->position());
-    chosen.logprob = logprob_of(raw, chosen.id);
+    if (want_logprobs) chosen.logprob = logprob_of(raw, chosen.id);
     if (stats.generated_tokens == 0) {
       first_token_at = Clock::now();
       stats.first_token_seconds = seconds_since(start);

@@ -29,13 +29,14 @@ struct GenerationRequest {
   std::vector<int32_t> stop_token_ids;  // in addition to the model's own
   bool ignore_eos = false;              // ignore every stop token id
   bool skip_special = true;             // special tokens produce no text
-  int32_t top_logprobs = 0;             // alternatives recorded per generated token
+  bool logprobs = false;                // record each generated token's log-probability
+  int32_t top_logprobs = 0;             // alternatives per generated token (implies logprobs)
   bool prompt_logprobs = false;         // log p(prompt[t+1] | prompt[..t]) for every t
 };
 
 struct GeneratedToken {
   int32_t id = 0;
-  float logprob = 0;              // under the model's raw distribution
+  float logprob = 0;              // under the model's raw distribution (when requested)
   std::vector<TokenLogprob> top;  // top_logprobs alternatives
 };
 

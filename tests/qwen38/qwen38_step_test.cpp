@@ -15,11 +15,7 @@ const std::string kFixture = "tiny-qwen38-hd256";
 
 std::unique_ptr<Qwen38Model> model_with(ExecutorKind executor, int threads,
                                         const std::string& fixture = kFixture) {
-  ModelRunOptions run;
-  run.threads = threads;
-  run.kv_cache = KvCacheType::kF32;
-  run.executor = executor;
-  return std::make_unique<Qwen38Model>(qwen38_fixture_dir(fixture), run, Qwen38Options{});
+  return load_fixture(fixture, KvCacheType::kF32, Qwen38Options{}, threads, executor);
 }
 
 std::vector<int32_t> prompt_of(int64_t length, int seed) {

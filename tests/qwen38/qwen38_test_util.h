@@ -65,10 +65,12 @@ inline std::vector<GoldenPrompt> load_goldens(const std::string& name) {
 }
 
 inline std::unique_ptr<Qwen38Model> load_fixture(const std::string& name, KvCacheType kv,
-                                                 Qwen38Options options = {}, int threads = 2) {
+                                                 Qwen38Options options = {}, int threads = 2,
+                                                 ExecutorKind executor = ExecutorKind::kMega) {
   ModelRunOptions run;
   run.threads = threads;
   run.kv_cache = kv;
+  run.executor = executor;
   return std::make_unique<Qwen38Model>(qwen38_fixture_dir(name), run, options);
 }
 

@@ -7,6 +7,7 @@
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/norms.h"
+#include "models/qwen38/qwen38_head_math.h"
 #include "models/qwen38/qwen38_layers.h"
 
 namespace md {
@@ -30,13 +31,13 @@ void prepare_rows(const Qwen38LayerContext& ctx, const Qwen38AttentionWeights& w
     ctx.rope.angles(position, cos_values.data(), sin_values.data());
     for (int64_t h = 0; h < c.num_attention_heads; ++h) {
       float* q = qg.data() + t * c.q_proj_dim() + h * 2 * hd;
-      kernels::rms_norm(q, w.q_norm, hd, eps, kernels::NormWeight::kZeroCentred, q);
-      ctx.rope.apply(q, cos_values.data(), sin_values.data());
+      qwen38::normalise_and_rotate(q, w.q_norm, hd, eps, ctx.rope, cos_values.data(),
+                                   sin_values.data());
     }
     for (int64_t kv = 0; kv < c.num_key_value_heads; ++kv) {
       float* key = k.data() + t * c.kv_dim() + kv * hd;
-      kernels::rms_norm(key, w.k_norm, hd, eps, kernels::NormWeight::kZeroCentred, key);
-      ctx.rope.apply(key, cos_values.data(), sin_values.data());
+      qwen38::normalise_and_rotate(key, w.k_norm, hd, eps, ctx.rope, cos_values.data(),
+                                   sin_values.data());
       cache.write((kv * capacity + position) * hd, key, v.data() + t * c.kv_dim() + kv * hd, hd);
     }
   }
@@ -72,7 +73,7 @@ void gated_attention_forward(const Qwen38LayerContext& ctx, const Qwen38Attentio
       float* o = attended.data() + t * c.attn_output_dim() + h * hd;
       cache.attend(kv * capacity * hd, first_position + t + 1, q, hd, scale, scores.data(), o);
       if (gated) {
-        for (int64_t d = 0; d < hd; ++d) o[d] *= kernels::sigmoid(gate[d]);
+        qwen38::apply_output_gate(o, gate, hd);
       }
     }
   };

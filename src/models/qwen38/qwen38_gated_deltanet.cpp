@@ -7,13 +7,13 @@
 #include "kernels/gated_delta_rule.h"
 #include "kernels/matmul.h"
 #include "kernels/norms.h"
+#include "models/qwen38/qwen38_head_math.h"
 #include "models/qwen38/qwen38_layers.h"
 
 namespace md {
 
 namespace {
 
-constexpr float kL2NormEps = 1e-6f;  // fixed, added to the sum of squares (not rms_norm_eps)
 
 using Buffer = std::vector<float>;
 Buffer buffer(int64_t n) { return Buffer(static_cast<std::size_t>(n)); }
@@ -26,12 +26,10 @@ int64_t key_head_of(const Qwen38Config& c, const Qwen38Options& o, int64_t value
 
 void normalise_queries_and_keys(const Qwen38Config& c, float* mixed, int64_t rows) {
   int64_t dk = c.linear_key_head_dim;
-  float q_scale = 1.0f / std::sqrt(static_cast<float>(dk));
   for (int64_t t = 0; t < rows; ++t) {
     float* row = mixed + t * c.conv_dim();
     for (int64_t head = 0; head < c.linear_num_key_heads; ++head) {
-      kernels::l2_normalize(row + head * dk, dk, kL2NormEps, q_scale);
-      kernels::l2_normalize(row + c.key_dim() + head * dk, dk, kL2NormEps, 1.0f);
+      qwen38::normalise_query_key(row + head * dk, row + c.key_dim() + head * dk, dk);
     }
   }
 }
@@ -41,12 +39,10 @@ void decay_and_write_strength(const Qwen38Config& c, const Qwen38GdnWeights& w, 
                               const Buffer& a, int64_t rows, Buffer& beta, Buffer& g) {
   int64_t heads = c.linear_num_value_heads;
   for (int64_t j = 0; j < heads; ++j) {
-    auto jj = static_cast<std::size_t>(j);
     for (int64_t t = 0; t < rows; ++t) {
       auto at = static_cast<std::size_t>(t * heads + j);
       auto out = static_cast<std::size_t>(j * rows + t);
-      beta[out] = kernels::sigmoid(b[at]);
-      g[out] = -std::exp(w.a_log[jj]) * kernels::softplus(a[at] + w.dt_bias[jj]);
+      qwen38::delta_gates(w, j, b[at], a[at], beta[out], g[out]);
     }
   }
 }

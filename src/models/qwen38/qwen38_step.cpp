@@ -1,5 +1,7 @@
 #include "models/qwen38/qwen38_step.h"
 
+#include "models/qwen38/qwen38_head_math.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -20,7 +22,6 @@ namespace {
 using program::Instruction;
 using program::WorkerContext;
 
-constexpr float kL2NormEps = 1e-6f;
 constexpr int64_t kMaxTileRows = 64;
 
 // Output rows per projection task: big enough to stream weights efficiently, small enough that
@@ -196,15 +197,13 @@ void Qwen38Step::build(int workers) {
                                                    ranges[i][1], cc.linear_conv_kernel, row + c0, 1,
                                                    conv_out + out_at[i]);
                        }
-                       kernels::l2_normalize(conv_out, dk, kL2NormEps, 1.0f / std::sqrt(static_cast<float>(dk)));
-                       kernels::l2_normalize(conv_out + dk, dk, kL2NormEps, 1.0f);
+                       qwen38::normalise_query_key(conv_out, conv_out + dk, dk);
                        const float* b = row + cc.conv_dim() + cc.value_dim();
                        const float* a = b + cc.linear_num_value_heads;
                        const float* z = row + cc.conv_dim();
                        for (int64_t j = j0; j < j0 + group; ++j) {
-                         auto jj = static_cast<std::size_t>(j);
-                         float beta = kernels::sigmoid(b[j]);
-                         float g = -std::exp(w.a_log[jj]) * kernels::softplus(a[j] + w.dt_bias[jj]);
+                         float beta = 0, g = 0;
+                         qwen38::delta_gates(w, j, b[j], a[j], beta, g);
                          kernels::DeltaRuleRows in{conv_out, conv_out + dk, conv_out + 2 * dk + (j - j0) * dv,
                                                    dk, dv, &beta, &g, 1};
                          float* o = gdn_core_.data() + r * cc.value_dim() + j * dv;
@@ -245,8 +244,7 @@ void Qwen38Step::build(int workers) {
                        int64_t position = positions_[static_cast<std::size_t>(r)];
                        rope_.angles(position, cos_values, sin_values);
                        float* key = attn_k_.data() + r * cc.kv_dim() + kv * hd;
-                       kernels::rms_norm(key, w.k_norm, hd, eps, kernels::NormWeight::kZeroCentred, key);
-                       rope_.apply(key, cos_values, sin_values);
+                       qwen38::normalise_and_rotate(key, w.k_norm, hd, eps, rope_, cos_values, sin_values);
                        state.kv(ordinal).write((kv * state.capacity() + position) * hd, key,
                                                attn_v_.data() + r * cc.kv_dim() + kv * hd, hd);
                      }
@@ -257,11 +255,10 @@ void Qwen38Step::build(int workers) {
                        for (int64_t h = kv * cc.gqa_group(); h < (kv + 1) * cc.gqa_group(); ++h) {
                          float* q = attn_q_.data() + r * cc.q_proj_dim() + h * 2 * hd;
                          const float* gate = q + hd;
-                         kernels::rms_norm(q, w.q_norm, hd, eps, kernels::NormWeight::kZeroCentred, q);
-                         rope_.apply(q, cos_values, sin_values);
+                         qwen38::normalise_and_rotate(q, w.q_norm, hd, eps, rope_, cos_values, sin_values);
                          float* o = attn_out_.data() + r * cc.attn_output_dim() + h * hd;
                          state.kv(ordinal).attend(kv * state.capacity() * hd, position + 1, q, hd, scale, scores, o);
-                         for (int64_t d = 0; d < hd; ++d) o[d] *= kernels::sigmoid(gate[d]);
+                         qwen38::apply_output_gate(o, gate, hd);
                        }
                      }
                    }
