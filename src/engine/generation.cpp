@@ -2,13 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <random>
 
 #include "base/error.h"
-#include "engine/sampler.h"
-#include "engine/stop_strings.h"
-#include "engine/stop_tokens.h"
-#include "text/stream_detokenizer.h"
+#include "engine/choice_decoder.h"
 
 namespace md::engine {
 
@@ -18,11 +14,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-uint64_t fresh_seed() {
-  std::random_device device;
-  return (static_cast<uint64_t>(device()) << 32) ^ device();
 }
 
 }  // namespace
@@ -116,10 +107,9 @@ GenerationResult Generator::generate(const GenerationRequest& request, const Tex
         "token); raise --context or shorten the prompt",
         prompt_size, context());
   }
-  if (request.max_tokens < 0) fail("max_tokens must be >= 0 (0 = until the context is full)");
-  StopStringMatcher stop_strings(request.stop);
-  // The model's eos ids stop unless ignore_eos; ids the request names always stop (vLLM).
-  StopTokens stop_tokens{request.stop_token_ids, model_.stop_token_ids(), request.ignore_eos};
+  ChoiceDecoder decoder(request, model_.stop_token_ids(),
+                        static_cast<int32_t>(model_.vocab_size()), tokenizer_,
+                        request.sampling.seed ? *request.sampling.seed : fresh_seed(), context());
 
   GenerationResult result;
   GenerationStats& stats = result.stats;
@@ -139,64 +129,28 @@ GenerationResult Generator::generate(const GenerationRequest& request, const Tex
     return result;
   }
 
-  Sampler sampler(request.sampling, model_.vocab_size(),
-                  request.sampling.seed ? *request.sampling.seed : fresh_seed());
-  sampler.observe_prompt(request.prompt);
-  StreamDetokenizer detokenizer(tokenizer_, request.skip_special);
   Clock::time_point first_token_at{};
-  auto emit = [&](std::string_view text) {
-    if (text.empty()) return;
-    result.text += text;
-    if (on_text) on_text(text);
-  };
-
-  result.finish = FinishReason::kLength;
-  bool stopped_by_string = false;
   for (;;) {
     if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
       result.finish = FinishReason::kCancelled;
       break;
     }
-    GeneratedToken chosen;
-    // Log-probabilities cost a copy of the logits (the sampler rewrites them) and a pass over
-    // the vocabulary per token: only when asked for.
-    bool want_logprobs = request.logprobs || request.top_logprobs > 0;
-    std::vector<float> raw;
-    if (want_logprobs) {
-      raw = logits;
-      if (request.top_logprobs > 0) chosen.top = top_logprobs(raw, request.top_logprobs);
-    }
-    chosen.id = sampler.sample(logits, state_->position());
-    if (want_logprobs) chosen.logprob = logprob_of(raw, chosen.id);
+    TokenOutcome outcome = decoder.next(logits, state_->position());
     if (stats.generated_tokens == 0) {
       first_token_at = Clock::now();
       stats.first_token_seconds = seconds_since(start);
     }
-    if (stop_tokens.is_stop(chosen.id)) {
-      result.finish = FinishReason::kStop;
-      break;
-    }
-    result.tokens.push_back(std::move(chosen));
     ++stats.generated_tokens;
-    sampler.observe_generated(result.tokens.back().id);
-    StopStringOutput piece = stop_strings.push(detokenizer.push(result.tokens.back().id));
-    emit(piece.emit);
-    if (piece.stopped) {
-      result.finish = FinishReason::kStop;
-      stopped_by_string = true;
+    if (outcome.reported) result.tokens.push_back(outcome.token);
+    if (!outcome.text.empty()) {
+      result.text += outcome.text;
+      if (on_text) on_text(outcome.text);
+    }
+    if (outcome.finished) {
+      result.finish = outcome.finish;
       break;
     }
-    bool budget_spent = request.max_tokens > 0 && stats.generated_tokens >= request.max_tokens;
-    bool context_full = state_->position() >= state_->capacity();
-    if (budget_spent || context_full) break;
-    step(result.tokens.back().id, logits);
-  }
-  if (!stopped_by_string) {
-    // Flush what the detokenizer and the stop matcher still hold (an incomplete character, or a
-    // partial stop string that never completed).
-    StopStringOutput tail = stop_strings.push(detokenizer.finish());
-    emit(tail.emit);
-    if (!tail.stopped) emit(stop_strings.finish());
+    step(outcome.token.id, logits);
   }
   stats.total_seconds = seconds_since(start);
   if (stats.generated_tokens > 0) {

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/generation_request.h"
 #include "engine/logprobs.h"
 #include "engine/sampling_params.h"
 #include "models/language_model.h"
@@ -18,32 +19,10 @@
 
 namespace md::engine {
 
-enum class FinishReason { kStop, kLength, kCancelled };
-std::string_view finish_reason_name(FinishReason reason);  // "stop", "length", "cancelled"
-
-struct GenerationRequest {
-  std::vector<int32_t> prompt;
-  SamplingParams sampling;
-  int64_t max_tokens = 0;               // 0: until a stop or the context is full
-  std::vector<std::string> stop;        // extra stop strings (not part of the returned text)
-  std::vector<int32_t> stop_token_ids;  // in addition to the model's own
-  bool ignore_eos = false;              // ignore every stop token id
-  bool skip_special = true;             // special tokens produce no text
-  bool logprobs = false;                // record each generated token's log-probability
-  int32_t top_logprobs = 0;             // alternatives per generated token (implies logprobs)
-  bool prompt_logprobs = false;         // log p(prompt[t+1] | prompt[..t]) for every t
-};
-
-struct GeneratedToken {
-  int32_t id = 0;
-  float logprob = 0;              // under the model's raw distribution (when requested)
-  std::vector<TokenLogprob> top;  // top_logprobs alternatives
-};
-
 struct GenerationStats {
   int64_t prompt_tokens = 0;
   int64_t reused_tokens = 0;  // prompt tokens already in the sequence (not recomputed)
-  int64_t generated_tokens = 0;
+  int64_t generated_tokens = 0;  // sampled, the token that ended the choice included (usage)
   double prefill_seconds = 0;
   double first_token_seconds = 0;  // request start → first token chosen
   double decode_seconds = 0;       // first token → end

@@ -1,0 +1,117 @@
+#include "engine/choice_decoder.h"
+
+#include <algorithm>
+#include <limits>
+#include <random>
+
+#include "base/error.h"
+#include "engine/counter_rng.h"
+
+namespace md::engine {
+namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+bool contains(const std::vector<int32_t>& ids, int32_t id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+}  // namespace
+
+uint64_t choice_seed(uint64_t seed, int64_t prompt_index, int64_t sample_index) {
+  if (prompt_index == 0 && sample_index == 0) return seed;
+  uint64_t which = (static_cast<uint64_t>(prompt_index) << 32) ^ static_cast<uint64_t>(sample_index);
+  return mix64(seed ^ mix64(which + 0x9e3779b97f4a7c15ULL));
+}
+
+uint64_t fresh_seed() {
+  std::random_device device;
+  return (static_cast<uint64_t>(device()) << 32) ^ device();
+}
+
+ChoiceDecoder::ChoiceDecoder(const GenerationRequest& request, std::vector<int32_t> eos_ids,
+                             int32_t vocab_size, const Tokenizer& tokenizer, uint64_t seed,
+                             int64_t capacity)
+    : request_(request),
+      sampler_(request.sampling, vocab_size, seed),
+      stop_tokens_{request.stop_token_ids, std::move(eos_ids), request.ignore_eos},
+      stop_strings_(request.stop),
+      detokenizer_(tokenizer, request.skip_special) {
+  auto prompt_size = static_cast<int64_t>(request.prompt.size());
+  if (request.max_tokens < 0) fail("max_tokens must be >= 0 (0 = until the context is full)");
+  if (request.min_tokens < 0) fail("min_tokens must be >= 0");
+  for (auto [token, bias] : request.logit_bias) {
+    if (token < 0 || token >= vocab_size) {
+      fail("logit_bias token id {} is outside the vocabulary [0, {})", token, vocab_size);
+    }
+  }
+  // Prompt + output never exceeds the capacity (max_model_len): the last output token is the one
+  // that fills it and is never fed back.
+  budget_ = std::max<int64_t>(0, capacity - prompt_size);
+  if (request.max_tokens > 0) budget_ = std::min(budget_, request.max_tokens);
+  sampler_.observe_prompt(request.prompt);
+}
+
+// OpenAI's order: logit_bias on the raw logits, then (while fewer than min_tokens are out) end
+// and stop tokens masked; the sampler then applies the penalties.
+void ChoiceDecoder::bias_and_mask(std::span<float> logits) const {
+  for (auto [token, bias] : request_.logit_bias) logits[static_cast<std::size_t>(token)] += bias;
+  if (generated_ >= request_.min_tokens) return;
+  for (int32_t id : stop_tokens_.ids) logits[static_cast<std::size_t>(id)] = kNegInf;
+  if (!request_.ignore_eos) {
+    for (int32_t id : stop_tokens_.eos_ids) logits[static_cast<std::size_t>(id)] = kNegInf;
+  }
+}
+
+void ChoiceDecoder::finish_with_flush(TokenOutcome& outcome, FinishReason reason) {
+  outcome.finished = true;
+  outcome.finish = reason;
+  // What the detokenizer and the stop matcher still hold: an incomplete character, or a partial
+  // stop string that never completed. A stop string may still complete inside the flush.
+  StopStringOutput tail = stop_strings_.push(detokenizer_.finish());
+  outcome.text += tail.emit;
+  if (tail.stopped) {
+    outcome.finish = FinishReason::kStop;
+    outcome.stop_string = request_.stop[static_cast<std::size_t>(stop_strings_.matched_index())];
+    if (request_.include_stop_str_in_output) outcome.text += *outcome.stop_string;
+    return;
+  }
+  outcome.text += stop_strings_.finish();
+}
+
+TokenOutcome ChoiceDecoder::next(std::span<float> logits, int64_t position) {
+  TokenOutcome outcome;
+  GeneratedToken& chosen = outcome.token;
+  // Log-probabilities are of the raw distribution, before bias, penalties and temperature; they
+  // cost a copy of the logits, so only when asked.
+  bool want_logprobs = request_.logprobs || request_.top_logprobs > 0;
+  if (want_logprobs) {
+    raw_.assign(logits.begin(), logits.end());
+    if (request_.top_logprobs > 0) chosen.top = top_logprobs(raw_, request_.top_logprobs);
+  }
+  bias_and_mask(logits);
+  chosen.id = sampler_.sample(logits, position);
+  if (want_logprobs) chosen.logprob = logprob_of(raw_, chosen.id);
+  ++generated_;
+
+  if (stop_tokens_.is_stop(chosen.id)) {
+    outcome.reported = false;
+    if (contains(request_.stop_token_ids, chosen.id)) outcome.stop_token = chosen.id;
+    finish_with_flush(outcome, FinishReason::kStop);
+    return outcome;
+  }
+  sampler_.observe_generated(chosen.id);
+  StopStringOutput piece = stop_strings_.push(detokenizer_.push(chosen.id));
+  outcome.text = std::move(piece.emit);
+  if (piece.stopped) {
+    outcome.finished = true;
+    outcome.finish = FinishReason::kStop;
+    outcome.stop_string = request_.stop[static_cast<std::size_t>(stop_strings_.matched_index())];
+    if (request_.include_stop_str_in_output) outcome.text += *outcome.stop_string;
+    return outcome;
+  }
+  if (generated_ >= budget_) finish_with_flush(outcome, FinishReason::kLength);
+  return outcome;
+}
+
+}  // namespace md::engine
