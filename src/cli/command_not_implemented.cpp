@@ -22,10 +22,6 @@ CommandAction not_yet(CLI::App& app, const char* name, const char* description,
 
 }  // namespace
 
-CommandAction add_serve_command(CLI::App& app) {
-  return not_yet(app, "serve", "Serve the OpenAI-compatible HTTP API",
-                 "arrives with the OpenAI-compatible server");
-}
 CommandAction add_pack_command(CLI::App& app) {
   return not_yet(app, "pack", "Write a kernel-layout weight container",
                  "arrives with the CPU megakernel");

@@ -79,20 +79,21 @@ std::optional<std::string> default_model() {
   return file.string();
 }
 
-ModelSession open_model_session(const ModelFlags& flags) {
-  ModelSession session;
-  std::string spec = flags.model;
-  if (spec.empty()) {
-    std::optional<std::string> fallback = default_model();
-    if (!fallback) {
-      fail("no --model given and the default model is not installed: scripts/setup fetches "
-           "SmolLM2-135M-Instruct into {}, or set MEGADECODE_MODEL",
-           kDefaultModelFile);
-    }
-    spec = *fallback;
-    log::info("model: {} (the default)", spec);
+std::string model_spec(const ModelFlags& flags) {
+  if (!flags.model.empty()) return flags.model;
+  std::optional<std::string> fallback = default_model();
+  if (!fallback) {
+    fail("no --model given and the default model is not installed: scripts/setup fetches "
+         "SmolLM2-135M-Instruct into {}, or set MEGADECODE_MODEL",
+         kDefaultModelFile);
   }
-  session.source = resolve_model_source(spec);
+  log::info("model: {} (the default)", *fallback);
+  return *fallback;
+}
+
+ModelSession open_model_session(const ModelFlags& flags, int sequences) {
+  ModelSession session;
+  session.source = resolve_model_source(model_spec(flags));
   const std::string& directory = session.source.directory;
   ModelRunOptions options;
   options.threads = flags.threads;
@@ -113,7 +114,7 @@ ModelSession open_model_session(const ModelFlags& flags) {
     fail("{}: the tokenizer has {} tokens but the model's vocabulary is {}", directory,
          session.tokenizer->vocab_size(), session.model->vocab_size());
   }
-  session.context = engine::choose_context(*session.model, flags.context);
+  session.context = engine::choose_context(*session.model, flags.context, sequences);
   log::debug("loaded {}; context {}", session.model->description(), session.context);
   return session;
 }

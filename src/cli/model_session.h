@@ -54,9 +54,12 @@ struct ModelSession {
 std::optional<std::string> default_model();
 inline constexpr const char* kDefaultModelFile = ".models/SmolLM2-135M-Instruct.Q4_1.gguf";
 
+// flags.model, or the default model (md::Error saying how to install it when it is missing).
+std::string model_spec(const ModelFlags& flags);
+
 // Resolves, validates and loads everything (the default model when flags.model is empty);
-// throws md::Error with a precise message.
-ModelSession open_model_session(const ModelFlags& flags);
+// throws md::Error with a precise message. The context is sized so that `sequences` states fit.
+ModelSession open_model_session(const ModelFlags& flags, int sequences = 1);
 ExecutorKind parse_executor(const std::string& name);
 
 // A request for `prompt` with the model's defaults overridden by the user's flags.

@@ -59,4 +59,16 @@ float logprob_of(std::span<const float> logits, int32_t token) {
   return log_softmax_at(logits[static_cast<std::size_t>(token)], log_sum_exp(logits));
 }
 
+ScoredToken score_token(std::span<const float> logits, int32_t token, int top_k) {
+  ScoredToken scored;
+  scored.logprob = logprob_of(logits, token);
+  const float value = logits[static_cast<std::size_t>(token)];
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    bool before = logits[i] > value || (logits[i] == value && static_cast<int32_t>(i) < token);
+    scored.rank += before ? 1 : 0;
+  }
+  if (top_k > 0) scored.top = top_logprobs(logits, top_k);
+  return scored;
+}
+
 }  // namespace md::engine

@@ -20,6 +20,15 @@ double log_sum_exp(std::span<const float> logits);
 // size. Throws md::Error when k is negative or the row is empty.
 std::vector<TokenLogprob> top_logprobs(std::span<const float> logits, int k);
 
+// A token scored in its context (prompt log-probabilities): its log-probability, its rank (1 =
+// most likely; ties ranked by lower id first) and the top alternatives.
+struct ScoredToken {
+  float logprob = 0;
+  int64_t rank = 1;
+  std::vector<TokenLogprob> top;
+};
+ScoredToken score_token(std::span<const float> logits, int32_t token, int top_k);
+
 // Log-probability of one token. Throws md::Error when the token is outside the row.
 float logprob_of(std::span<const float> logits, int32_t token);
 

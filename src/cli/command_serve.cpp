@@ -1,0 +1,145 @@
+// `megadecode serve`: the OpenAI-compatible HTTP server. It listens first (GET /health answers
+// 503 while the model loads), serves until SIGINT or SIGTERM, then drains and exits 0.
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <thread>
+
+#include "base/log.h"
+#include "cli/commands.h"
+#include "cli/model_session.h"
+#include "server/openai_server.h"
+
+namespace md::cli {
+namespace {
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+extern "C" void on_stop_signal(int signal) { g_stop_signal = signal; }
+
+struct ServeFlags {
+  ModelFlags model;
+  server::ServerOptions server;
+  std::string served_names;
+  double max_body_mib = 16;
+};
+
+void add_serve_flags(CLI::App& sub, ServeFlags& f) {
+  add_model_flags(sub, f.model);
+  server::ServerOptions& o = f.server;
+  sub.add_option("--host", o.host, "Address to listen on (default 127.0.0.1: this machine only)");
+  sub.add_option("--port", o.port, "TCP port (0: any free port)")->check(CLI::Range(0, 65535));
+  sub.add_option("--served-model-name", f.served_names,
+                 "Model id clients use (comma-separated aliases allowed; default: the model's "
+                 "file or directory name, lower-cased)");
+  sub.add_option("--api-key", o.api_key, "Require 'Authorization: Bearer KEY'");
+  sub.add_option("--max-batch", o.max_batch, "Rows decoded together (continuous batching)")
+      ->check(CLI::Range(1, 64));
+  sub.add_option("--max-queue", o.max_queue, "Waiting requests before 429")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  sub.add_option("--max-choices", o.max_choices, "Most choices (n × prompts) per request")
+      ->check(CLI::Range(int64_t{1}, int64_t{4096}));
+  sub.add_option("--max-body-mib", f.max_body_mib, "Largest request body in MiB")
+      ->check(CLI::Range(0.001, 4096.0));
+  sub.add_option("--max-messages", o.max_messages, "Most chat messages per request");
+  sub.add_option("--default-max-tokens", o.default_max_tokens,
+                 "max_tokens when a request gives none (default: chat → the rest of the "
+                 "context, completions → 16)");
+  sub.add_option("--prefill-chunk", o.prefill_chunk,
+                 "Prompt tokens per prefill step between decode steps")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  sub.add_option("--shutdown-grace", o.shutdown_grace_seconds,
+                 "Seconds running requests get to finish after SIGTERM");
+  sub.add_option("--http-threads", o.http_threads, "Connections served at once")
+      ->check(CLI::Range(4, 4096));
+  sub.add_option("--read-timeout", o.read_timeout_seconds, "Seconds to wait for a request");
+  sub.add_option("--write-timeout", o.write_timeout_seconds, "Seconds a write may block");
+  sub.add_option("--cors-origin", o.cors_origin, "Send CORS headers allowing this origin");
+  sub.add_option("--tool-call-format", o.tool_call_format,
+                 "Tool-call format the model writes (default: from the chat template)")
+      ->check(CLI::IsMember({"json", "xml"}));
+  sub.add_flag("!--no-reasoning-parser", o.reasoning_parser,
+               "Leave <think> blocks in content instead of reasoning_content");
+  sub.add_option("--test-fault-after-tokens", o.fault_after_tokens,
+                 "Test hook: fail each choice after this many tokens")
+      ->group("");
+  sub.add_option("--test-load-delay-ms", o.load_delay_ms, "Test hook: delay the model load")
+      ->group("");
+}
+
+std::vector<std::string> split_names(const std::string& names) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  while (start <= names.size()) {
+    std::size_t comma = names.find(',', start);
+    std::string name = names.substr(start, comma == std::string::npos ? std::string::npos
+                                                                       : comma - start);
+    if (!name.empty()) out.push_back(name);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+int serve(ServeFlags& f) {
+  f.server.served_model_names = split_names(f.served_names);
+  f.server.max_body_bytes = static_cast<std::size_t>(f.max_body_mib * 1024 * 1024);
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+  std::signal(SIGPIPE, SIG_IGN);  // a client that vanished mid-write is a failed write, not death
+
+  std::string spec = model_spec(f.model);
+  server::OpenAiServer server(f.server, server::BuildInfo{"0.1.0", MD_GIT_REVISION}, spec,
+                              f.model.executor);
+  int port = server.start();
+  log::info("listening on http://{}:{} (loading the model)", f.server.host, port);
+  // Scripts and tests read the port from this line (with --port 0 it is the only way to know).
+  fmt::print(stderr, "megadecode serve: listening on http://{}:{}\n", f.server.host, port);
+  std::fflush(stderr);
+
+  if (f.server.load_delay_ms > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(f.server.load_delay_ms));
+  }
+  ModelSession session;
+  try {
+    f.model.model = spec;
+    session = open_model_session(f.model, f.server.max_batch);
+    server::ServedModel served;
+    served.model = session.model.get();
+    served.tokenizer = session.tokenizer.get();
+    served.chat_template = session.chat_template ? &*session.chat_template : nullptr;
+    served.sampling_defaults = session.sampling_defaults;
+    served.context = session.context;
+    served.executor = f.model.executor;
+    served.fingerprint_source = fmt::format("{}|{}|{}|{}", session.source.directory,
+                                            session.model->description(), f.model.kv_cache,
+                                            session.context);
+    server.serve_model(served);
+  } catch (const std::exception& e) {
+    server.mark_failed();
+    server.shutdown();
+    throw;
+  }
+  log::info("ready: {} (context {}, {} rows)", session.model->description(), session.context,
+            f.server.max_batch);
+  fmt::print(stderr, "megadecode serve: ready\n");
+  std::fflush(stderr);
+  while (g_stop_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  log::info("signal {}: draining (grace {} s)", static_cast<int>(g_stop_signal),
+            f.server.shutdown_grace_seconds);
+  server.shutdown();
+  return kExitOk;
+}
+
+}  // namespace
+
+CommandAction add_serve_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("serve", "Serve the OpenAI-compatible HTTP API");
+  auto flags = std::make_shared<ServeFlags>();
+  add_serve_flags(*sub, *flags);
+  return [flags]() { return serve(*flags); };
+}
+
+}  // namespace md::cli

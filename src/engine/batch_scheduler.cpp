@@ -1,0 +1,321 @@
+#include "engine/batch_scheduler.h"
+
+#include <algorithm>
+#include <exception>
+
+#include "base/error.h"
+#include "base/log.h"
+
+namespace md::engine {
+
+BatchScheduler::BatchScheduler(LanguageModel& model, const Tokenizer& tokenizer,
+                               SchedulerOptions options)
+    : model_(model),
+      tokenizer_(tokenizer),
+      options_(options),
+      eos_ids_(model.stop_token_ids()),
+      vocab_(static_cast<int32_t>(model.vocab_size())) {
+  if (options_.rows < 1) fail("the scheduler needs at least one row, got {}", options_.rows);
+  if (options_.context < 2) fail("the scheduler's context must be at least 2 tokens");
+  if (options_.prefill_chunk < 1) fail("the prefill chunk must be at least 1 token");
+  rows_.resize(static_cast<std::size_t>(options_.rows));
+  slots_.resize(rows_.size());
+  for (std::size_t i = 0; i < rows_.size(); ++i) {
+    rows_[i].state = model_.new_sequence(options_.context);
+    slots_[i].id = static_cast<int32_t>(i);
+  }
+  thread_ = std::thread([this] { loop(); });
+}
+
+BatchScheduler::~BatchScheduler() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+BatchScheduler::Admission BatchScheduler::submit(std::shared_ptr<RequestStream> stream,
+                                                 std::vector<ChoiceWork> choices) {
+  {
+    std::lock_guard lock(mutex_);
+    if (closed_ || stopping_) return Admission::kClosed;
+    if (static_cast<int64_t>(waiting_.size()) >= options_.max_queue) return Admission::kQueueFull;
+    waiting_[stream.get()] += static_cast<int64_t>(choices.size());
+    for (ChoiceWork& work : choices) queue_.push_back({stream, std::move(work)});
+  }
+  wake_.notify_all();
+  return Admission::kAccepted;
+}
+
+void BatchScheduler::notify_cancelled() { wake_.notify_all(); }
+
+void BatchScheduler::close() {
+  std::lock_guard lock(mutex_);
+  closed_ = true;
+}
+
+void BatchScheduler::abort_all(const std::string& message) {
+  {
+    std::lock_guard lock(mutex_);
+    abort_message_ = message;
+  }
+  wake_.notify_all();
+}
+
+bool BatchScheduler::idle() const {
+  std::lock_guard lock(mutex_);
+  return queue_.empty() && running_.load() == 0;
+}
+
+SchedulerSnapshot BatchScheduler::snapshot() const {
+  SchedulerSnapshot s;
+  s.rows = options_.rows;
+  s.running_rows = running_.load();
+  s.decode_steps = decode_steps_.load();
+  s.state_usage = static_cast<double>(held_tokens_.load()) /
+                  static_cast<double>(options_.context * options_.rows);
+  std::lock_guard lock(mutex_);
+  s.waiting_requests = static_cast<int64_t>(waiting_.size());
+  s.slots = slots_;
+  return s;
+}
+
+bool BatchScheduler::has_work_locked() const {
+  return !queue_.empty() || running_.load() > 0 || abort_message_.has_value();
+}
+
+void BatchScheduler::loop() {
+  for (;;) {
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || has_work_locked(); });
+      if (stopping_) break;
+    }
+    try {
+      handle_abort();
+      reap_cancelled();
+      admit();
+      prefill_chunk();
+      decode_step();
+      held_tokens_.store(held_tokens());
+    } catch (const std::exception& e) {
+      // Row failures are handled where they happen; anything here is a scheduler bug. Every row
+      // gets the error rather than the server dying.
+      log::error("scheduler step failed: {}", e.what());
+      for (Row& row : rows_) {
+        if (row.stream) fail_row(row, e.what());
+      }
+    }
+  }
+  for (Row& row : rows_) {
+    if (row.stream) fail_row(row, "the server is shutting down");
+  }
+}
+
+int64_t BatchScheduler::held_tokens() const {
+  int64_t held = 0;
+  for (const Row& row : rows_) {
+    if (row.stream) held += row.state->position();
+  }
+  return held;
+}
+
+void BatchScheduler::handle_abort() {
+  std::optional<std::string> message;
+  std::deque<Queued> dropped;
+  {
+    std::lock_guard lock(mutex_);
+    if (!abort_message_) return;
+    message = std::move(abort_message_);
+    abort_message_.reset();
+    dropped.swap(queue_);
+    waiting_.clear();
+  }
+  for (Queued& q : dropped) {
+    StreamEvent event = StreamEvent::of(StreamEvent::Kind::kError, q.work.choice);
+    event.error = *message;
+    q.stream->push(std::move(event));
+  }
+  for (Row& row : rows_) {
+    if (row.stream) fail_row(row, *message);
+  }
+}
+
+void BatchScheduler::reap_cancelled() {
+  for (Row& row : rows_) {
+    if (row.stream && row.stream->cancelled(row.work.choice)) free_row(row);
+  }
+  std::lock_guard lock(mutex_);
+  auto gone = [](const Queued& q) { return q.stream->cancelled(q.work.choice); };
+  for (const Queued& q : queue_) {
+    if (!gone(q)) continue;
+    auto waiting = waiting_.find(q.stream.get());
+    if (waiting != waiting_.end() && --waiting->second == 0) waiting_.erase(waiting);
+  }
+  queue_.erase(std::remove_if(queue_.begin(), queue_.end(), gone), queue_.end());
+}
+
+void BatchScheduler::admit() {
+  std::vector<std::pair<std::size_t, Queued>> admitted;
+  {
+    std::lock_guard lock(mutex_);
+    for (std::size_t i = 0; i < rows_.size() && !queue_.empty(); ++i) {
+      if (rows_[i].stream) continue;
+      Queued q = std::move(queue_.front());
+      queue_.pop_front();
+      auto waiting = waiting_.find(q.stream.get());
+      if (waiting != waiting_.end() && --waiting->second == 0) waiting_.erase(waiting);
+      SlotInfo& slot = slots_[i];
+      slot.busy = true;
+      slot.request_id = q.stream->id();
+      slot.prompt_tokens = static_cast<int64_t>(q.work.request.prompt.size());
+      slot.decoded = 0;
+      slot.params = q.work.request.sampling;
+      slot.max_tokens = q.work.request.max_tokens;
+      rows_[i].stream = q.stream;  // marks the row taken before the lock is released
+      admitted.emplace_back(i, std::move(q));
+    }
+  }
+  for (auto& [index, q] : admitted) {
+    Row& row = rows_[index];
+    row.work = std::move(q.work);
+    row.state->reset();
+    row.prefilled = 0;
+    row.decoding = false;
+    row.prompt_scores.clear();
+    row.admitted = ++admissions_;
+    running_.fetch_add(1);
+    row.stream->push(StreamEvent::of(StreamEvent::Kind::kRowAssigned, row.work.choice));
+    try {
+      if (row.work.request.prompt.empty()) fail("the prompt is empty: at least one token is needed");
+      if (static_cast<int64_t>(row.work.request.prompt.size()) >= options_.context) {
+        fail("the prompt has {} tokens but a row holds {}", row.work.request.prompt.size(),
+             options_.context);
+      }
+      row.decoder = std::make_unique<ChoiceDecoder>(row.work.request, eos_ids_, vocab_,
+                                                    tokenizer_, row.work.seed, options_.context);
+    } catch (const std::exception& e) {
+      fail_row(row, e.what());
+    }
+  }
+}
+
+// The oldest row still prefilling gets one chunk.
+void BatchScheduler::prefill_chunk() {
+  Row* oldest = nullptr;
+  for (Row& row : rows_) {
+    if (row.stream && !row.decoding && (oldest == nullptr || row.admitted < oldest->admitted)) {
+      oldest = &row;
+    }
+  }
+  if (oldest == nullptr) return;
+  Row& row = *oldest;
+  const std::vector<int32_t>& prompt = row.work.request.prompt;
+  auto begin = static_cast<std::size_t>(row.prefilled);
+  std::size_t end = std::min(prompt.size(), begin + static_cast<std::size_t>(options_.prefill_chunk));
+  bool scoring = row.work.prompt_top_logprobs >= 0;
+  try {
+    std::span<const int32_t> chunk(prompt.data() + begin, end - begin);
+    model_.forward(*row.state, chunk, scoring ? LogitRows::kAll : LogitRows::kLast, logits_);
+    row.prefilled = static_cast<int64_t>(end);
+    if (scoring) score_prompt_rows(row, begin, end);
+  } catch (const std::exception& e) {
+    fail_row(row, e.what());
+    return;
+  }
+  if (end < prompt.size()) return;
+
+  if (!row.prompt_scores.empty() || scoring) {
+    StreamEvent event = StreamEvent::of(StreamEvent::Kind::kPromptLogprobs, row.work.choice);
+    event.prompt_logprobs = std::move(row.prompt_scores);
+    row.stream->push(std::move(event));
+  }
+  if (!row.work.generate) {
+    row.stream->push(StreamEvent::of(StreamEvent::Kind::kScored, row.work.choice));
+    free_row(row);
+    return;
+  }
+  auto vocab = static_cast<std::size_t>(vocab_);
+  std::span<float> last(logits_.data() + logits_.size() - vocab, vocab);
+  sample_into(row, last);
+  if (row.stream) row.decoding = true;
+}
+
+// Row r of an all-rows forward predicts prompt token begin + r + 1.
+void BatchScheduler::score_prompt_rows(Row& row, std::size_t begin, std::size_t end) {
+  const std::vector<int32_t>& prompt = row.work.request.prompt;
+  auto vocab = static_cast<std::size_t>(vocab_);
+  for (std::size_t t = begin; t < end && t + 1 < prompt.size(); ++t) {
+    std::span<const float> logits(logits_.data() + (t - begin) * vocab, vocab);
+    row.prompt_scores.push_back(score_token(logits, prompt[t + 1], row.work.prompt_top_logprobs));
+  }
+}
+
+void BatchScheduler::decode_step() {
+  std::vector<Row*> active;
+  std::vector<SequenceState*> states;
+  std::vector<int32_t> tokens;
+  for (Row& row : rows_) {
+    if (row.stream && row.decoding) {
+      active.push_back(&row);
+      states.push_back(row.state.get());
+      tokens.push_back(row.next_token);
+    }
+  }
+  if (active.empty()) return;
+  try {
+    model_.decode(states, tokens, logits_);
+  } catch (const std::exception& e) {
+    for (Row* row : active) fail_row(*row, e.what());
+    return;
+  }
+  decode_steps_.fetch_add(1);
+  auto vocab = static_cast<std::size_t>(vocab_);
+  for (std::size_t r = 0; r < active.size(); ++r) {
+    std::span<float> logits(logits_.data() + r * vocab, vocab);
+    sample_into(*active[r], logits);
+  }
+  std::lock_guard lock(mutex_);
+  for (std::size_t i = 0; i < rows_.size(); ++i) {
+    if (rows_[i].stream && rows_[i].decoder) slots_[i].decoded = rows_[i].decoder->generated();
+  }
+}
+
+void BatchScheduler::sample_into(Row& row, std::span<float> logits) {
+  try {
+    if (options_.fault_after_tokens > 0 && row.decoder->generated() >= options_.fault_after_tokens) {
+      fail("fault injected after {} tokens (--test-fault-after-tokens)",
+           options_.fault_after_tokens);
+    }
+    StreamEvent event = StreamEvent::of(StreamEvent::Kind::kToken, row.work.choice);
+    event.outcome = row.decoder->next(logits, row.state->position());
+    bool finished = event.outcome.finished;
+    row.next_token = event.outcome.token.id;
+    row.stream->push(std::move(event));
+    if (finished) free_row(row);
+  } catch (const std::exception& e) {
+    fail_row(row, e.what());
+  }
+}
+
+void BatchScheduler::fail_row(Row& row, const std::string& message) {
+  StreamEvent event = StreamEvent::of(StreamEvent::Kind::kError, row.work.choice);
+  event.error = message;
+  row.stream->push(std::move(event));
+  free_row(row);
+}
+
+void BatchScheduler::free_row(Row& row) {
+  row.stream.reset();
+  row.decoder.reset();
+  row.decoding = false;
+  running_.fetch_sub(1);
+  auto index = static_cast<std::size_t>(&row - rows_.data());
+  std::lock_guard lock(mutex_);
+  slots_[index] = SlotInfo{};
+  slots_[index].id = static_cast<int32_t>(index);
+}
+
+}  // namespace md::engine

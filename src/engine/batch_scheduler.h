@@ -1,0 +1,147 @@
+// Continuous batching over the engine's independent rows. Requests enter one FIFO queue, bounded
+// in requests; each of their choices takes a free row as soon as one exists. One step-loop thread
+// alternates a bounded prefill chunk (the oldest row still prefilling) with one decode step over
+// every decoding row, so running streams never stall for more than one chunk behind a long
+// prompt. A finished or cancelled choice frees its row at once.
+//
+// Batch invariance: a row's prompt is always prefilled in the same chunks (fixed size, counted
+// from the prompt's start) and its decode arithmetic does not depend on the other rows (the
+// models' decode contract), so a request's output is the same alone or beside others.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/choice_decoder.h"
+#include "engine/generation_request.h"
+#include "engine/request_stream.h"
+#include "models/language_model.h"
+#include "text/tokenizer.h"
+
+namespace md::engine {
+
+// One choice: what one row computes.
+struct ChoiceWork {
+  GenerationRequest request;
+  uint64_t seed = 0;               // this choice's random stream (see choice_seed)
+  int32_t choice = 0;              // index within its request
+  int32_t prompt_top_logprobs = -1;  // >= 0: report the prompt's log-probabilities, with this many
+                                     // alternatives per position
+  bool generate = true;            // false: prefill (and score) only, no output token
+};
+
+struct SchedulerOptions {
+  int rows = 8;                  // independent rows (maximum batch)
+  int64_t context = 0;           // tokens per row (prompt + output)
+  int64_t max_queue = 256;       // waiting requests beyond which submit() refuses
+  int64_t prefill_chunk = 256;   // prompt tokens per prefill call (the Generator's chunk)
+  int64_t fault_after_tokens = 0;  // test hook: a choice fails after this many tokens (0: off)
+};
+
+// What a row is doing, for /slots.
+struct SlotInfo {
+  int32_t id = 0;
+  bool busy = false;
+  std::string request_id;
+  int64_t prompt_tokens = 0;
+  int64_t decoded = 0;
+  SamplingParams params;
+  int64_t max_tokens = 0;
+};
+
+struct SchedulerSnapshot {
+  int64_t rows = 0;
+  int64_t running_rows = 0;
+  int64_t waiting_requests = 0;
+  int64_t decode_steps = 0;
+  double state_usage = 0;  // tokens held by busy rows / total row capacity
+  std::vector<SlotInfo> slots;
+};
+
+class BatchScheduler {
+ public:
+  BatchScheduler(LanguageModel& model, const Tokenizer& tokenizer, SchedulerOptions options);
+  ~BatchScheduler();
+  BatchScheduler(const BatchScheduler&) = delete;
+  BatchScheduler& operator=(const BatchScheduler&) = delete;
+
+  enum class Admission { kAccepted, kQueueFull, kClosed };
+  // Queues every choice of one request (all or none). Thread-safe.
+  Admission submit(std::shared_ptr<RequestStream> stream, std::vector<ChoiceWork> choices);
+
+  // Wakes the loop so that a cancelled stream's rows are freed without waiting for a step.
+  void notify_cancelled();
+  // Refuses new requests from now on (graceful shutdown).
+  void close();
+  // Cancels everything queued or running with an error event carrying `message`.
+  void abort_all(const std::string& message);
+  bool idle() const;
+
+  SchedulerSnapshot snapshot() const;
+  const SchedulerOptions& options() const { return options_; }
+
+ private:
+  struct Queued {
+    std::shared_ptr<RequestStream> stream;
+    ChoiceWork work;
+  };
+  struct Row {
+    std::unique_ptr<SequenceState> state;
+    std::shared_ptr<RequestStream> stream;  // null: free
+    ChoiceWork work;
+    std::unique_ptr<ChoiceDecoder> decoder;
+    int64_t prefilled = 0;  // prompt tokens fed
+    int32_t next_token = 0;  // decoding: the token to feed at the next step
+    uint64_t admitted = 0;  // admission order (oldest prefill first)
+    bool decoding = false;
+    std::vector<ScoredToken> prompt_scores;
+  };
+
+  void loop();
+  bool has_work_locked() const;
+  void handle_abort();
+  int64_t held_tokens() const;
+  void score_prompt_rows(Row& row, std::size_t begin, std::size_t end);
+  void reap_cancelled();
+  void admit();
+  void prefill_chunk();
+  void decode_step();
+  // Samples a row's next token from `logits`, pushes it, and frees the row when it finished.
+  void sample_into(Row& row, std::span<float> logits);
+  void fail_row(Row& row, const std::string& message);
+  void free_row(Row& row);
+
+  LanguageModel& model_;
+  const Tokenizer& tokenizer_;
+  SchedulerOptions options_;
+  std::vector<int32_t> eos_ids_;
+  int32_t vocab_ = 0;
+
+  mutable std::mutex mutex_;  // queue_, waiting_, closed_, stopping_, slots_
+  std::condition_variable wake_;
+  std::deque<Queued> queue_;
+  std::map<const RequestStream*, int64_t> waiting_;  // queued choices per request
+  std::optional<std::string> abort_message_;
+  bool closed_ = false;
+  bool stopping_ = false;
+  std::vector<SlotInfo> slots_;
+
+  std::vector<Row> rows_;  // the loop thread's own
+  uint64_t admissions_ = 0;
+  std::atomic<int64_t> running_{0};
+  std::atomic<int64_t> decode_steps_{0};
+  std::atomic<int64_t> held_tokens_{0};
+  std::vector<float> logits_;
+  std::thread thread_;
+};
+
+}  // namespace md::engine

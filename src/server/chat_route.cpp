@@ -1,0 +1,265 @@
+// POST /v1/chat/completions (§2.2, §3.1, §3.5, §6.2, §11, §12).
+#include <httplib.h>
+
+#include "engine/choice_decoder.h"
+#include "server/chat_prompt.h"
+#include "server/generation_route.h"
+#include "server/json_body.h"
+#include "server/routes.h"
+#include "server/token_text.h"
+
+namespace md::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json tool_call_json(const ToolCall& call) {
+  return json{{"id", call.id},
+              {"type", "function"},
+              {"function", json{{"name", call.name}, {"arguments", call.arguments}}}};
+}
+
+json top_entry(const Tokenizer& tokenizer, int32_t id, float logprob) {
+  return json{{"token", token_string(tokenizer, id)},
+              {"logprob", json_logprob(logprob)},
+              {"bytes", token_bytes_json(tokenizer, id)}};
+}
+
+json logprob_content(const Tokenizer& tokenizer, const std::vector<engine::GeneratedToken>& tokens) {
+  json content = json::array();
+  for (const engine::GeneratedToken& t : tokens) {
+    json entry = top_entry(tokenizer, t.id, t.logprob);
+    json top = json::array();
+    for (const engine::TokenLogprob& alt : t.top) top.push_back(top_entry(tokenizer, alt.token, alt.logprob));
+    entry["top_logprobs"] = std::move(top);
+    content.push_back(std::move(entry));
+  }
+  return content;
+}
+
+json prompt_logprobs_json(const Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
+                          const std::vector<engine::ScoredToken>& scores) {
+  json out = json::array();
+  out.push_back(nullptr);
+  for (std::size_t t = 0; t < scores.size(); ++t) {
+    const engine::ScoredToken& s = scores[t];
+    int32_t actual = prompt[t + 1];
+    json entry = json::object();
+    auto add = [&](int32_t id, float logprob, int64_t rank) {
+      std::string key = std::to_string(id);
+      if (entry.contains(key)) return;
+      entry[key] = json{{"logprob", json_logprob(logprob)},
+                        {"rank", rank},
+                        {"decoded_token", tokenizer.decode(std::span<const int32_t>(&id, 1))}};
+    };
+    add(actual, s.logprob, s.rank);
+    for (std::size_t k = 0; k < s.top.size(); ++k) {
+      add(s.top[k].token, s.top[k].logprob, static_cast<int64_t>(k) + 1);
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+class ChatFormatter : public ResponseFormatter {
+ public:
+  ChatFormatter(const ServerContext& context, const ChatRequest& request, std::string id,
+                std::vector<int32_t> prompt_ids)
+      : context_(context),
+        tokenizer_(*context.model.tokenizer),
+        id_(std::move(id)),
+        model_(request.model),
+        n_(request.n),
+        logprobs_(request.logprobs),
+        include_usage_(request.stream && request.include_usage),
+        return_token_ids_(request.return_token_ids),
+        prompt_ids_(std::move(prompt_ids)),
+        choices_(static_cast<std::size_t>(request.n)) {}
+
+  std::vector<json> opening_chunks() override {
+    std::vector<json> out;
+    for (int64_t i = 0; i < n_; ++i) {
+      json delta{{"role", "assistant"}, {"content", ""}};
+      out.push_back(chunk(choice_json(i, std::move(delta), nullptr)));
+    }
+    return out;
+  }
+
+  std::vector<json> chunks(ChoiceUpdate& update) override {
+    std::vector<json> out;
+    ChoiceDelta& d = update.delta;
+    Choice& c = choices_[static_cast<std::size_t>(update.choice)];
+    for (auto& t : d.tokens) c.pending_logprobs.push_back(std::move(t));
+    auto emit = [&](json delta) {
+      json lp = nullptr;
+      if (logprobs_ && !c.pending_logprobs.empty()) {
+        lp = json{{"content", logprob_content(tokenizer_, c.pending_logprobs)}, {"refusal", nullptr}};
+        c.pending_logprobs.clear();
+      }
+      out.push_back(chunk(choice_json(update.choice, std::move(delta), std::move(lp))));
+    };
+    if (!d.reasoning.empty()) emit(json{{"reasoning_content", d.reasoning}});
+    if (!d.content.empty()) emit(json{{"content", d.content}});
+    for (const ToolCall& call : d.tool_calls) {
+      json entry = tool_call_json(call);
+      entry = json{{"index", c.calls++}, {"id", entry["id"]}, {"type", "function"}, {"function", entry["function"]}};
+      emit(json{{"tool_calls", json::array({entry})}});
+    }
+    if (d.finished) {
+      if (logprobs_ && !c.pending_logprobs.empty()) emit(json{{"content", ""}});
+      json finish = choice_json(update.choice, json::object(), nullptr);
+      finish["finish_reason"] = d.finish_reason;
+      finish["stop_reason"] = d.stop_reason;
+      out.push_back(chunk(std::move(finish)));
+    }
+    return out;
+  }
+
+  void collect(ChoiceUpdate& update) override {
+    if (update.prompt_scores) prompt_scores_ = std::move(*update.prompt_scores);
+    Choice& c = choices_[static_cast<std::size_t>(update.choice)];
+    c.all.append(std::move(update.delta));
+  }
+
+  json final_response(const RequestRun& run) override {
+    json choices = json::array();
+    for (std::size_t i = 0; i < choices_.size(); ++i) {
+      ChoiceDelta& all = choices_[i].all;
+      json message{{"role", "assistant"}};
+      bool only_calls = !all.tool_calls.empty() &&
+                        all.content.find_first_not_of(" \t\r\n") == std::string::npos;
+      message["content"] = only_calls ? json(nullptr) : json(all.content);
+      message["refusal"] = nullptr;
+      if (!all.reasoning.empty()) message["reasoning_content"] = all.reasoning;
+      if (!all.tool_calls.empty()) {
+        json calls = json::array();
+        for (const ToolCall& call : all.tool_calls) calls.push_back(tool_call_json(call));
+        message["tool_calls"] = std::move(calls);
+      }
+      json lp = nullptr;
+      if (logprobs_) lp = json{{"content", logprob_content(tokenizer_, all.tokens)}, {"refusal", nullptr}};
+      json choice{{"index", i}, {"message", std::move(message)}, {"logprobs", std::move(lp)},
+                  {"finish_reason", all.finish_reason}, {"stop_reason", all.stop_reason}};
+      if (return_token_ids_) {
+        json ids = json::array();
+        for (const auto& t : all.tokens) ids.push_back(t.id);
+        choice["token_ids"] = std::move(ids);
+      }
+      choices.push_back(std::move(choice));
+    }
+    json body = base("chat.completion");
+    body["choices"] = std::move(choices);
+    body["usage"] = usage(run);
+    if (prompt_scores_) body["prompt_logprobs"] = prompt_logprobs_json(tokenizer_, prompt_ids_, *prompt_scores_);
+    if (return_token_ids_) body["prompt_token_ids"] = prompt_ids_;
+    return body;
+  }
+
+  json usage(const RequestRun& run) override {
+    int64_t completion = run.completion_tokens();
+    return json{{"prompt_tokens", run.prompt_tokens()},
+                {"completion_tokens", completion},
+                {"total_tokens", run.prompt_tokens() + completion},
+                {"prompt_tokens_details", json{{"cached_tokens", 0}}},
+                {"completion_tokens_details", json{{"reasoning_tokens", run.reasoning_tokens()}}}};
+  }
+
+  json usage_chunk(const RequestRun& run) override {
+    json body = base("chat.completion.chunk");
+    body["choices"] = json::array();
+    body["usage"] = usage(run);
+    return body;
+  }
+
+ private:
+  struct Choice {
+    ChoiceDelta all;  // non-streaming
+    std::vector<engine::GeneratedToken> pending_logprobs;
+    int calls = 0;
+  };
+
+  json base(const char* object) const {
+    return json{{"id", id_}, {"object", object}, {"created", context_.created},
+                {"model", model_}, {"system_fingerprint", context_.fingerprint}};
+  }
+  static json choice_json(int64_t index, json delta, json logprobs) {
+    return json{{"index", index}, {"delta", std::move(delta)}, {"logprobs", std::move(logprobs)},
+                {"finish_reason", nullptr}};
+  }
+  json chunk(json choice) const {
+    json body = base("chat.completion.chunk");
+    body["choices"] = json::array({std::move(choice)});
+    if (include_usage_) body["usage"] = nullptr;
+    return body;
+  }
+
+  const ServerContext& context_;
+  const Tokenizer& tokenizer_;
+  std::string id_;
+  std::string model_;
+  int64_t n_;
+  bool logprobs_;
+  bool include_usage_;
+  bool return_token_ids_;
+  std::vector<int32_t> prompt_ids_;
+  std::vector<Choice> choices_;
+  std::optional<std::vector<engine::ScoredToken>> prompt_scores_;
+};
+
+}  // namespace
+
+void handle_chat(ServerContext& context, const httplib::Request& req, httplib::Response& res) {
+  auto arrival = std::chrono::steady_clock::now();
+  json body = parse_json_body(req.body);
+  context.require_ready();
+  ChatRequest request = parse_chat_request(body, context.limits);
+  ChatPrompt prompt = render_chat_prompt(request, context.model.chat_template,
+                                         *context.model.tokenizer, context.tool_format);
+  auto prompt_tokens = static_cast<int64_t>(prompt.ids.size());
+  current_request_log().prompt_tokens = prompt_tokens;
+  if (prompt_tokens > context.max_prompt_tokens()) {
+    throw context_length_exceeded("messages", prompt_tokens, context.max_prompt_tokens(),
+                                  context.model.context);
+  }
+  int64_t max_tokens = effective_max_tokens(request, prompt_tokens, context.model.context,
+                                            context.options.default_max_tokens, true);
+  if (request.min_tokens > max_tokens) {
+    throw invalid_value_message("min_tokens", "'min_tokens' must not exceed 'max_tokens'.");
+  }
+  engine::GenerationRequest engine_request =
+      make_engine_request(request, context.model, prompt.ids, max_tokens, request.logprobs,
+                          request.top_logprobs);
+  uint64_t seed = request_seed(request);
+  ChoiceConfig config;
+  config.split_reasoning = context.options.reasoning_parser && context.reasoning_markers;
+  config.starts_in_reasoning = prompt.starts_in_reasoning;
+  config.parse_tools = !request.tools.is_null() && request.tool_choice != ToolChoiceKind::kNone;
+  config.tools = request.tools;
+  config.parallel_tool_calls = request.parallel_tool_calls;
+  config.forced_prefix = prompt.forced_prefix;
+
+  std::vector<engine::ChoiceWork> works;
+  std::vector<ChoiceConfig> configs;
+  for (int64_t j = 0; j < request.n; ++j) {
+    engine::ChoiceWork work;
+    work.request = engine_request;
+    work.seed = engine::choice_seed(seed, 0, j);
+    work.choice = static_cast<int32_t>(j);
+    if (j == 0 && request.prompt_logprobs) {
+      work.prompt_top_logprobs = static_cast<int32_t>(*request.prompt_logprobs);
+    }
+    work.generate = max_tokens > 0;
+    works.push_back(std::move(work));
+    configs.push_back(config);
+  }
+  std::string id = random_id("chatcmpl-");
+  context.metrics.request_received("chat");
+  context.metrics.observe_request_prompt_tokens(prompt_tokens);
+  auto run = std::make_shared<RequestRun>(context, id, std::move(works), std::move(configs),
+                                          prompt_tokens, watch_client(req), arrival);
+  auto formatter = std::make_shared<ChatFormatter>(context, request, id, prompt.ids);
+  respond(context, req, res, std::move(run), std::move(formatter), request.stream,
+          request.include_usage);
+}
+
+}  // namespace md::server

@@ -1,0 +1,63 @@
+// What the chat and completions routes share: turning the request's common fields into the
+// engine's per-choice work, and driving a RequestRun to a JSON response or an SSE stream while
+// a route-specific formatter shapes the objects.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "engine/generation_request.h"
+#include "server/generation_request.h"
+#include "server/request_run.h"
+#include "server/server_context.h"
+
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace md::server {
+
+// The message of the error event the scheduler sends when a shutdown cancels running choices.
+inline constexpr const char* kShutdownMessage = "The server is shutting down.";
+
+// max_tokens after the defaults (§2.2: chat → the rest of the context, completions → 16, unless
+// --default-max-tokens) and the clamp to what the context leaves after the prompt.
+int64_t effective_max_tokens(const CommonFields& fields, int64_t prompt_tokens, int64_t context,
+                             std::optional<int64_t> server_default, bool chat);
+
+// The engine request for one prompt: the model's sampling defaults overridden by the request.
+engine::GenerationRequest make_engine_request(const CommonFields& fields, const ServedModel& model,
+                                              std::vector<int32_t> prompt, int64_t max_tokens,
+                                              bool logprobs, int64_t top_logprobs);
+
+// The request's seed (a fresh one when absent; negative seeds as two's complement).
+uint64_t request_seed(const CommonFields& fields);
+
+class ResponseFormatter {
+ public:
+  virtual ~ResponseFormatter() = default;
+  // Events sent as soon as the request is admitted (chat: one role chunk per choice).
+  virtual std::vector<nlohmann::ordered_json> opening_chunks() = 0;
+  // Chunks for what one poll produced for one choice (streaming).
+  virtual std::vector<nlohmann::ordered_json> chunks(ChoiceUpdate& update) = 0;
+  // Non-streaming: folds one update into the final response.
+  virtual void collect(ChoiceUpdate& update) = 0;
+  virtual nlohmann::ordered_json final_response(const RequestRun& run) = 0;
+  virtual nlohmann::ordered_json usage(const RequestRun& run) = 0;
+  // The chunk that carries the usage (choices: []).
+  virtual nlohmann::ordered_json usage_chunk(const RequestRun& run) = 0;
+};
+
+// Runs the request to completion: a JSON response, or an SSE stream (headers out now, events as
+// the engine produces them, the usage chunk when asked, then [DONE]).
+void respond(ServerContext& context, const httplib::Request& req, httplib::Response& res,
+             std::shared_ptr<RequestRun> run, std::shared_ptr<ResponseFormatter> formatter,
+             bool stream, bool include_usage);
+
+ClientWatch watch_client(const httplib::Request& req);
+
+}  // namespace md::server

@@ -1,0 +1,110 @@
+// The probes and descriptions: /health, /v1/models, /v1/models/{id}, /metrics, /version, /props,
+// /slots (§1.1, §1.2, §1.5, §1.6).
+#include <httplib.h>
+
+#include "server/routes.h"
+
+namespace md::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json model_object(const ServerContext& context, const std::string& id) {
+  return json{{"id", id}, {"object", "model"}, {"created", context.created},
+              {"owned_by", "megadecode"}, {"max_model_len", context.model.context}};
+}
+
+void refresh_gauges(ServerContext& context) {
+  context.metrics.set_ready(context.state.load() == ServerState::kReady);
+  if (!context.scheduler) return;
+  engine::SchedulerSnapshot s = context.scheduler->snapshot();
+  context.metrics.set_running(s.running_rows);
+  context.metrics.set_waiting(s.waiting_requests);
+  context.metrics.set_kv_cache_usage(s.state_usage);
+}
+
+}  // namespace
+
+void handle_health(ServerContext& context, const httplib::Request&, httplib::Response& res) {
+  context.require_ready();
+  json body{{"status", "ok"}};
+  engine::SchedulerSnapshot s = context.scheduler->snapshot();
+  body["rows_busy"] = s.running_rows;
+  body["queue"] = s.waiting_requests;
+  send_json(res, body);
+}
+
+void handle_models(ServerContext& context, const httplib::Request&, httplib::Response& res) {
+  send_json(res, json{{"object", "list"},
+                      {"data", json::array({model_object(context, context.names.front())})}});
+}
+
+void handle_model(ServerContext& context, const httplib::Request& req, httplib::Response& res) {
+  std::string id = req.matches[1];
+  for (const std::string& name : context.names) {
+    if (name == id) {
+      send_json(res, model_object(context, context.names.front()));
+      return;
+    }
+  }
+  throw model_not_found(id, 404);
+}
+
+void handle_metrics(ServerContext& context, const httplib::Request&, httplib::Response& res) {
+  refresh_gauges(context);
+  res.set_content(context.metrics.render(), ServerMetrics::kContentType);
+}
+
+void handle_version(ServerContext& context, const httplib::Request&, httplib::Response& res) {
+  send_json(res, json{{"version", "megadecode " + context.build.version + " (" +
+                                      context.build.revision + ")"}});
+}
+
+void handle_props(ServerContext& context, const httplib::Request&, httplib::Response& res) {
+  context.require_tokenizer();
+  const engine::SamplingParams& d = context.model.sampling_defaults;
+  json defaults{{"temperature", json_float(d.temperature)},
+                {"top_p", json_float(d.top_p)},
+                {"top_k", d.top_k > 0 ? d.top_k : -1},
+                {"min_p", json_float(d.min_p)},
+                {"max_tokens", context.options.default_max_tokens
+                                   ? json(*context.options.default_max_tokens)
+                                   : json(nullptr)}};
+  json body{{"model", context.names.front()},
+            {"max_model_len", context.model.context},
+            {"max_prompt_tokens", context.max_prompt_tokens()},
+            {"total_slots", context.options.max_batch},
+            {"vocab_size", context.model.model->vocab_size()},
+            {"chat_template", context.model.chat_template ? json(context.model.chat_template->source())
+                                                          : json(nullptr)},
+            {"speculative", nullptr},
+            {"default_generation_settings", std::move(defaults)},
+            {"build_info", context.build.version + " (" + context.build.revision + ")"}};
+  send_json(res, body);
+}
+
+void handle_slots(ServerContext& context, const httplib::Request& req, httplib::Response& res) {
+  context.require_ready();
+  engine::SchedulerSnapshot s = context.scheduler->snapshot();
+  json slots = json::array();
+  for (const engine::SlotInfo& slot : s.slots) {
+    json entry{{"id", slot.id}, {"is_processing", slot.busy}};
+    if (slot.busy) {
+      entry["request_id"] = slot.request_id;
+      entry["n_prompt_tokens"] = slot.prompt_tokens;
+      entry["n_decoded"] = slot.decoded;
+      entry["params"] = json{{"temperature", json_float(slot.params.temperature)},
+                             {"top_p", json_float(slot.params.top_p)},
+                             {"max_tokens", slot.max_tokens},
+                             {"seed", slot.params.seed ? json(*slot.params.seed) : json(nullptr)}};
+    }
+    slots.push_back(std::move(entry));
+  }
+  if (req.get_param_value("fail_on_no_slot") == "1" && s.running_rows >= s.rows) {
+    throw ApiError(503, "unavailable_error", "no_slot_available", std::nullopt,
+                   "Every row is busy.");
+  }
+  send_json(res, slots);
+}
+
+}  // namespace md::server

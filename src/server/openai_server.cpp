@@ -1,0 +1,313 @@
+#include "server/openai_server.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <functional>
+#include <regex>
+#include <thread>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "server/routes.h"
+
+namespace md::server {
+namespace {
+
+using Handler = void (*)(ServerContext&, const httplib::Request&, httplib::Response&);
+
+struct Route {
+  std::vector<std::string> paths;  // the /v1 path first, then its aliases
+  const char* method;
+  Handler handler;
+  bool authenticated;
+};
+
+// Every route of §1; each /v1/X also answers at /X.
+const std::vector<Route>& route_table() {
+  static const std::vector<Route> routes = {
+      {{"/health", "/v1/health", "/ping"}, "GET", &handle_health, false},
+      {{"/metrics"}, "GET", &handle_metrics, false},
+      {{"/v1/models", "/models"}, "GET", &handle_models, true},
+      {{"/v1/models/([^/]+)", "/models/([^/]+)"}, "GET", &handle_model, true},
+      {{"/tokenize"}, "POST", &handle_tokenize, true},
+      {{"/detokenize"}, "POST", &handle_detokenize, true},
+      {{"/v1/completions", "/completions"}, "POST", &handle_completions, true},
+      {{"/v1/chat/completions", "/chat/completions"}, "POST", &handle_chat, true},
+      {{"/version"}, "GET", &handle_version, true},
+      {{"/props"}, "GET", &handle_props, true},
+      {{"/slots"}, "GET", &handle_slots, true},
+  };
+  return routes;
+}
+
+// The route pattern a path belongs to (for 404/405 and the metrics label), or null.
+const Route* find_route(const std::string& path, std::string* pattern = nullptr) {
+  for (const Route& route : route_table()) {
+    for (const std::string& p : route.paths) {
+      bool regex = p.find('(') != std::string::npos;
+      if (regex ? std::regex_match(path, std::regex(p)) : path == p) {
+        if (pattern) *pattern = route.paths.front();
+        return &route;
+      }
+    }
+  }
+  return nullptr;
+}
+
+// Constant-time comparison, so that response timing does not reveal how much of a key matched.
+bool same_key(const std::string& given, const std::string& expected) {
+  unsigned char diff = given.size() == expected.size() ? 0 : 1;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    diff |= static_cast<unsigned char>(expected[i] ^ (i < given.size() ? given[i] : 0));
+  }
+  return diff == 0;
+}
+
+std::string served_name(const std::string& model_path) {
+  std::filesystem::path path(model_path);
+  std::string name = path.filename().string();
+  if (name.empty()) name = path.parent_path().filename().string();
+  if (name.size() > 5 && name.ends_with(".gguf")) name.resize(name.size() - 5);
+  std::transform(name.begin(), name.end(), name.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return name.empty() ? "model" : name;
+}
+
+std::vector<std::string> names_for(const ServerOptions& options, const std::string& model_path) {
+  if (!options.served_model_names.empty()) return options.served_model_names;
+  return {served_name(model_path)};
+}
+
+void run_handler(ServerContext& context, Handler handler, const httplib::Request& req,
+                 httplib::Response& res) {
+  try {
+    handler(context, req, res);
+  } catch (const ApiError& e) {
+    send_error(res, e);
+  } catch (const std::exception& e) {
+    log::error("{} {}: {}", req.method, req.path, e.what());
+    send_error(res, internal_error(e.what()));
+  }
+}
+
+std::string fingerprint_of(const std::string& source) {
+  return fmt::format("fp_{:010x}", std::hash<std::string>{}(source) & 0xFFFFFFFFFFULL);
+}
+
+}  // namespace
+
+OpenAiServer::OpenAiServer(ServerOptions options, BuildInfo build, const std::string& model_path,
+                           const std::string& executor)
+    : context_(std::make_unique<ServerContext>(options, std::move(build),
+                                               names_for(options, model_path), executor)),
+      http_(std::make_unique<httplib::Server>()) {
+  install_routes();
+}
+
+OpenAiServer::~OpenAiServer() {
+  if (http_->is_running()) http_->stop();
+  if (listener_.joinable()) listener_.join();
+  context_->scheduler.reset();
+}
+
+ServerState OpenAiServer::state() const { return context_->state.load(); }
+
+void OpenAiServer::install_routes() {
+  ServerContext& ctx = *context_;
+  const ServerOptions& o = ctx.options;
+  http_->new_task_queue = [threads = o.http_threads] { return new httplib::ThreadPool(threads); };
+  http_->set_payload_max_length(o.max_body_bytes);
+  http_->set_read_timeout(o.read_timeout_seconds, 0);
+  http_->set_write_timeout(o.write_timeout_seconds, 0);
+  http_->set_keep_alive_max_count(100000);
+  http_->set_tcp_nodelay(true);
+
+  http_->set_pre_routing_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+    RequestLog& log = current_request_log();
+    log = RequestLog{};
+    log.start = std::chrono::steady_clock::now();
+    std::string request_id = req.get_header_value("X-Request-Id");
+    res.set_header("X-Request-Id", request_id.empty() ? random_id("req-") : request_id);
+    const Route* route = find_route(req.path, &log.route);
+    auto reject = [&](const ApiError& error) {
+      send_error(res, error);
+      // The body of a rejected POST is never read: the connection cannot carry another request.
+      if (req.method == "POST") res.set_header("Connection", "close");
+      return httplib::Server::HandlerResponse::Handled;
+    };
+    if (route == nullptr) {
+      log.route = "other";
+      return reject(unknown_url(req.method, req.path));
+    }
+    if (req.method == "OPTIONS") {
+      res.status = 204;
+      res.set_header("Allow", std::string(route->method) + ", OPTIONS");
+      if (!ctx.options.cors_origin.empty()) {
+        res.set_header("Access-Control-Allow-Origin", ctx.options.cors_origin);
+        res.set_header("Access-Control-Allow-Methods", std::string(route->method) + ", OPTIONS");
+        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id");
+      }
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (req.method != route->method) {
+      res.set_header("Allow", route->method);
+      return reject(method_not_allowed(req.method, req.path));
+    }
+    if (route->authenticated && !ctx.options.api_key.empty() &&
+        !same_key(req.get_header_value("Authorization"), "Bearer " + ctx.options.api_key)) {
+      return reject(invalid_api_key());
+    }
+    if (req.method == "POST" && !req.has_header("Content-Length") &&
+        req.get_header_value("Transfer-Encoding").find("chunked") == std::string::npos) {
+      return reject(length_required());
+    }
+    if (!ctx.options.cors_origin.empty()) {
+      res.set_header("Access-Control-Allow-Origin", ctx.options.cors_origin);
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+
+  for (const Route& route : route_table()) {
+    for (const std::string& path : route.paths) {
+      auto handler = [&ctx, h = route.handler](const httplib::Request& req,
+                                               httplib::Response& res) {
+        run_handler(ctx, h, req, res);
+      };
+      if (std::string(route.method) == "GET") {
+        http_->Get(path, handler);
+      } else {
+        http_->Post(path, handler);
+      }
+    }
+  }
+
+  // Statuses cpp-httplib sets itself (413 while reading a body, 400 for a malformed request)
+  // get the API's error body.
+  http_->set_error_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 413) {
+      send_error(res, request_too_large(ctx.options.max_body_bytes));
+      res.set_header("Connection", "close");
+    } else if (res.status == 404) {
+      send_error(res, unknown_url(req.method, req.path));
+    } else {
+      int status = res.status;
+      send_error(res, ApiError(status, "invalid_request_error", "bad_request", std::nullopt,
+                               fmt::format("The request could not be read (HTTP {}).", status)));
+    }
+  });
+
+  http_->set_logger([&ctx](const httplib::Request& req, const httplib::Response& res) {
+    RequestLog& log = current_request_log();
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
+                                                          log.start)
+                    .count();
+    ctx.metrics.http_response(log.route.empty() ? "other" : log.route, res.status);
+    log::info("access method={} path={} status={} prompt_tokens={} completion_tokens={} "
+              "latency_ms={:.1f} request_id={}",
+              req.method, req.path, res.status, log.prompt_tokens, log.completion_tokens, ms,
+              res.get_header_value("X-Request-Id"));
+  });
+}
+
+int OpenAiServer::start() {
+  const ServerOptions& o = context_->options;
+  int port = o.port;
+  if (port == 0) {
+    port = http_->bind_to_any_port(o.host);
+    if (port < 0) fail("cannot listen on {}: no free port", o.host);
+  } else if (!http_->bind_to_port(o.host, port)) {
+    fail("cannot listen on {}:{} (in use, or not an address of this machine)", o.host, port);
+  }
+  listener_ = std::thread([this] { http_->listen_after_bind(); });
+  return port;
+}
+
+void OpenAiServer::serve_model(const ServedModel& model) {
+  ServerContext& ctx = *context_;
+  ctx.model = model;
+  ctx.limits.vocab_size = model.model->vocab_size();
+  ctx.limits.max_choices = ctx.options.max_choices;
+  ctx.limits.model_names = ctx.names;
+  ctx.limits.max_messages = ctx.options.max_messages;
+  std::string source = model.chat_template ? model.chat_template->source() : "";
+  // Qwen3.8's template takes reasoning_effort and raises on values other than these.
+  if (source.find("reasoning_effort") != std::string::npos) {
+    ctx.limits.reasoning_effort_values = std::vector<std::string>{"low", "medium", "xhigh"};
+  }
+  ctx.reasoning_markers = source.find("<think>") != std::string::npos;
+  ctx.tool_format = ctx.options.tool_call_format == "json"  ? ToolCallFormat::kJson
+                    : ctx.options.tool_call_format == "xml" ? ToolCallFormat::kXml
+                                                            : tool_call_format_for_template(source);
+  ctx.fingerprint = fingerprint_of(ctx.build.revision + "|" + model.fingerprint_source + "|" +
+                                   model.executor + "|spec:none");
+  ctx.tokenizer_ready.store(true);
+
+  engine::SchedulerOptions scheduler;
+  scheduler.rows = ctx.options.max_batch;
+  scheduler.context = model.context;
+  scheduler.max_queue = ctx.options.max_queue;
+  scheduler.prefill_chunk = ctx.options.prefill_chunk;
+  scheduler.fault_after_tokens = ctx.options.fault_after_tokens;
+  ctx.scheduler = std::make_unique<engine::BatchScheduler>(*model.model, *model.tokenizer, scheduler);
+  warm_up();
+  ctx.state.store(ServerState::kReady);
+  ctx.metrics.set_ready(true);
+}
+
+// One real step through the scheduler before /health says ready: the first step pays for page
+// faults in the weights and the step program's construction.
+void OpenAiServer::warm_up() {
+  auto stream = std::make_shared<engine::RequestStream>("warm-up");
+  engine::ChoiceWork work;
+  work.request.prompt = {0};
+  work.request.max_tokens = 1;
+  work.request.ignore_eos = true;
+  work.request.sampling.temperature = 0;
+  if (context_->scheduler->submit(stream, {work}) !=
+      engine::BatchScheduler::Admission::kAccepted) {
+    fail("the engine did not accept its warm-up request");
+  }
+  for (;;) {
+    for (engine::StreamEvent& e : stream->wait(std::chrono::milliseconds(100))) {
+      if (e.kind == engine::StreamEvent::Kind::kError) fail("warm-up step failed: {}", e.error);
+      if (e.kind == engine::StreamEvent::Kind::kToken && e.outcome.finished) return;
+    }
+  }
+}
+
+void OpenAiServer::mark_failed() {
+  context_->state.store(ServerState::kFailed);
+  context_->metrics.set_ready(false);
+}
+
+void OpenAiServer::shutdown() {
+  ServerContext& ctx = *context_;
+  ctx.state.store(ServerState::kDraining);
+  ctx.metrics.set_ready(false);
+  if (ctx.scheduler) {
+    ctx.scheduler->close();
+    auto deadline = std::chrono::steady_clock::now() +
+                    std::chrono::duration<double>(ctx.options.shutdown_grace_seconds);
+    while (!ctx.scheduler->idle() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (!ctx.scheduler->idle()) {
+      log::warn("shutdown: grace period over, cancelling what still runs");
+      ctx.scheduler->abort_all("The server is shutting down.");
+      auto hard = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (!ctx.scheduler->idle() && std::chrono::steady_clock::now() < hard) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
+  }
+  // Let handlers write what the engine gave them (in-band errors, 503s) before closing.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  http_->stop();
+  if (listener_.joinable()) listener_.join();
+}
+
+}  // namespace md::server

@@ -1,0 +1,141 @@
+#include "server/request_run.h"
+
+#include <algorithm>
+
+namespace md::server {
+namespace {
+
+double seconds(RequestRun::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+}  // namespace
+
+RequestRun::RequestRun(ServerContext& context, std::string id,
+                       std::vector<engine::ChoiceWork> works, std::vector<ChoiceConfig> configs,
+                       int64_t prompt_tokens, ClientWatch watch, Clock::time_point arrival)
+    : context_(context),
+      id_(std::move(id)),
+      stream_(std::make_shared<engine::RequestStream>(id_)),
+      prompt_tokens_(prompt_tokens),
+      open_choices_(static_cast<int64_t>(works.size())),
+      watch_(watch),
+      arrival_(arrival) {
+  choices_.reserve(configs.size());
+  for (ChoiceConfig& config : configs) choices_.push_back({ChoiceAssembler(std::move(config))});
+  switch (context_.scheduler->submit(stream_, std::move(works))) {
+    case engine::BatchScheduler::Admission::kAccepted:
+      break;
+    case engine::BatchScheduler::Admission::kQueueFull:
+      open_choices_ = 0;
+      throw queue_full(static_cast<std::size_t>(context_.options.max_queue));
+    case engine::BatchScheduler::Admission::kClosed:
+      open_choices_ = 0;
+      throw unavailable(Unavailable::kShuttingDown);
+  }
+  context_.metrics.prompt_tokens(prompt_tokens_);
+}
+
+RequestRun::~RequestRun() {
+  // A handler that leaves early (an exception, a write failure) never leaves rows running.
+  if (open_choices_ > 0) cancel("abort");
+}
+
+int64_t RequestRun::completion_tokens() const {
+  int64_t total = 0;
+  for (const ChoiceState& c : choices_) total += c.assembler.completion_tokens();
+  return total;
+}
+
+int64_t RequestRun::reasoning_tokens() const {
+  int64_t total = 0;
+  for (const ChoiceState& c : choices_) total += c.assembler.reasoning_tokens();
+  return total;
+}
+
+bool RequestRun::client_gone() {
+  if (open_choices_ == 0 || !watch_.gone()) return false;
+  cancel("abort");
+  return true;
+}
+
+void RequestRun::cancel(const char* reason) {
+  stream_->cancel();
+  context_.scheduler->notify_cancelled();
+  for (ChoiceState& c : choices_) {
+    if (c.open) close_choice(c, reason, Clock::now());
+  }
+}
+
+void RequestRun::close_choice(ChoiceState& state, const std::string& reason,
+                              Clock::time_point at) {
+  state.open = false;
+  --open_choices_;
+  context_.metrics.choice_finished(reason);
+  context_.metrics.observe_request_generation_tokens(state.assembler.completion_tokens());
+  if (reason == "abort" || reason == "error") return;
+  context_.metrics.observe_e2e(seconds(at - arrival_));
+  if (state.first_token_seen) context_.metrics.observe_decode(seconds(at - state.first_token));
+}
+
+ChoiceUpdate& RequestRun::update_for(int32_t choice, std::vector<ChoiceUpdate>& updates) {
+  for (ChoiceUpdate& u : updates) {
+    if (u.choice == choice) return u;
+  }
+  updates.push_back({});
+  updates.back().choice = choice;
+  return updates.back();
+}
+
+void RequestRun::apply(engine::StreamEvent& event, std::vector<ChoiceUpdate>& updates) {
+  ChoiceState& state = choices_.at(static_cast<std::size_t>(event.choice));
+  if (!state.open) return;  // output after a cancel or a parser-ended choice
+  using Kind = engine::StreamEvent::Kind;
+  switch (event.kind) {
+    case Kind::kRowAssigned:
+      state.assigned = event.at;
+      context_.metrics.observe_queue(seconds(event.at - arrival_));
+      return;
+    case Kind::kPromptLogprobs:
+      update_for(event.choice, updates).prompt_scores = std::move(event.prompt_logprobs);
+      return;
+    case Kind::kScored: {
+      // A prompt-only choice (max_tokens 0) ends at its limit without output.
+      ChoiceUpdate& update = update_for(event.choice, updates);
+      update.scored = true;
+      update.delta.finished = true;
+      update.delta.finish_reason = "length";
+      close_choice(state, "length", event.at);
+      return;
+    }
+    case Kind::kError:
+      update_for(event.choice, updates).error = event.error;
+      close_choice(state, "error", event.at);
+      return;
+    case Kind::kToken:
+      break;
+  }
+  if (!state.first_token_seen) {
+    state.first_token_seen = true;
+    state.first_token = event.at;
+    context_.metrics.observe_ttft(seconds(event.at - arrival_));
+    context_.metrics.observe_prefill(seconds(event.at - state.assigned));
+  } else {
+    context_.metrics.observe_inter_token(seconds(event.at - state.last_emission), 1);
+  }
+  state.last_emission = event.at;
+  context_.metrics.generation_tokens(1);
+  ChoiceUpdate& update = update_for(event.choice, updates);
+  update.delta.append(state.assembler.add(event.outcome));
+  if (state.assembler.wants_stop()) stream_->cancel_choice(event.choice);
+  if (state.assembler.finished()) close_choice(state, update.delta.finish_reason, event.at);
+}
+
+std::vector<ChoiceUpdate> RequestRun::poll(std::chrono::milliseconds timeout) {
+  std::vector<ChoiceUpdate> updates;
+  if (open_choices_ == 0) return updates;
+  for (engine::StreamEvent& event : stream_->wait(timeout)) apply(event, updates);
+  std::sort(updates.begin(), updates.end(),
+            [](const ChoiceUpdate& a, const ChoiceUpdate& b) { return a.choice < b.choice; });
+  return updates;
+}
+
+}  // namespace md::server

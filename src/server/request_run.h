@@ -1,0 +1,78 @@
+// One generation request on its handler thread: submits its choices to the scheduler, gathers
+// what the engine produced (per choice, through the ChoiceAssembler), records the request's
+// metrics (queue, prefill, time to first token, inter-token latency, decode, end to end,
+// finish reasons) and watches the client, cancelling everything when it goes away.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/batch_scheduler.h"
+#include "engine/request_stream.h"
+#include "server/choice_assembler.h"
+#include "server/client_watch.h"
+#include "server/server_context.h"
+
+namespace md::server {
+
+// What one poll produced for one choice.
+struct ChoiceUpdate {
+  int32_t choice = 0;
+  ChoiceDelta delta;
+  std::optional<std::vector<engine::ScoredToken>> prompt_scores;
+  bool scored = false;          // a prompt-only choice is done
+  std::optional<std::string> error;  // the engine failed this choice
+};
+
+class RequestRun {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // `prompt_tokens` is the usage count (once per prompt). Throws ApiError (429, 503) when the
+  // scheduler does not admit the request.
+  RequestRun(ServerContext& context, std::string id, std::vector<engine::ChoiceWork> works,
+             std::vector<ChoiceConfig> configs, int64_t prompt_tokens, ClientWatch watch,
+             Clock::time_point arrival);
+  ~RequestRun();
+
+  // Waits up to `timeout` for engine output; returns updates in choice order.
+  std::vector<ChoiceUpdate> poll(std::chrono::milliseconds timeout);
+  bool done() const { return open_choices_ == 0; }
+  // Probes the client; when it has gone, cancels the request (abort for every open choice).
+  bool client_gone();
+  // Cancels every open choice with `reason` ("abort" or "error") in the metrics.
+  void cancel(const char* reason);
+
+  int64_t prompt_tokens() const { return prompt_tokens_; }
+  int64_t completion_tokens() const;
+  int64_t reasoning_tokens() const;
+  const std::string& id() const { return id_; }
+
+ private:
+  struct ChoiceState {
+    ChoiceAssembler assembler;
+    bool open = true;
+    bool first_token_seen = false;
+    Clock::time_point assigned{};
+    Clock::time_point first_token{};
+    Clock::time_point last_emission{};
+  };
+  void apply(engine::StreamEvent& event, std::vector<ChoiceUpdate>& updates);
+  ChoiceUpdate& update_for(int32_t choice, std::vector<ChoiceUpdate>& updates);
+  void close_choice(ChoiceState& state, const std::string& reason, Clock::time_point at);
+
+  ServerContext& context_;
+  std::string id_;
+  std::shared_ptr<engine::RequestStream> stream_;
+  std::vector<ChoiceState> choices_;
+  int64_t prompt_tokens_ = 0;
+  int64_t open_choices_ = 0;
+  ClientWatch watch_;
+  Clock::time_point arrival_;
+};
+
+}  // namespace md::server

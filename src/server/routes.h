@@ -1,0 +1,28 @@
+// The route handlers (one file each, *_route.cpp / *_routes.cpp). They throw ApiError for client
+// mistakes; the server turns anything else into a 500.
+#pragma once
+
+#include "server/server_context.h"
+
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace md::server {
+
+void handle_chat(ServerContext& context, const httplib::Request& req, httplib::Response& res);
+void handle_completions(ServerContext& context, const httplib::Request& req,
+                        httplib::Response& res);
+void handle_tokenize(ServerContext& context, const httplib::Request& req, httplib::Response& res);
+void handle_detokenize(ServerContext& context, const httplib::Request& req,
+                       httplib::Response& res);
+void handle_health(ServerContext& context, const httplib::Request& req, httplib::Response& res);
+void handle_models(ServerContext& context, const httplib::Request& req, httplib::Response& res);
+void handle_model(ServerContext& context, const httplib::Request& req, httplib::Response& res);
+void handle_metrics(ServerContext& context, const httplib::Request& req, httplib::Response& res);
+void handle_version(ServerContext& context, const httplib::Request& req, httplib::Response& res);
+void handle_props(ServerContext& context, const httplib::Request& req, httplib::Response& res);
+void handle_slots(ServerContext& context, const httplib::Request& req, httplib::Response& res);
+
+}  // namespace md::server

@@ -1,0 +1,81 @@
+// What every route handler shares: options, the served model, the scheduler, metrics, the
+// server's state and the request limits; plus the small helpers that write JSON responses.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/batch_scheduler.h"
+#include "server/api_error.h"
+#include "server/generation_request.h"
+#include "server/metrics.h"
+#include "server/server_options.h"
+#include "server/served_model.h"
+#include "text/tool_call_parser.h"
+
+namespace httplib {
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace md::server {
+
+enum class ServerState { kLoading, kReady, kDraining, kFailed };
+
+struct BuildInfo {
+  std::string version = "0.1.0";
+  std::string revision = "unknown";
+};
+
+struct ServerContext {
+  ServerContext(ServerOptions opts, BuildInfo info, std::vector<std::string> served_names,
+                const std::string& executor);
+
+  ServerOptions options;
+  BuildInfo build;
+  std::vector<std::string> names;  // served id first, then aliases
+  int64_t created = 0;             // server start, Unix seconds
+  ServerMetrics metrics;
+  std::atomic<ServerState> state{ServerState::kLoading};
+  std::atomic<bool> tokenizer_ready{false};
+
+  // Set once by serve_model (before tokenizer_ready turns true; read-only afterwards).
+  ServedModel model;
+  RequestLimits limits;
+  std::string fingerprint;
+  ToolCallFormat tool_format = ToolCallFormat::kJson;
+  bool reasoning_markers = false;  // the template emits <think>
+  std::unique_ptr<engine::BatchScheduler> scheduler;
+
+  int64_t max_prompt_tokens() const { return model.context - 1; }
+  // Throws the 503 of §1.1 unless generation requests can be served now.
+  void require_ready() const;
+  void require_tokenizer() const;
+};
+
+// Compact JSON, UTF-8 raw; f32 values should go through json_float first.
+std::string dump_json(const nlohmann::ordered_json& value);
+// An f32 value as the double whose shortest decimal is the float's shortest decimal (%.9g-level
+// round trip without f32 noise digits such as 0.10000000149011612).
+double json_float(float value);
+void send_json(httplib::Response& res, const nlohmann::ordered_json& body, int status = 200);
+void send_error(httplib::Response& res, const ApiError& error);
+// A fresh id: prefix + 24 characters from [A-Za-z0-9].
+std::string random_id(const std::string& prefix);
+
+// What the access log and metrics learn about the request being handled on this thread.
+struct RequestLog {
+  std::chrono::steady_clock::time_point start;
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  std::string route;
+};
+RequestLog& current_request_log();
+
+}  // namespace md::server

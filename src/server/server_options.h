@@ -1,0 +1,36 @@
+// Everything `megadecode serve` is configured with (flags of the same names).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace md::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::vector<std::string> served_model_names;  // first is the id; empty: from the model path
+  std::string api_key;                          // empty: no authentication
+  int max_batch = 8;                            // engine rows
+  int64_t max_queue = 256;                      // waiting requests before 429
+  int64_t max_choices = 64;                     // n × prompts per request
+  std::size_t max_body_bytes = 16u << 20;
+  std::size_t max_messages = 4096;
+  std::optional<int64_t> default_max_tokens;
+  int64_t prefill_chunk = 256;
+  double shutdown_grace_seconds = 30;
+  int read_timeout_seconds = 60;
+  int write_timeout_seconds = 60;
+  int http_threads = 128;  // connections served at once (streams hold one each)
+  std::string cors_origin;
+  std::string tool_call_format;  // "", "json" or "xml"
+  bool reasoning_parser = true;
+  // Test hooks.
+  int64_t fault_after_tokens = 0;
+  int64_t load_delay_ms = 0;
+};
+
+}  // namespace md::server

@@ -1,0 +1,271 @@
+// The server's continuous-batching scheduler on a Qwen3.8 fixture: same output as the
+// single-sequence Generator, batch invariance (alone vs beside other requests, bitwise), queue
+// limits, cancellation, prompt scoring and failures confined to their request.
+#include "engine/batch_scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/generation.h"
+#include "qwen38_test_util.h"
+#include "text/tokenizer.h"
+
+namespace md::test {
+namespace {
+
+using engine::BatchScheduler;
+using engine::ChoiceWork;
+using engine::RequestStream;
+using engine::StreamEvent;
+
+constexpr int64_t kContext = 512;
+
+struct ChoiceResult {
+  std::vector<int32_t> ids;
+  std::vector<float> logprobs;
+  std::string text;
+  engine::FinishReason finish = engine::FinishReason::kLength;
+  std::string error;
+  std::vector<engine::ScoredToken> prompt_scores;
+  bool scored = false;
+};
+
+// Waits for every choice of the stream to finish (a finished token, a scored prompt or an error).
+std::vector<ChoiceResult> collect(RequestStream& stream, std::size_t choices) {
+  std::vector<ChoiceResult> results(choices);
+  std::size_t done = 0;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (done < choices && std::chrono::steady_clock::now() < deadline) {
+    for (StreamEvent& e : stream.wait(std::chrono::milliseconds(100))) {
+      ChoiceResult& r = results.at(static_cast<std::size_t>(e.choice));
+      switch (e.kind) {
+        case StreamEvent::Kind::kToken:
+          if (e.outcome.reported) {
+            r.ids.push_back(e.outcome.token.id);
+            r.logprobs.push_back(e.outcome.token.logprob);
+          }
+          r.text += e.outcome.text;
+          if (e.outcome.finished) {
+            r.finish = e.outcome.finish;
+            ++done;
+          }
+          break;
+        case StreamEvent::Kind::kPromptLogprobs:
+          r.prompt_scores = e.prompt_logprobs;
+          break;
+        case StreamEvent::Kind::kScored:
+          r.scored = true;
+          ++done;
+          break;
+        case StreamEvent::Kind::kError:
+          r.error = e.error;
+          ++done;
+          break;
+        case StreamEvent::Kind::kRowAssigned:
+          break;
+      }
+    }
+  }
+  EXPECT_EQ(done, choices) << "timed out waiting for the scheduler";
+  return results;
+}
+
+ChoiceWork make_work(std::vector<int32_t> prompt, int64_t max_tokens, float temperature,
+                     uint64_t seed) {
+  ChoiceWork work;
+  work.request.prompt = std::move(prompt);
+  work.request.max_tokens = max_tokens;
+  work.request.sampling.temperature = temperature;
+  work.request.ignore_eos = true;
+  work.request.logprobs = true;
+  work.seed = seed;
+  return work;
+}
+
+class BatchSchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = load_fixture("tiny-qwen38-hd256", KvCacheType::kBf16);
+    tokenizer_ = load_tokenizer(qwen38_fixture_dir("tiny-qwen38-hd256"));
+  }
+  engine::SchedulerOptions options(int rows) const {
+    engine::SchedulerOptions o;
+    o.rows = rows;
+    o.context = kContext;
+    o.prefill_chunk = 64;
+    return o;
+  }
+  std::vector<int32_t> prompt(const std::string& text) const { return tokenizer_->encode(text); }
+
+  std::unique_ptr<Qwen38Model> model_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+};
+
+TEST_F(BatchSchedulerTest, GreedyOutputEqualsTheGenerator) {
+  std::vector<int32_t> ids = prompt("The quick brown fox jumps over the lazy dog, again and again.");
+  engine::Generator generator(*model_, *tokenizer_, kContext);
+  ChoiceWork work = make_work(ids, 40, 0.0f, 1);
+  engine::GenerationResult expected = generator.generate(work.request, nullptr);
+
+  BatchScheduler scheduler(*model_, *tokenizer_, options(2));
+  auto stream = std::make_shared<RequestStream>("r");
+  ASSERT_EQ(scheduler.submit(stream, {work}), BatchScheduler::Admission::kAccepted);
+  ChoiceResult got = collect(*stream, 1).at(0);
+  ASSERT_EQ(got.ids.size(), expected.tokens.size());
+  for (std::size_t i = 0; i < got.ids.size(); ++i) {
+    EXPECT_EQ(got.ids[i], expected.tokens[i].id) << i;
+  }
+  EXPECT_EQ(got.text, expected.text);
+  EXPECT_EQ(got.finish, engine::FinishReason::kLength);
+}
+
+// Each request's tokens and log-probabilities are bitwise the same alone (one row) and among
+// others (four rows busy, prompts of different lengths entering at different times, greedy and
+// seeded sampling mixed).
+TEST_F(BatchSchedulerTest, OutputsAreBatchInvariant) {
+  std::vector<ChoiceWork> works;
+  const char* texts[] = {"Hello", "A much longer prompt that takes more than one prefill chunk " \
+                         "because it goes on and on with many words in it, and then some more.",
+                         "Third", "Count: one two three four five", "x", "The end."};
+  for (int i = 0; i < 6; ++i) {
+    works.push_back(make_work(prompt(texts[i]), 24 + 5 * i, i % 2 == 0 ? 0.0f : 0.9f, 100 + i));
+  }
+  std::vector<ChoiceResult> alone;
+  {
+    BatchScheduler scheduler(*model_, *tokenizer_, options(1));
+    for (const ChoiceWork& w : works) {
+      auto stream = std::make_shared<RequestStream>();
+      ASSERT_EQ(scheduler.submit(stream, {w}), BatchScheduler::Admission::kAccepted);
+      alone.push_back(collect(*stream, 1).at(0));
+    }
+  }
+  BatchScheduler scheduler(*model_, *tokenizer_, options(4));
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (const ChoiceWork& w : works) {
+    streams.push_back(std::make_shared<RequestStream>());
+    ASSERT_EQ(scheduler.submit(streams.back(), {w}), BatchScheduler::Admission::kAccepted);
+  }
+  for (std::size_t i = 0; i < works.size(); ++i) {
+    ChoiceResult together = collect(*streams[i], 1).at(0);
+    EXPECT_EQ(together.ids, alone[i].ids) << "request " << i;
+    EXPECT_EQ(together.logprobs, alone[i].logprobs) << "request " << i;
+    EXPECT_EQ(together.text, alone[i].text) << "request " << i;
+  }
+  EXPECT_GT(scheduler.snapshot().decode_steps, 0);
+}
+
+TEST_F(BatchSchedulerTest, SeededChoicesDifferAndChoiceZeroMatchesASingleRequest) {
+  std::vector<int32_t> ids = prompt("Sample me");
+  BatchScheduler scheduler(*model_, *tokenizer_, options(3));
+  std::vector<ChoiceWork> three;
+  for (int j = 0; j < 3; ++j) {
+    ChoiceWork w = make_work(ids, 32, 1.0f, engine::choice_seed(7, 0, j));
+    w.choice = j;
+    three.push_back(w);
+  }
+  auto stream = std::make_shared<RequestStream>();
+  ASSERT_EQ(scheduler.submit(stream, three), BatchScheduler::Admission::kAccepted);
+  std::vector<ChoiceResult> got = collect(*stream, 3);
+  EXPECT_NE(got[0].ids, got[1].ids);
+  EXPECT_NE(got[1].ids, got[2].ids);
+  auto single = std::make_shared<RequestStream>();
+  ASSERT_EQ(scheduler.submit(single, {make_work(ids, 32, 1.0f, 7)}),
+            BatchScheduler::Admission::kAccepted);
+  EXPECT_EQ(collect(*single, 1).at(0).ids, got[0].ids);
+}
+
+TEST_F(BatchSchedulerTest, QueueLimitCountsRequestsAndCancellationFreesRows) {
+  engine::SchedulerOptions o = options(1);
+  o.max_queue = 2;
+  BatchScheduler scheduler(*model_, *tokenizer_, o);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < 3; ++i) {
+    streams.push_back(std::make_shared<RequestStream>());
+    ASSERT_EQ(scheduler.submit(streams.back(), {make_work(prompt("busy"), 400, 0.0f, 1)}),
+              BatchScheduler::Admission::kAccepted);
+    if (i == 0) {
+      // Wait until the first request holds the only row, so the next two are waiting.
+      while (scheduler.snapshot().running_rows == 0) streams[0]->wait(std::chrono::milliseconds(5));
+    }
+  }
+  EXPECT_EQ(scheduler.snapshot().waiting_requests, 2);
+  auto refused = std::make_shared<RequestStream>();
+  EXPECT_EQ(scheduler.submit(refused, {make_work(prompt("no"), 4, 0.0f, 1)}),
+            BatchScheduler::Admission::kQueueFull);
+  for (auto& s : streams) s->cancel();
+  scheduler.notify_cancelled();
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!scheduler.idle() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  engine::SchedulerSnapshot s = scheduler.snapshot();
+  EXPECT_EQ(s.running_rows, 0);
+  EXPECT_EQ(s.waiting_requests, 0);
+  EXPECT_FALSE(s.slots.at(0).busy);
+  scheduler.close();
+  EXPECT_EQ(scheduler.submit(refused, {make_work(prompt("no"), 4, 0.0f, 1)}),
+            BatchScheduler::Admission::kClosed);
+}
+
+// Scoring a prompt (max_tokens 0 with echo) reports one entry per prompt token after the first,
+// equal to the log-probabilities of an all-rows forward pass.
+TEST_F(BatchSchedulerTest, PromptScoringMatchesTheForwardPass) {
+  std::vector<int32_t> ids = prompt("Score this prompt, token by token, across two prefill chunks "
+                                    "of sixty-four tokens each, or nearly so, please.");
+  ChoiceWork work = make_work(ids, 0, 0.0f, 1);
+  work.generate = false;
+  work.prompt_top_logprobs = 2;
+  BatchScheduler scheduler(*model_, *tokenizer_, options(1));
+  auto stream = std::make_shared<RequestStream>();
+  ASSERT_EQ(scheduler.submit(stream, {work}), BatchScheduler::Admission::kAccepted);
+  ChoiceResult got = collect(*stream, 1).at(0);
+  EXPECT_TRUE(got.scored);
+  ASSERT_EQ(got.prompt_scores.size(), ids.size() - 1);
+
+  auto state = model_->new_sequence(kContext);
+  std::vector<float> logits;
+  model_->forward(*state, ids, LogitRows::kAll, logits);
+  auto vocab = static_cast<std::size_t>(model_->vocab_size());
+  for (std::size_t t = 0; t + 1 < ids.size(); ++t) {
+    std::span<const float> row(logits.data() + t * vocab, vocab);
+    EXPECT_NEAR(got.prompt_scores[t].logprob, engine::logprob_of(row, ids[t + 1]), 1e-4) << t;
+    EXPECT_EQ(got.prompt_scores[t].top.size(), 2u);
+    EXPECT_GE(got.prompt_scores[t].rank, 1);
+  }
+}
+
+// A failure inside one request (the fault hook) ends that request with an error; the other row
+// finishes normally and the scheduler keeps serving.
+TEST_F(BatchSchedulerTest, FaultInOneRequestLeavesTheOthers) {
+  engine::SchedulerOptions o = options(2);
+  o.fault_after_tokens = 5;
+  BatchScheduler scheduler(*model_, *tokenizer_, o);
+  auto failing = std::make_shared<RequestStream>();
+  auto fine = std::make_shared<RequestStream>();
+  ASSERT_EQ(scheduler.submit(failing, {make_work(prompt("fail"), 20, 0.0f, 1)}),
+            BatchScheduler::Admission::kAccepted);
+  ASSERT_EQ(scheduler.submit(fine, {make_work(prompt("ok"), 4, 0.0f, 1)}),
+            BatchScheduler::Admission::kAccepted);
+  ChoiceResult failed = collect(*failing, 1).at(0);
+  EXPECT_NE(failed.error.find("fault injected"), std::string::npos) << failed.error;
+  EXPECT_EQ(failed.ids.size(), 5u);
+  ChoiceResult ok = collect(*fine, 1).at(0);
+  EXPECT_TRUE(ok.error.empty());
+  EXPECT_EQ(ok.ids.size(), 4u);
+}
+
+TEST_F(BatchSchedulerTest, TooLongPromptIsThatRequestsError) {
+  BatchScheduler scheduler(*model_, *tokenizer_, options(1));
+  auto stream = std::make_shared<RequestStream>();
+  std::vector<int32_t> long_prompt(kContext, 5);
+  ASSERT_EQ(scheduler.submit(stream, {make_work(long_prompt, 4, 0.0f, 1)}),
+            BatchScheduler::Admission::kAccepted);
+  EXPECT_NE(collect(*stream, 1).at(0).error.find("512"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace md::test
