@@ -233,8 +233,9 @@ void BatchScheduler::prefill_chunk() {
     row.stream->push(std::move(event));
   }
   if (!row.work.generate) {
-    row.stream->push(StreamEvent::of(StreamEvent::Kind::kScored, row.work.choice));
+    std::shared_ptr<RequestStream> stream = row.stream;
     free_row(row);
+    stream->push(StreamEvent::of(StreamEvent::Kind::kScored, row.work.choice));
     return;
   }
   auto vocab = static_cast<std::size_t>(vocab_);
@@ -291,10 +292,12 @@ void BatchScheduler::sample_into(Row& row, std::span<float> logits) {
     }
     StreamEvent event = StreamEvent::of(StreamEvent::Kind::kToken, row.work.choice);
     event.outcome = row.decoder->next(logits, row.state->position());
-    bool finished = event.outcome.finished;
     row.next_token = event.outcome.token.id;
-    row.stream->push(std::move(event));
-    if (finished) free_row(row);
+    // A finished row is freed before its last event goes out: whoever sees the end of a request
+    // also sees its row free (metrics, the next admission).
+    std::shared_ptr<RequestStream> stream = row.stream;
+    if (event.outcome.finished) free_row(row);
+    stream->push(std::move(event));
   } catch (const std::exception& e) {
     fail_row(row, e.what());
   }
@@ -303,8 +306,9 @@ void BatchScheduler::sample_into(Row& row, std::span<float> logits) {
 void BatchScheduler::fail_row(Row& row, const std::string& message) {
   StreamEvent event = StreamEvent::of(StreamEvent::Kind::kError, row.work.choice);
   event.error = message;
-  row.stream->push(std::move(event));
+  std::shared_ptr<RequestStream> stream = row.stream;
   free_row(row);
+  stream->push(std::move(event));
 }
 
 void BatchScheduler::free_row(Row& row) {

@@ -207,18 +207,23 @@ std::optional<std::string> tag_value(std::string_view& text) {
   if (end == std::string_view::npos) return std::nullopt;
   std::string value(trim(text.substr(0, end)));
   text.remove_prefix(end + 1);
-  if (value.empty()) return std::nullopt;
+  // A name or key is one line of text: a '<' or newline means the tag was never closed.
+  if (value.empty() || value.find_first_of("<\n") != std::string::npos) return std::nullopt;
   return value;
 }
 
-// One <parameter=KEY>VALUE</parameter>, added to `arguments`.
+// One <parameter=KEY>VALUE</parameter>, added to `arguments`. A missing </parameter> ends the
+// value at the next <parameter=, at </function> or at the end (vLLM's Qwen3-Coder parser accepts
+// the same; models do drop closing tags).
 bool parse_parameter(std::string_view& text, const Json* properties, Json& arguments) {
   if (!consume(text, kParameterOpen)) return false;
   std::optional<std::string> key = tag_value(text);
-  std::size_t end = text.find(kParameterClose);
-  if (!key || end == std::string_view::npos) return false;
+  if (!key) return false;
+  std::size_t end = std::min({text.find(kParameterClose), text.find(kParameterOpen),
+                              text.find(kFunctionClose), text.size()});
   std::string_view value = text.substr(0, end);
-  text.remove_prefix(end + kParameterClose.size());
+  text.remove_prefix(end);
+  consume(text, kParameterClose);
   // The template writes each value between newlines; only those two are markup.
   if (value.starts_with('\n')) value.remove_prefix(1);
   if (value.ends_with('\n')) value.remove_suffix(1);
@@ -226,7 +231,8 @@ bool parse_parameter(std::string_view& text, const Json* properties, Json& argum
   return true;
 }
 
-// Strict on structure: every parameter closed, </function> present, nothing after it.
+// Nothing but parameters between <function=NAME> and </function>, nothing after it; a missing
+// </function> (or </parameter>) at the end of the block is accepted, as by vLLM.
 std::optional<ToolCall> parse_xml_block(std::string_view body, const Json& tools) {
   body = trim_start(body);
   if (!consume(body, kFunctionOpen)) return std::nullopt;
@@ -236,7 +242,7 @@ std::optional<ToolCall> parse_xml_block(std::string_view body, const Json& tools
   Json arguments = Json::object();
   for (;;) {
     body = trim_start(body);
-    if (consume(body, kFunctionClose)) break;
+    if (body.empty() || consume(body, kFunctionClose)) break;
     if (!parse_parameter(body, properties, arguments)) return std::nullopt;
   }
   if (!trim_start(body).empty()) return std::nullopt;

@@ -286,10 +286,24 @@ TEST(ToolCallXml, NoParametersGivesAnEmptyObject) {
   EXPECT_EQ(xml_arguments("no_params", ""), "{}");
 }
 
+// Closing tags models drop at the end of a block are accepted, as vLLM's Qwen3-Coder parser does.
+TEST(ToolCallXml, MissingClosingTagsAtTheEndAreAccepted) {
+  for (const std::string& body : {"\n<function=get_weather>\n" + param("city", "Paris"),
+                                  std::string("\n<function=get_weather>\n<parameter=city>\nParis\n"
+                                              "</function>"),
+                                  std::string("\n<function=get_weather>\n<parameter=city>\nParis")}) {
+    ParsedToolCalls parsed = parse("<tool_call>" + body + "\n</tool_call>");
+    ASSERT_EQ(parsed.calls.size(), 1u) << body;
+    EXPECT_EQ(parsed.calls[0].name, "get_weather");
+    EXPECT_EQ(parsed.calls[0].arguments, R"({"city":"Paris"})") << body;
+  }
+  ParsedToolCalls bare = parse("<tool_call>\n<function=get_weather>\n</tool_call>");
+  ASSERT_EQ(bare.calls.size(), 1u);
+  EXPECT_EQ(bare.calls[0].arguments, "{}");
+}
+
 TEST(ToolCallXml, MalformedBlocksComeBackAsContent) {
   const std::vector<std::string> bodies = {
-      "\n<function=get_weather>\n" + param("city", "Paris"),             // no </function>
-      "\n<function=get_weather>\n<parameter=city>\nParis\n</function>",  // unclosed parameter
       "\n<function=>\n</function>",                                      // no name
       "\n<function=get_weather\n</function>",                            // name never closed
       "\n<function=f>\nstray text\n</function>",                         // junk between items
