@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The server under load on loopback: C clients × R requests each (mixed chat/completions,
+# streaming and not, 16 output tokens, seeded sampling) against `megadecode serve` on the tiny
+# Qwen3.8 fixture with 8 rows. Prints requests/s, client-side time to first token (p50/p99),
+# aggregate output tokens/s and the server's RSS before/after.
+#   bench/serve_load.sh [clients] [requests per client]      (default 16 200)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+report="$(mktemp)"
+MD_LOAD_CLIENTS="${1:-16}" MD_LOAD_REQUESTS="${2:-200}" MD_LOAD_REPORT="$report" \
+  .venv/bin/python -m pytest tests/e2e/test_load.py -q -p no:cacheprovider >&2
+cat "$report"; echo
+rm -f "$report"
