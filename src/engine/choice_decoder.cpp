@@ -79,29 +79,89 @@ void ChoiceDecoder::finish_with_flush(TokenOutcome& outcome, FinishReason reason
   outcome.text += stop_strings_.finish();
 }
 
-TokenOutcome ChoiceDecoder::next(std::span<float> logits, int64_t position) {
-  TokenOutcome outcome;
-  GeneratedToken& chosen = outcome.token;
+void ChoiceDecoder::record_logprobs(std::span<const float> logits, GeneratedToken& chosen) {
   // Log-probabilities are of the raw distribution, before bias, penalties and temperature; they
   // cost a copy of the logits, so only when asked.
-  bool want_logprobs = request_.logprobs || request_.top_logprobs > 0;
-  if (want_logprobs) {
-    raw_.assign(logits.begin(), logits.end());
-    if (request_.top_logprobs > 0) chosen.top = top_logprobs(raw_, request_.top_logprobs);
-  }
+  if (!(request_.logprobs || request_.top_logprobs > 0)) return;
+  raw_.assign(logits.begin(), logits.end());
+  if (request_.top_logprobs > 0) chosen.top = top_logprobs(raw_, request_.top_logprobs);
+}
+
+TokenOutcome ChoiceDecoder::next(std::span<float> logits, int64_t position) {
+  GeneratedToken chosen;
+  record_logprobs(logits, chosen);
   bias_and_mask(logits);
   chosen.id = sampler_.sample(logits, position);
-  if (want_logprobs) chosen.logprob = logprob_of(raw_, chosen.id);
+  return process(std::move(chosen));
+}
+
+TokenOutcome ChoiceDecoder::verify_draft(std::span<float> logits, int64_t position, int32_t draft,
+                                         std::span<const std::pair<int32_t, float>> q,
+                                         bool& accepted) {
+  if (request_.sampling.greedy()) {
+    TokenOutcome outcome = next(logits, position);
+    accepted = outcome.token.id == draft;
+    return outcome;
+  }
+  GeneratedToken chosen;
+  record_logprobs(logits, chosen);
+  bias_and_mask(logits);
+  std::vector<Candidate> p = sampler_.distribution(logits);
+  auto prob = [](auto& list, int32_t id) -> double {
+    for (const auto& entry : list) {
+      if (static_cast<int32_t>(entry.id) == id) return entry.value;
+    }
+    return 0.0;
+  };
+  double q_draft = 0;
+  for (auto [id, probability] : q) q_draft += id == draft ? probability : 0.0;
+  double p_draft = prob(p, draft);
+  uint64_t seed = sampler_.seed();
+  accepted = q_draft > 0 && uniform_at_lane(seed, position, 1) * q_draft < p_draft;
+  if (accepted) {
+    chosen.id = draft;
+  } else {
+    // The correction: max(0, p - q) renormalised, drawn by inverse CDF in ranking order.
+    std::vector<Candidate> residual;
+    double total = 0;
+    for (const Candidate& c : p) {
+      double q_c = 0;
+      for (auto [id, probability] : q) q_c += id == c.id ? probability : 0.0;
+      double r = std::max(0.0, static_cast<double>(c.value) - q_c);
+      if (r > 0) {
+        residual.push_back({static_cast<float>(r), c.id});
+        total += r;
+      }
+    }
+    if (residual.empty()) residual = p, total = 1.0;  // p == q on the draft's support: p itself
+    double target = uniform_at_lane(seed, position, 2) * total, run = 0;
+    chosen.id = residual.back().id;
+    for (const Candidate& c : residual) {
+      run += c.value;
+      if (run > target) {
+        chosen.id = c.id;
+        break;
+      }
+    }
+  }
+  return process(std::move(chosen));
+}
+
+TokenOutcome ChoiceDecoder::process(GeneratedToken chosen) {
+  TokenOutcome outcome;
+  if (!raw_.empty()) chosen.logprob = logprob_of(raw_, chosen.id);
+  outcome.token = std::move(chosen);
   ++generated_;
 
-  if (stop_tokens_.is_stop(chosen.id)) {
+  const int32_t id = outcome.token.id;
+  if (stop_tokens_.is_stop(id)) {
     outcome.reported = false;
-    if (contains(request_.stop_token_ids, chosen.id)) outcome.stop_token = chosen.id;
+    if (contains(request_.stop_token_ids, id)) outcome.stop_token = id;
     finish_with_flush(outcome, FinishReason::kStop);
     return outcome;
   }
-  sampler_.observe_generated(chosen.id);
-  StopStringOutput piece = stop_strings_.push(detokenizer_.push(chosen.id));
+  sampler_.observe_generated(id);
+  StopStringOutput piece = stop_strings_.push(detokenizer_.push(id));
   outcome.text = std::move(piece.emit);
   if (piece.stopped) {
     outcome.finished = true;

@@ -44,14 +44,34 @@ class ChoiceDecoder {
   // through the pipeline. Must not be called after a finished outcome.
   TokenOutcome next(std::span<float> logits, int64_t position);
 
-  // Ends the choice from outside (cancellation): nothing more is released.
+  // Speculative verification of `draft` proposed for `position` with draft distribution `q`
+  // (candidates and probabilities; greedy drafters give {draft, 1}). Greedy parameters: the
+  // target's own token, accepted when it equals the draft. Otherwise the standard lossless rule:
+  // accept with probability min(1, p(draft)/q(draft)) (uniform lane 1), else draw the correction
+  // from max(0, p - q) normalised (lane 2). Either way the token then runs through the pipeline
+  // like next()'s. `accepted` tells whether the token is the draft.
+  TokenOutcome verify_draft(std::span<float> logits, int64_t position, int32_t draft,
+                            std::span<const std::pair<int32_t, float>> q, bool& accepted);
+
+  // Benchmarks only (--force-accept): takes `token` as if it had been sampled.
+  TokenOutcome force(int32_t token) {
+    GeneratedToken chosen;
+    chosen.id = token;
+    return process(std::move(chosen));
+  }
+
   int64_t generated() const { return generated_; }
+  bool greedy() const { return request_.sampling.greedy(); }
+  float temperature() const { return request_.sampling.temperature; }
   uint64_t seed() const { return sampler_.seed(); }
   // The output budget: max_tokens clamped to what the context leaves after the prompt.
   int64_t budget() const { return budget_; }
 
  private:
   void bias_and_mask(std::span<float> logits) const;
+  // Everything after the choice of the token: counting, stops, text, budget.
+  TokenOutcome process(GeneratedToken chosen);
+  void record_logprobs(std::span<const float> logits, GeneratedToken& chosen);
   void finish_with_flush(TokenOutcome& outcome, FinishReason reason);
 
   const GenerationRequest& request_;

@@ -27,4 +27,12 @@ constexpr double uniform_at(uint64_t seed, int64_t position) {
   return static_cast<double>(random_bits_at(seed, position) >> 11) * 0x1.0p-53;
 }
 
+// Independent streams per purpose ("lanes") at the same position: lane 0 is the token draw
+// (uniform_at itself); speculative decoding uses lane 1 for the acceptance test, lane 2 for the
+// residual draw and lane 3 for the drafter's own sampling.
+constexpr double uniform_at_lane(uint64_t seed, int64_t position, int lane) {
+  if (lane == 0) return uniform_at(seed, position);
+  return uniform_at(mix64(seed + 0x243f6a8885a308d3ULL * static_cast<uint64_t>(lane)), position);
+}
+
 }  // namespace md::engine

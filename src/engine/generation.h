@@ -11,13 +11,30 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/choice_decoder.h"
 #include "engine/generation_request.h"
 #include "engine/logprobs.h"
 #include "engine/sampling_params.h"
+#include "models/drafters/speculative_drafter.h"
 #include "models/language_model.h"
 #include "text/tokenizer.h"
 
 namespace md::engine {
+
+// Speculative decoding of one request (all zero without a drafter).
+struct SpeculationStats {
+  int64_t rounds = 0;
+  int64_t drafted = 0;    // draft tokens proposed
+  int64_t accepted = 0;   // draft tokens accepted (bonus tokens excluded)
+  int64_t produced = 0;   // tokens committed by rounds, bonus included
+  std::vector<int64_t> accepted_at;  // acceptances per draft position
+  double draft_seconds = 0;
+  double verify_seconds = 0;
+  // τ: tokens per round, bonus included.
+  double mean_acceptance_length() const {
+    return rounds > 0 ? static_cast<double>(produced) / static_cast<double>(rounds) : 0;
+  }
+};
 
 struct GenerationStats {
   int64_t prompt_tokens = 0;
@@ -27,8 +44,9 @@ struct GenerationStats {
   double first_token_seconds = 0;  // request start → first token chosen
   double decode_seconds = 0;       // first token → end
   double total_seconds = 0;
+  SpeculationStats speculation;
   double prefill_tokens_per_second() const;
-  double decode_tokens_per_second() const;  // decode steps (tokens after the first) per second
+  double decode_tokens_per_second() const;  // tokens after the first per second of decoding
 };
 
 struct GenerationResult {
@@ -52,9 +70,17 @@ class Generator {
                             const std::atomic<bool>* cancel = nullptr);
 
   void reset();
+
+  // Speculative decoding with `drafter` (null: off). The model must have verify rows; its tap
+  // layers are set to the drafter's. block_size: rows per round (2..the drafter's; 0 = the
+  // drafter's). force_accept (benchmarks only): pretend the first force_accept-1 drafts of
+  // every round were accepted, to time a round at that acceptance length; output is then not
+  // the model's.
+  void set_drafter(SpeculativeDrafter* drafter, int64_t block_size = 0, int64_t force_accept = 0);
   int64_t context() const { return state_->capacity(); }
   // The tokens the sequence holds (processed by the model).
   const std::vector<int32_t>& cached_tokens() const { return cached_; }
+  const SequenceState& state() const { return *state_; }
 
   static constexpr int64_t kPrefillChunk = 256;
 
@@ -65,11 +91,23 @@ class Generator {
                std::vector<float>& last_logits, const std::atomic<bool>* cancel);
   void feed(std::span<const int32_t> tokens, LogitRows rows, std::vector<float>& logits);
   void step(int32_t token, std::vector<float>& logits);
+  // The decode loop after the first token; returns the finish reason.
+  FinishReason decode_plain(ChoiceDecoder& decoder, TokenOutcome first,
+                            GenerationResult& result, const TextCallback& on_text,
+                            const std::atomic<bool>* cancel, std::vector<float>& logits);
+  FinishReason decode_speculative(ChoiceDecoder& decoder, TokenOutcome first,
+                                  GenerationResult& result, const TextCallback& on_text,
+                                  const std::atomic<bool>* cancel);
+  // Appends a token's output to the result; true when the choice finished.
+  bool emit(const TokenOutcome& outcome, GenerationResult& result, const TextCallback& on_text);
 
   LanguageModel& model_;
   const Tokenizer& tokenizer_;
   std::unique_ptr<SequenceState> state_;
   std::vector<int32_t> cached_;
+  SpeculativeDrafter* drafter_ = nullptr;
+  int64_t block_size_ = 0;
+  int64_t force_accept_ = 0;
 };
 
 }  // namespace md::engine

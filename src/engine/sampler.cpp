@@ -95,6 +95,29 @@ int32_t Sampler::sample(std::span<float> logits, int64_t position) {
   return draw(logits, position);
 }
 
+std::vector<Candidate> Sampler::distribution(std::span<float> logits) {
+  if (logits.size() != static_cast<std::size_t>(vocab_size_)) {
+    md::fail("sampler got {} logits for a vocabulary of {}", logits.size(), vocab_size_);
+  }
+  apply_penalties(logits);
+  if (params_.greedy() || !gather_probabilities(logits)) return {{1.0f, argmax(logits)}};
+  if (params_.top_p < 1.0f) {
+    candidates_.resize(selector_.select_prefix(candidates_, params_.top_p, true).count);
+  }
+  if (params_.min_p > 0.0f) apply_min_p();
+  std::vector<Candidate> kept;
+  double total = 0;
+  for (const Candidate& c : candidates_) {
+    if (c.value > 0.0f) {
+      kept.push_back(c);
+      total += c.value;
+    }
+  }
+  for (Candidate& c : kept) c.value = static_cast<float>(c.value / total);
+  std::sort(kept.begin(), kept.end(), ranks_before);
+  return kept;
+}
+
 bool Sampler::gather_probabilities(std::span<float> logits) {
   const float inv_t = 1.0f / params_.temperature;
   if (params_.top_k_enabled() && params_.top_k < vocab_size_) {

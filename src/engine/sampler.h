@@ -41,6 +41,12 @@ class Sampler {
   // (md::Error otherwise: a caller bug, caught before any state changes).
   int32_t sample(std::span<float> logits, int64_t position);
 
+  // The distribution sample() draws from at `logits` (penalties applied in place first): the
+  // surviving tokens with their normalised probabilities, most likely first (ties: lower id).
+  // Greedy parameters give the argmax with probability 1. Speculative verification needs p
+  // explicitly for the rejection rule.
+  std::vector<Candidate> distribution(std::span<float> logits);
+
   // Step 1 alone, exposed so that its arithmetic can be checked exactly.
   void apply_penalties(std::span<float> logits) const;
 

@@ -20,4 +20,20 @@ void LanguageModel::decode(std::span<SequenceState* const> states, std::span<con
   }
 }
 
+namespace {
+
+[[noreturn]] void no_speculation(const LanguageModel& model) {
+  fail("speculative decoding needs verify rows, which {} does not have", model.description());
+}
+
+}  // namespace
+
+void LanguageModel::verify(SequenceState&, std::span<const int32_t>, std::vector<float>&) {
+  no_speculation(*this);
+}
+void LanguageModel::commit(SequenceState&, int64_t) { no_speculation(*this); }
+void LanguageModel::set_tap_layers(std::vector<int64_t>) { no_speculation(*this); }
+const std::vector<float>& LanguageModel::last_taps() const { no_speculation(*this); }
+TargetView LanguageModel::target_view() const { no_speculation(*this); }
+
 }  // namespace md

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "models/drafters/speculative_drafter.h"
+
 namespace md {
 
 // Element type of attention KV caches. Bf16 halves the memory; f32 is for exactness tests.
@@ -81,6 +83,21 @@ class LanguageModel {
   virtual std::size_t decode_weight_bytes() const { return 0; }
   // All weight bytes the model keeps resident (mapped or in memory); 0 when unknown.
   virtual std::size_t weight_bytes() const { return 0; }
+
+  // Speculative decoding. Families with verify rows override all of these; the defaults refuse
+  // with an md::Error that names the family.
+  virtual bool supports_verify() const { return false; }
+  // Verify rows: `tokens` at the sequence's next positions in one step, logits for every row;
+  // the sequence holds all rows until commit() keeps the first `rows_kept` (0..rows).
+  virtual void verify(SequenceState& state, std::span<const int32_t> tokens,
+                      std::vector<float>& logits);
+  virtual void commit(SequenceState& state, int64_t rows_kept);
+  // The 0-based layers whose post-layer residuals every forward()/verify() copies out, and those
+  // copies for the rows of the last call, [rows][layers.size() * hidden].
+  virtual void set_tap_layers(std::vector<int64_t> layers);
+  virtual const std::vector<float>& last_taps() const;
+  // The embedding and output head a drafter borrows, and the geometry it is checked against.
+  virtual TargetView target_view() const;
 };
 
 }  // namespace md

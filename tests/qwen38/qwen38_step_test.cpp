@@ -24,31 +24,6 @@ std::vector<int32_t> prompt_of(int64_t length, int seed) {
   return ids;
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-bool same_state(const Qwen38Model& model, SequenceState& a_state, SequenceState& b_state) {
-  auto& a = dynamic_cast<Qwen38State&>(a_state);
-  auto& b = dynamic_cast<Qwen38State&>(b_state);
-  if (a.position() != b.position()) return false;
-  const Qwen38Config& c = model.config();
-  for (int64_t i = 0; i < c.num_linear_attention_layers(); ++i) {
-    if (std::memcmp(a.gdn(i).recurrent.data(), b.gdn(i).recurrent.data(), a.gdn(i).recurrent.bytes()) != 0) return false;
-    if (std::memcmp(a.gdn(i).conv.data(), b.gdn(i).conv.data(), a.gdn(i).conv.bytes()) != 0) return false;
-  }
-  // KV slots below the position are the ones ever read.
-  for (int64_t i = 0; i < c.num_full_attention_layers(); ++i) {
-    for (int64_t kv = 0; kv < c.num_key_value_heads; ++kv) {
-      std::size_t offset = static_cast<std::size_t>(kv * a.capacity() * c.head_dim);
-      std::size_t bytes = static_cast<std::size_t>(a.position() * c.head_dim) * sizeof(float);
-      if (std::memcmp(a.kv(i).k_f32.data() + offset, b.kv(i).k_f32.data() + offset, bytes) != 0) return false;
-      if (std::memcmp(a.kv(i).v_f32.data() + offset, b.kv(i).v_f32.data() + offset, bytes) != 0) return false;
-    }
-  }
-  return true;
-}
-
 // Prefill with the reference forward, then `steps` decode steps of one sequence; returns the
 // logits of every step.
 std::vector<std::vector<float>> decode_run(Qwen38Model& model, const std::vector<int32_t>& prompt,

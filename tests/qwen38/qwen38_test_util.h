@@ -92,4 +92,32 @@ inline int32_t argmax(const float* row, int64_t n) {
   return best;
 }
 
+inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Bitwise equality of two sequences' states: positions, delta-net states and the KV entries below
+// the position (the only ones ever read).
+inline bool same_state(const Qwen38Model& model, const SequenceState& a_state,
+                       const SequenceState& b_state) {
+  const auto& a = dynamic_cast<const Qwen38State&>(a_state);
+  const auto& b = dynamic_cast<const Qwen38State&>(b_state);
+  if (a.position() != b.position()) return false;
+  const Qwen38Config& c = model.config();
+  for (int64_t i = 0; i < c.num_linear_attention_layers(); ++i) {
+    if (std::memcmp(a.gdn(i).recurrent.data(), b.gdn(i).recurrent.data(), a.gdn(i).recurrent.bytes()) != 0) return false;
+    if (std::memcmp(a.gdn(i).conv.data(), b.gdn(i).conv.data(), a.gdn(i).conv.bytes()) != 0) return false;
+  }
+  // KV slots below the position are the ones ever read.
+  for (int64_t i = 0; i < c.num_full_attention_layers(); ++i) {
+    for (int64_t kv = 0; kv < c.num_key_value_heads; ++kv) {
+      std::size_t offset = static_cast<std::size_t>(kv * a.capacity() * c.head_dim);
+      std::size_t bytes = static_cast<std::size_t>(a.position() * c.head_dim) * sizeof(float);
+      if (std::memcmp(a.kv(i).k_f32.data() + offset, b.kv(i).k_f32.data() + offset, bytes) != 0) return false;
+      if (std::memcmp(a.kv(i).v_f32.data() + offset, b.kv(i).v_f32.data() + offset, bytes) != 0) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace md::test

@@ -1,5 +1,6 @@
 #include "models/qwen38/qwen38_model.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "base/dtype.h"
@@ -139,6 +140,8 @@ void Qwen38Model::mlp(const Qwen38LayerWeights& layer, const float* x, int64_t r
 void Qwen38Model::run_layers(Qwen38State& state, std::span<const int32_t> tokens, float* hidden) {
   int64_t rows = static_cast<int64_t>(tokens.size());
   int64_t width = config_.hidden_size;
+  const auto n_taps = static_cast<int64_t>(tap_layers_.size());
+  last_taps_.assign(static_cast<std::size_t>(rows * n_taps * width), 0.0f);
   auto eps = static_cast<float>(config_.rms_norm_eps);
   Qwen38LayerContext ctx{config_, options_, rope_, pool_.get()};
   Buffer normed = buffer(rows * width);
@@ -158,7 +161,29 @@ void Qwen38Model::run_layers(Qwen38State& state, std::span<const int32_t> tokens
     normalise_rows(hidden, layer.post_attention_layernorm, rows, width, eps, normed.data());
     mlp(layer, normed.data(), rows, mixed.data());
     add_into(hidden, mixed.data(), rows * width);
+    auto tapped = std::find(tap_layers_.begin(), tap_layers_.end(), i);
+    if (tapped == tap_layers_.end()) continue;
+    int64_t k = tapped - tap_layers_.begin();
+    for (int64_t t = 0; t < rows; ++t) {
+      std::copy(hidden + t * width, hidden + (t + 1) * width,
+                last_taps_.begin() + (t * n_taps + k) * width);
+    }
   }
+}
+
+void Qwen38Model::set_tap_layers(std::vector<int64_t> layers) {
+  for (int64_t layer : layers) {
+    if (layer < 0 || layer >= config_.num_layers) {
+      fail("tap layer {} is outside the target's layers [0, {})", layer, config_.num_layers);
+    }
+  }
+  tap_layers_ = std::move(layers);
+  steps_.clear();  // the step programs copy taps out: rebuilt with the new list
+}
+
+TargetView Qwen38Model::target_view() const {
+  return TargetView{weights_.embed_tokens, weights_.lm_head, config_.hidden_size,
+                    config_.vocab_size, config_.num_layers};
 }
 
 void Qwen38Model::forward(SequenceState& sequence, std::span<const int32_t> tokens,
@@ -189,7 +214,7 @@ Qwen38Step& Qwen38Model::step(int64_t rows, RowMode mode) {
     if (built->max_rows() == rows && built->mode() == mode) return *built;
   }
   steps_.push_back(std::make_unique<Qwen38Step>(config_, weights_, rope_, rows, mode, threads_,
-                                                config_.max_position_embeddings));
+                                                config_.max_position_embeddings, tap_layers_));
   return *steps_.back();
 }
 
@@ -204,6 +229,10 @@ void Qwen38Model::run_step(Qwen38Step& built, std::vector<float>& logits) {
   built.finish();
   int64_t rows = built.rows();
   logits.assign(built.logits(0), built.logits(0) + rows * config_.vocab_size);
+  if (!tap_layers_.empty()) {
+    last_taps_.assign(built.taps(), built.taps() + rows * static_cast<int64_t>(tap_layers_.size()) *
+                                                      config_.hidden_size);
+  }
   last_greedy_.resize(static_cast<std::size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) last_greedy_[static_cast<std::size_t>(r)] = built.greedy(r);
 }

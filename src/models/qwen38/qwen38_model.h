@@ -46,8 +46,14 @@ class Qwen38Model final : public LanguageModel {
   // Verify rows (speculative decoding): processes `tokens` at the sequence's next positions in
   // one step, chaining the delta-net state and keeping a snapshot after every row; logits for
   // every row. The sequence holds all rows until commit() keeps the first `rows_kept`.
-  void verify(SequenceState& state, std::span<const int32_t> tokens, std::vector<float>& logits);
-  void commit(SequenceState& state, int64_t rows_kept);
+  bool supports_verify() const override { return true; }
+  void verify(SequenceState& state, std::span<const int32_t> tokens,
+              std::vector<float>& logits) override;
+  void commit(SequenceState& state, int64_t rows_kept) override;
+  // Taps are written by forward() (every row) and by verify()/decode() steps (one sequence).
+  void set_tap_layers(std::vector<int64_t> layers) override;
+  const std::vector<float>& last_taps() const override { return last_taps_; }
+  TargetView target_view() const override;
 
   ExecutorKind executor() const { return run_options_.executor; }
 
@@ -82,6 +88,8 @@ class Qwen38Model final : public LanguageModel {
   std::unique_ptr<program::OpExecutor> ops_;
   std::vector<std::unique_ptr<Qwen38Step>> steps_;  // built on first use, per (rows, mode)
   std::vector<int32_t> last_greedy_;
+  std::vector<int64_t> tap_layers_;
+  std::vector<float> last_taps_;
 };
 
 }  // namespace md

@@ -39,6 +39,9 @@ class Qwen38State final : public SequenceState {
 
   KvCacheType kv_type() const { return kv_type_; }
   Qwen38KvCache& kv(int64_t attention_ordinal) { return kv_[static_cast<std::size_t>(attention_ordinal)]; }
+  const Qwen38KvCache& kv(int64_t attention_ordinal) const {
+    return kv_[static_cast<std::size_t>(attention_ordinal)];
+  }
   Qwen38GdnState& gdn(int64_t gdn_ordinal) { return gdn_[static_cast<std::size_t>(gdn_ordinal)]; }
   const Qwen38GdnState& gdn(int64_t gdn_ordinal) const {
     return gdn_[static_cast<std::size_t>(gdn_ordinal)];

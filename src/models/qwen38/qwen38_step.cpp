@@ -56,14 +56,15 @@ double tile_cost(const std::vector<Tile>& tiles) {
 
 Qwen38Step::Qwen38Step(const Qwen38Config& config, const Qwen38Weights& weights,
                        const kernels::Rope& rope, int64_t max_rows, RowMode mode, int workers,
-                       int64_t max_context)
+                       int64_t max_context, std::vector<int64_t> tap_layers)
     : config_(config),
       weights_(weights),
       rope_(rope),
       max_rows_(max_rows),
       mode_(mode),
       vocab_(config.vocab_size),
-      max_context_(max_context) {
+      max_context_(max_context),
+      tap_layers_(std::move(tap_layers)) {
   if (max_rows < 1 || max_rows > kMaxRows) fail("a step takes 1..{} rows, not {}", kMaxRows, max_rows);
   build(workers);
 }
@@ -92,6 +93,8 @@ void Qwen38Step::build(int workers) {
   attn_out_.assign(static_cast<std::size_t>(R * c.attn_output_dim()), 0.0f);
   mlp_act_.assign(static_cast<std::size_t>(2 * R * c.intermediate_size), 0.0f);
   logits_.assign(static_cast<std::size_t>(R * vocab_), 0.0f);
+  const auto n_taps = static_cast<int64_t>(tap_layers_.size());
+  taps_.assign(static_cast<std::size_t>(R * n_taps * H), 0.0f);
 
   // Worker scratch: normalised input rows, rope angles, the delta-net head's conv outputs and
   // the attention scores of one query.
@@ -112,13 +115,17 @@ void Qwen38Step::build(int workers) {
     }
   };
   // A projection instruction: every tile of every matrix, optionally after a norm prologue.
+  // With `tap` set, each tile also copies the columns it just finished (the residual stream after
+  // the layer) to the drafter's tap buffer: no extra instruction, no race with the next layer.
   auto projection = [&](std::string name, const uint16_t* norm, std::vector<Tile> tiles,
-                        bool accumulate, const float* input, int64_t input_stride) {
+                        bool accumulate, const float* input, int64_t input_stride,
+                        float* tap = nullptr) {
     double cost = tile_cost(tiles);
     auto shared = std::make_shared<std::vector<Tile>>(std::move(tiles));
     int64_t count = static_cast<int64_t>(shared->size());
+    const int64_t tap_stride = n_taps * H;
     add(list, {std::move(name), count, cost, {},
-               [this, shared, norm, accumulate, input, input_stride, normalise](
+               [this, shared, norm, accumulate, input, input_stride, normalise, tap, tap_stride](
                    int64_t begin, int64_t end, WorkerContext& ctx) {
                  const float* x = input;
                  if (norm != nullptr) {
@@ -129,6 +136,12 @@ void Qwen38Step::build(int workers) {
                    const Tile& tile = (*shared)[static_cast<std::size_t>(t)];
                    kernels::matmul_tile(*tile.matrix, tile.begin, tile.end, x, input_stride, rows_,
                                         {tile.out, tile.out_stride, accumulate});
+                   if (tap == nullptr) continue;
+                   for (int64_t r = 0; r < rows_; ++r) {
+                     std::copy(tile.out + r * tile.out_stride + tile.begin,
+                               tile.out + r * tile.out_stride + tile.end,
+                               tap + r * tap_stride + tile.begin);
+                   }
                  }
                }});
   };
@@ -293,7 +306,11 @@ void Qwen38Step::build(int workers) {
                }});
     std::vector<Tile> down_tiles;
     add_tiles(down_tiles, lw.down_proj, hidden, H, workers);
-    projection(tag + "mlp_down", nullptr, std::move(down_tiles), true, gate, I);
+    auto tapped = std::find(tap_layers_.begin(), tap_layers_.end(), layer);
+    float* tap = tapped == tap_layers_.end()
+                     ? nullptr
+                     : taps_.data() + (tapped - tap_layers_.begin()) * H;
+    projection(tag + "mlp_down", nullptr, std::move(down_tiles), true, gate, I, tap);
   }
 
   // lm_head tiles with the final norm as prologue and a per-tile argmax as epilogue.

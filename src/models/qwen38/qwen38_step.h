@@ -27,8 +27,11 @@ class Qwen38Step {
  public:
   static constexpr int64_t kMaxRows = 8;
 
+  // `tap_layers`: 0-based layers whose post-layer residual (after the MLP add) every run copies
+  // out for a speculative drafter, [rows][tap_layers.size() * H].
   Qwen38Step(const Qwen38Config& config, const Qwen38Weights& weights, const kernels::Rope& rope,
-             int64_t max_rows, RowMode mode, int workers, int64_t max_context);
+             int64_t max_rows, RowMode mode, int workers, int64_t max_context,
+             std::vector<int64_t> tap_layers = {});
 
   program::Program& program() { return *program_; }
   int64_t max_rows() const { return max_rows_; }
@@ -45,6 +48,9 @@ class Qwen38Step {
   const SequenceState* last_state() const { return states_[0]; }
   const float* logits(int64_t row) const { return logits_.data() + row * vocab_; }
   int32_t greedy(int64_t row) const { return greedy_[static_cast<std::size_t>(row)]; }
+  const std::vector<int64_t>& tap_layers() const { return tap_layers_; }
+  // The taps of the last run's rows, [rows()][tap_layers().size() * H].
+  const float* taps() const { return taps_.data(); }
 
   // Verify mode: keeps the first `rows_kept` rows (0..rows) of the last run: positions and the
   // delta-net states return to the state after row rows_kept-1 (or before the block).
@@ -61,6 +67,7 @@ class Qwen38Step {
   RowMode mode_;
   int64_t vocab_;
   int64_t max_context_;
+  std::vector<int64_t> tap_layers_;
   std::unique_ptr<program::Program> program_;
 
   // Step inputs, read by the instruction bodies.
@@ -73,6 +80,7 @@ class Qwen38Step {
   // Activations (f32, [rows][width]).
   std::vector<float> hidden_, gdn_proj_, gdn_core_, attn_q_, attn_k_, attn_v_, attn_out_, mlp_act_;
   std::vector<float> logits_;
+  std::vector<float> taps_;
   std::vector<float> tile_max_;     // [lm_head tiles][rows]
   std::vector<int32_t> tile_arg_;   // [lm_head tiles][rows]
   std::array<int32_t, kMaxRows> greedy_{};
