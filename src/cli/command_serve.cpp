@@ -23,7 +23,6 @@ struct ServeFlags {
   ModelFlags model;
   server::ServerOptions server;
   std::string served_names;
-  double max_body_mib = 16;
 };
 
 void add_serve_flags(CLI::App& sub, ServeFlags& f) {
@@ -41,8 +40,8 @@ void add_serve_flags(CLI::App& sub, ServeFlags& f) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   sub.add_option("--max-choices", o.max_choices, "Most choices (n × prompts) per request")
       ->check(CLI::Range(int64_t{1}, int64_t{4096}));
-  sub.add_option("--max-body-mib", f.max_body_mib, "Largest request body in MiB")
-      ->check(CLI::Range(0.001, 4096.0));
+  sub.add_option("--max-body-bytes", o.max_body_bytes, "Largest request body (413 beyond)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 32));
   sub.add_option("--max-messages", o.max_messages, "Most chat messages per request");
   sub.add_option("--default-max-tokens", o.default_max_tokens,
                  "max_tokens when a request gives none (default: chat → the rest of the "
@@ -85,7 +84,6 @@ std::vector<std::string> split_names(const std::string& names) {
 
 int serve(ServeFlags& f) {
   f.server.served_model_names = split_names(f.served_names);
-  f.server.max_body_bytes = static_cast<std::size_t>(f.max_body_mib * 1024 * 1024);
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
   std::signal(SIGPIPE, SIG_IGN);  // a client that vanished mid-write is a failed write, not death

@@ -173,6 +173,7 @@ void BatchScheduler::admit() {
       slot.prompt_tokens = static_cast<int64_t>(q.work.request.prompt.size());
       slot.decoded = 0;
       slot.params = q.work.request.sampling;
+      slot.params.seed = q.work.seed;
       slot.max_tokens = q.work.request.max_tokens;
       rows_[i].stream = q.stream;  // marks the row taken before the lock is released
       admitted.emplace_back(i, std::move(q));

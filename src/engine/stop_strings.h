@@ -18,7 +18,7 @@ struct StopStringOutput {
 class StopStringMatcher {
  public:
   static constexpr std::size_t kMaxStrings = 16;
-  static constexpr std::size_t kMaxBytes = 256;
+  static constexpr std::size_t kMaxBytes = 1024;  // the OpenAI limit the server validates
 
   // Throws md::Error (naming the index) for an empty or over-long stop string, or too many.
   explicit StopStringMatcher(std::vector<std::string> stops);

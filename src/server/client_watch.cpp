@@ -79,4 +79,8 @@ bool ClientWatch::gone() {
   return gone_;
 }
 
+void ClientWatch::stop_reading() {
+  if (fd_ >= 0) shutdown(fd_, SHUT_RD);
+}
+
 }  // namespace md::server

@@ -15,6 +15,11 @@ class ClientWatch {
   // True once the peer has closed or reset the connection (a half-close counts: an HTTP client
   // that shuts its sending side has gone). False when the socket could not be found.
   bool gone();
+  // Closes the reading side of the connection: cpp-httplib 0.11 keeps a connection alive even
+  // when the response says "Connection: close", so a refused request whose body was never read
+  // would leave that body to be parsed as the next request. With reading shut, the connection
+  // ends after the response is written.
+  void stop_reading();
 
  private:
   int fd_ = -1;

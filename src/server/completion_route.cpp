@@ -98,13 +98,16 @@ class CompletionFormatter : public ResponseFormatter {
     std::vector<json> out;
     auto index = static_cast<std::size_t>(update.choice);
     Choice& c = choices_[index];
-    std::string text;
     if (update.prompt_scores) {
+      // The echoed prompt is a chunk of its own, before any generated text (§3.6).
       std::string echoed = echo_scores(c, *update.prompt_scores);
-      if (request_.echo) text = echoed;
+      if (request_.echo) {
+        json lp = request_.logprobs ? c.logprobs.take() : json(nullptr);
+        out.push_back(chunk(choice_json(index, echoed, std::move(lp))));
+      }
     }
     add_tokens(c, update.delta.tokens);
-    text += update.delta.content;
+    std::string text = update.delta.content;
     if (!text.empty() || (request_.logprobs && !c.logprobs.empty())) {
       json lp = request_.logprobs ? c.logprobs.take() : json(nullptr);
       out.push_back(chunk(choice_json(index, text, std::move(lp))));

@@ -180,7 +180,10 @@ void respond(ServerContext&, const httplib::Request&, httplib::Response& res,
   res.set_header("Connection", "keep-alive");
   res.set_header("X-Accel-Buffering", "no");
   res.set_chunked_content_provider(
-      "text/event-stream; charset=utf-8",
+      // Not "text/event-stream; charset=utf-8": cpp-httplib 0.11 gzips every text/* type but
+      // exactly this one when the client accepts gzip, and its gzip stream holds events back
+      // until the end. SSE is UTF-8 by definition, so the parameter adds nothing.
+      "text/event-stream",
       [state](std::size_t, httplib::DataSink& sink) { return stream_step(sink, *state); },
       [state](bool) {
         // The run's destructor cancels whatever is still open (a client that went away).

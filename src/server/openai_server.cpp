@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cctype>
 #include <filesystem>
 #include <functional>
@@ -11,6 +12,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "server/client_watch.h"
 #include "server/routes.h"
 
 namespace md::server {
@@ -132,12 +134,16 @@ void OpenAiServer::install_routes() {
     std::string request_id = req.get_header_value("X-Request-Id");
     res.set_header("X-Request-Id", request_id.empty() ? random_id("req-") : request_id);
     const Route* route = find_route(req.path, &log.route);
+    const bool has_body = req.has_header("Content-Length") ? req.get_header_value("Content-Length") != "0"
+                                                           : req.has_header("Transfer-Encoding");
     auto reject = [&](const ApiError& error) {
       send_error(res, error);
-      // The body of a rejected POST is never read: the connection cannot carry another request.
-      if (req.method == "POST") res.set_header("Connection", "close");
+      // The body of a rejected request is never read: the connection cannot carry another one.
+      if (has_body) res.set_header("Connection", "close");
       return httplib::Server::HandlerResponse::Handled;
     };
+    // HTTP/1.0 has no persistent connections: say so (§0).
+    if (req.version == "HTTP/1.0") res.set_header("Connection", "close");
     if (route == nullptr) {
       log.route = "other";
       return reject(unknown_url(req.method, req.path));
@@ -164,6 +170,15 @@ void OpenAiServer::install_routes() {
         req.get_header_value("Transfer-Encoding").find("chunked") == std::string::npos) {
       return reject(length_required());
     }
+    // An announced body over the limit is refused before a byte of it is read (§9).
+    if (req.has_header("Content-Length")) {
+      const std::string length = req.get_header_value("Content-Length");
+      char* end = nullptr;
+      unsigned long long announced = std::strtoull(length.c_str(), &end, 10);
+      if (announced > ctx.options.max_body_bytes) {
+        return reject(request_too_large(ctx.options.max_body_bytes));
+      }
+    }
     if (!ctx.options.cors_origin.empty()) {
       res.set_header("Access-Control-Allow-Origin", ctx.options.cors_origin);
     }
@@ -172,21 +187,41 @@ void OpenAiServer::install_routes() {
 
   for (const Route& route : route_table()) {
     for (const std::string& path : route.paths) {
-      auto handler = [&ctx, h = route.handler](const httplib::Request& req,
-                                               httplib::Response& res) {
-        run_handler(ctx, h, req, res);
-      };
       if (std::string(route.method) == "GET") {
-        http_->Get(path, handler);
-      } else {
-        http_->Post(path, handler);
+        http_->Get(path, [&ctx, h = route.handler](const httplib::Request& req,
+                                                    httplib::Response& res) {
+          run_handler(ctx, h, req, res);
+        });
+        continue;
       }
+      // POST bodies are read here rather than by cpp-httplib: it would parse form-encoded
+      // bodies (with an 8 KiB limit of its own) whatever the route, and it applies no size limit
+      // to chunked bodies. The body is JSON whatever the Content-Type (§0).
+      http_->Post(path, [&ctx, h = route.handler](const httplib::Request& req,
+                                                   httplib::Response& res,
+                                                   const httplib::ContentReader& reader) {
+        httplib::Request with_body = req;
+        const std::size_t limit = ctx.options.max_body_bytes;
+        bool within = reader([&](const char* data, std::size_t length) {
+          if (with_body.body.size() + length > limit) return false;
+          with_body.body.append(data, length);
+          return true;
+        });
+        if (!within || with_body.body.size() > limit) {
+          send_error(res, request_too_large(limit));
+          res.set_header("Connection", "close");
+          return;
+        }
+        run_handler(ctx, h, with_body, res);
+      });
     }
   }
 
   // Statuses cpp-httplib sets itself (413 while reading a body, 400 for a malformed request)
   // get the API's error body.
   http_->set_error_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
+    // Requests cpp-httplib refuses before routing never met the pre-routing handler.
+    if (!res.has_header("X-Request-Id")) res.set_header("X-Request-Id", random_id("req-"));
     if (!res.body.empty()) return;
     if (res.status == 413) {
       send_error(res, request_too_large(ctx.options.max_body_bytes));
@@ -206,6 +241,11 @@ void OpenAiServer::install_routes() {
                                                           log.start)
                     .count();
     ctx.metrics.http_response(log.route.empty() ? "other" : log.route, res.status);
+    // The response is out: a connection it declared closed must not read another request
+    // (cpp-httplib 0.11 would keep it alive and parse an unread body as one).
+    if (res.get_header_value("Connection") == "close") {
+      ClientWatch(req.local_port, req.remote_addr, req.remote_port).stop_reading();
+    }
     log::info("access method={} path={} status={} prompt_tokens={} completion_tokens={} "
               "latency_ms={:.1f} request_id={}",
               req.method, req.path, res.status, log.prompt_tokens, log.completion_tokens, ms,

@@ -15,7 +15,9 @@ constexpr double kTwoTo63 = 9223372036854775808.0;
 IntegerRead read_float_integer(double d) {
   if (!std::isfinite(d)) return {IntegerStatus::kOutOfRange};  // 1e400 parses as infinity
   if (std::trunc(d) != d) return {IntegerStatus::kNotInteger};
-  if (d < -kTwoTo63 || d >= kTwoTo63) return {IntegerStatus::kOutOfRange};
+  // A JSON number outside int64 arrives as a double; -2^63 itself as a double means the literal
+  // was out of range (an in-range -9223372036854775808 parses as an integer).
+  if (d <= -kTwoTo63 || d >= kTwoTo63) return {IntegerStatus::kOutOfRange};
   return {IntegerStatus::kOk, static_cast<int64_t>(d)};
 }
 
