@@ -1,28 +1,26 @@
 // A Llama-architecture model loaded from one GGUF file (e.g. SmolLM2-135M-Instruct Q4_1) and its
-// plain reference forward: weights stay in their GGUF block format in the mapped file and each
-// row is dequantised to f32 as it is used; activations and the KV cache are f32.
+// plain reference forward: weights stay in their GGUF block format in the mapped file and are
+// dequantised in registers by the GGUF GEMV kernels (kernels/gguf_matmul.h); activations and the
+// KV cache are f32. A batch decode step streams every weight once for all its sequences, and each
+// sequence's logits are bitwise those of decoding it alone (the kernels are batch invariant).
 #pragma once
 
+#include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "base/thread_pool.h"
 #include "io/gguf_file.h"
-#include "kernels/rope.h"
+#include "kernels/gguf_matmul.h"
 #include "models/language_model.h"
 #include "models/llama/llama_config.h"
 
 namespace md {
 
 // A [rows][cols] weight in a GGUF block format, rows `row_bytes` apart in the mapping.
-struct GgufMatrix {
-  GgmlType type = GgmlType::kF32;
-  const uint8_t* data = nullptr;
-  int64_t rows = 0;
-  int64_t cols = 0;
-  std::size_t row_bytes = 0;
-};
+using GgufMatrix = kernels::GgufMatrix;
 
 struct LlamaLayerWeights {
   std::vector<float> attn_norm, ffn_norm;
@@ -44,6 +42,9 @@ class LlamaGgufModel final : public LanguageModel {
   std::unique_ptr<SequenceState> new_sequence(int64_t capacity) const override;
   void forward(SequenceState& state, std::span<const int32_t> tokens, LogitRows rows,
                std::vector<float>& logits) override;
+  // All sequences in one pass over the weights (groups of up to 8 rows share each weight block).
+  void decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
+              std::vector<float>& logits) override;
   std::size_t decode_weight_bytes() const override;
   std::size_t weight_bytes() const override { return file_.file_bytes(); }
 
@@ -51,9 +52,27 @@ class LlamaGgufModel final : public LanguageModel {
   const GgufFile& file() const { return file_; }
 
  private:
-  void matmul(const GgufMatrix& w, const float* x, int64_t rows, float* y);
-  void attention(class LlamaState& state, const LlamaLayerWeights& layer, int64_t layer_index,
-                 const float* x, int64_t rows, float* out);
+  // One row of a step: the sequence it extends and the position its token takes there.
+  struct Row {
+    class LlamaState* state;
+    int64_t position;
+  };
+  // One product of a fused matmul: y (+)= W·x for every row.
+  struct Product {
+    const GgufMatrix* w;
+    float* y;
+    bool accumulate = false;
+  };
+
+  void check_tokens(std::span<const int32_t> tokens) const;
+  // Runs the rows through the model; writes logits of rows [first_logit_row, rows).
+  void run(std::span<const Row> rows, std::span<const int32_t> tokens, int64_t first_logit_row,
+           std::vector<float>& logits);
+  // The products share their input x ([rows][cols]); their output rows are split across the pool
+  // together, so that one fork/join serves them all.
+  void matmuls(std::initializer_list<Product> products, const float* x, int64_t rows);
+  void attention(std::span<const Row> rows, const LlamaLayerWeights& layer, int64_t layer_index,
+                 const float* x, float* hidden);
 
   GgufFile file_;
   LlamaConfig config_;

@@ -1,0 +1,82 @@
+#include "kernels/gguf_matmul.h"
+
+#include "kernels/gguf_matmul_kernels.h"
+#include "kernels/isa.h"
+
+namespace md::kernels {
+
+namespace {
+
+// Threads split the output rows at multiples of this (a multiple of every path's register
+// block), so that no thread starts or ends inside one. Results do not depend on the split.
+constexpr int64_t kThreadRowGrain = 16;
+
+const GgufMatmulKernels& active() {
+  static const GgufMatmulKernels& kernels = gguf_matmul_kernels(active_isa_level());
+  return kernels;
+}
+
+}  // namespace
+
+const GgufMatmulKernels& gguf_matmul_kernels(Isa isa) {
+#if defined(__x86_64__)
+  switch (isa) {
+    case Isa::kAvx512:
+      return kGgufMatmulAvx512;
+    case Isa::kAvx2:
+      return kGgufMatmulAvx2;
+    case Isa::kScalar:
+      break;
+  }
+#else
+  (void)isa;
+#endif
+  return kGgufMatmulScalar;
+}
+
+bool gguf_matmul_supports(GgmlType type) {
+  switch (type) {
+    case GgmlType::kF32:
+    case GgmlType::kF16:
+    case GgmlType::kBF16:
+    case GgmlType::kQ8_0:
+    case GgmlType::kQ4_0:
+    case GgmlType::kQ4_1:
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool gguf_matmul_accepts(const GgufMatrix& w) {
+  if (!gguf_matmul_supports(w.type) || w.rows < 0 || w.cols <= 0 || w.data == nullptr) {
+    return false;
+  }
+  const GgmlTypeInfo& info = ggml_type_info(w.type);
+  if (w.cols % info.block_elems != 0) return false;
+  const auto blocks = static_cast<std::size_t>(w.cols / info.block_elems);
+  return w.row_bytes >= blocks * info.block_bytes;
+}
+
+void gguf_matmul_tile(const GgufMatrix& w, int64_t row_begin, int64_t row_end, const float* x,
+                      int64_t x_stride, int64_t n_rows, const MatmulOut& out) {
+  if (row_begin >= row_end || n_rows <= 0) return;
+  active().tile_for(w.type)(w, row_begin, row_end, x, x_stride, n_rows, out);
+}
+
+void gguf_matmul(const GgufMatrix& w, const float* x, int64_t n_rows, float* y, ThreadPool* pool) {
+  const MatmulOut out{y, w.rows, false};
+  if (pool == nullptr || pool->size() == 1) {
+    gguf_matmul_tile(w, 0, w.rows, x, w.cols, n_rows, out);
+    return;
+  }
+  const int64_t grains = (w.rows + kThreadRowGrain - 1) / kThreadRowGrain;
+  pool->parallel_for_work(grains, w.rows * w.cols * n_rows, [&](int64_t begin, int64_t end) {
+    const int64_t last = end * kThreadRowGrain < w.rows ? end * kThreadRowGrain : w.rows;
+    gguf_matmul_tile(w, begin * kThreadRowGrain, last, x, w.cols, n_rows, out);
+  });
+}
+
+}  // namespace md::kernels

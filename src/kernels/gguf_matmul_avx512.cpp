@@ -1,0 +1,324 @@
+// The AVX-512 path (F + BW + FMA) of kernels/gguf_matmul.h, compiled for those extensions alone
+// (src/kernels/CMakeLists.txt) and entered only when CPUID reports them (kernels/isa.cpp). Each
+// group of 32 weights is unpacked from its block into two registers of 16 f32 and multiplied with
+// the f32 activations; f16 scales and weights are widened with vcvtph2ps (AVX-512F), and 4-bit
+// weights are looked up in a per-block table of their 16 possible values (vpermps).
+#if defined(__x86_64__)
+
+// GCC 12's avx512fintrin.h builds "undefined" registers as `__m512 y = y;`, which
+// -W(maybe-)uninitialized flag once inlined here (fixed in later GCC).
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/gguf_matmul_blocked.h"
+#include "kernels/gguf_matmul_kernels.h"
+
+namespace md::kernels {
+
+namespace {
+
+struct Avx512 {
+  using Vec = __m512;
+  static constexpr int kLanes = 16;
+  // R weight rows × N activation rows take 2·R·N accumulators, plus the R rows' scales and the
+  // unpacked weights, of the 32 registers.
+  static constexpr int kMaxGroup = 8;
+  static constexpr int rows_for(int n) { return n <= 2 ? 4 : n <= 4 ? 2 : 1; }
+
+  static Vec zero() { return _mm512_setzero_ps(); }
+  static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
+  static Vec fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
+  static Vec inputs(const float* p) { return _mm512_loadu_ps(p); }
+
+  // Lanes l and l + 8, then l + 4, l + 2, l + 1 (the tree of the bf16 kernels).
+  static float sum(Vec v) {
+    __m256 lo = _mm512_castps512_ps256(v);
+    __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+    __m256 s8 = _mm256_add_ps(lo, hi);
+    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
+    __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+    __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
+    return _mm_cvtss_f32(s1);
+  }
+};
+
+// 16 f16 values, widened exactly.
+__m512 widen_f16(__m256i bits) {
+  return _mm512_cvtph_ps(bits);
+}
+
+// The first two f16 values at p, as [p[0], p[1], ...] f32 lanes.
+__m512 f16_pair(const std::uint8_t* p) {
+  std::uint32_t bits;
+  std::memcpy(&bits, p, sizeof(bits));
+  return widen_f16(_mm256_zextsi128_si256(_mm_cvtsi32_si128(static_cast<int>(bits))));
+}
+
+// The f16 at p (the last two bytes of a Q6_K block: nothing after it is read), in lane 0.
+__m512 f16_single(const std::uint8_t* p) {
+  const int bits = p[0] | (p[1] << 8);
+  return widen_f16(_mm256_zextsi128_si256(_mm_cvtsi32_si128(bits)));
+}
+
+__m512 lane(__m512 v, int index) {
+  return _mm512_permutexvar_ps(_mm512_set1_epi32(index), v);
+}
+
+// 16 bytes at p, zero-extended to 16 int32 lanes.
+__m512i bytes_u32(const std::uint8_t* p) {
+  return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+__m512 to_float(__m512i v) {
+  return _mm512_cvtepi32_ps(v);
+}
+
+// Formats whose blocks are opened one row at a time.
+template <class F>
+struct OpenEachRow {
+  template <int R, class Scales>
+  static void open(const std::uint8_t* const* blocks, Scales* scales) {
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) scales[i] = F::open_one(blocks[i]);
+  }
+};
+
+// The first two f16 of each of R <= 4 blocks, widened by one vcvtph2ps: out[2i], out[2i + 1] for
+// block i. (Built in registers: a vector loaded from four separate stores would stall on store
+// forwarding.)
+template <int R>
+void f16_pairs(const std::uint8_t* const* blocks, float* out) {
+  static_assert(R <= 4);
+  std::uint32_t words[4] = {};
+#pragma GCC unroll 4
+  for (int i = 0; i < R; ++i) std::memcpy(&words[i], blocks[i], sizeof(std::uint32_t));
+  const __m128i bits = _mm_setr_epi32(static_cast<int>(words[0]), static_cast<int>(words[1]),
+                                      static_cast<int>(words[2]), static_cast<int>(words[3]));
+  _mm256_storeu_ps(out, _mm512_castps512_ps256(widen_f16(_mm256_zextsi128_si256(bits))));
+  // The scales are then broadcast from memory (vbroadcastss m32 takes only a load port), not
+  // shuffled out of the register on port 5, which the nibble unpacking and lookups already load.
+  __asm__("" : "+m"(*reinterpret_cast<float(*)[8]>(out)));
+}
+
+// [0, 1, ..., 15] and [-8, ..., 7]: the nibble values, as f32.
+__m512 nibble_values(int offset) {
+  return _mm512_add_ps(_mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                       _mm512_set1_ps(static_cast<float>(offset)));
+}
+
+// 4-bit weights are looked up in a table of the 16 values a block's nibbles can take, built with
+// one fma (or mul) per block: vpermps replaces an int-to-float conversion and an fma per vector,
+// and it reads only the low 4 bits of each index (no masking of the low nibbles).
+__m512 lookup(__m512i nibbles, __m512 table) {
+  return _mm512_permutexvar_ps(nibbles, table);
+}
+
+// Q4_0 (d, qs[16]) and Q4_1 (d, m, qs[16]): weight j is lo(qs[j])·d + m, weight j + 16 is
+// hi(qs[j])·d + m (Q4_0: (q − 8)·d). q·d is exact, so the table's one fma rounds once, as
+// dequantize_row's q·d + m does, and (q − 8)·d is exact.
+template <bool kHasMin>
+struct Q4 {
+  static constexpr int kBlockElems = 32;
+  static constexpr int kBlockBytes = kHasMin ? 20 : 18;
+  static constexpr bool kPlain = false;
+  struct Scales {
+    __m512 table;
+  };
+  template <int R>
+  static void open(const std::uint8_t* const* blocks, Scales* scales) {
+    alignas(32) float dm[8];
+    f16_pairs<R>(blocks, dm);
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) {
+      const __m512 d = _mm512_set1_ps(dm[2 * i]);
+      scales[i].table = kHasMin
+                            ? _mm512_fmadd_ps(nibble_values(0), d, _mm512_set1_ps(dm[2 * i + 1]))
+                            : _mm512_mul_ps(nibble_values(-8), d);
+    }
+  }
+  static void group(const std::uint8_t* block, const Scales& s, int, __m512* w) {
+    __m512i q = bytes_u32(block + (kHasMin ? 4 : 2));
+    w[0] = lookup(q, s.table);
+    w[1] = lookup(_mm512_srli_epi32(q, 4), s.table);
+  }
+};
+
+// Q8_0 (d, int8 qs[32]): weight j is qs[j]·d, exact.
+struct Q8_0 {
+  static constexpr int kBlockElems = 32;
+  static constexpr int kBlockBytes = 34;
+  static constexpr bool kPlain = false;
+  struct Scales {
+    __m512 d;
+  };
+  template <int R>
+  static void open(const std::uint8_t* const* blocks, Scales* scales) {
+    alignas(32) float dm[8];
+    f16_pairs<R>(blocks, dm);
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) scales[i].d = _mm512_set1_ps(dm[2 * i]);
+  }
+  static void group(const std::uint8_t* block, const Scales& s, int, __m512* w) {
+    for (int v = 0; v < 2; ++v) {
+      __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2 + 16 * v));
+      w[v] = _mm512_mul_ps(to_float(_mm512_cvtepi8_epi32(q)), s.d);
+    }
+  }
+};
+
+// Q4_K (d, dmin, scales[12], qs[128]): sub-block g (weights 32g..32g+31) has a 6-bit scale and
+// min, weight = (d·scale)·q − dmin·min with q the low (g even) or high (g odd) nibbles of
+// qs[32(g/2)..]. Both products are exact, so the fmsub rounds once, as dequantize_row does.
+struct Q4_K : OpenEachRow<Q4_K> {
+  static constexpr int kBlockElems = 256;
+  static constexpr int kBlockBytes = 144;
+  static constexpr bool kPlain = false;
+  struct Scales {
+    alignas(32) float d[8];
+    alignas(32) float m[8];
+  };
+  // The 12 scale bytes as three words a, b, c: scales 0-3 / mins 0-3 are the low 6 bits of the
+  // bytes of a / b; scales 4-7 / mins 4-7 are the low / high nibbles of c's bytes plus the top
+  // two bits of a's / b's bytes.
+  static Scales open_one(const std::uint8_t* block) {
+    std::uint32_t a, b, c;
+    std::memcpy(&a, block + 4, 4);
+    std::memcpy(&b, block + 8, 4);
+    std::memcpy(&c, block + 12, 4);
+    const std::uint64_t scales =
+        (a & 0x3f3f3f3fu) | std::uint64_t{(c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u)} << 32;
+    const std::uint64_t mins =
+        (b & 0x3f3f3f3fu) | std::uint64_t{((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u)}
+                                << 32;
+    const __m512 both = f16_pair(block);
+    Scales s;
+    _mm256_store_ps(s.d, _mm256_mul_ps(eight(scales), _mm512_castps512_ps256(lane(both, 0))));
+    _mm256_store_ps(s.m, _mm256_mul_ps(eight(mins), _mm512_castps512_ps256(lane(both, 1))));
+    return s;
+  }
+  static __m256 eight(std::uint64_t bytes) {
+    return _mm256_cvtepi32_ps(
+        _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(bytes))));
+  }
+  static void group(const std::uint8_t* block, const Scales& s, int g, __m512* w) {
+    const __m512 table =
+        _mm512_fmsub_ps(nibble_values(0), _mm512_set1_ps(s.d[g]), _mm512_set1_ps(s.m[g]));
+    for (int v = 0; v < 2; ++v) {
+      const __m512i q = bytes_u32(block + 16 + 32 * (g / 2) + 16 * v);
+      w[v] = lookup(g % 2 == 0 ? q : _mm512_srli_epi32(q, 4), table);
+    }
+  }
+};
+
+// Q6_K (ql[128], qh[64], int8 sc[16], d): weight 32g + l (half h = g / 4, quarter k = g % 4) has
+// low 4 bits from ql[64h + 32(k % 2) + l] (low nibble for k < 2) and top 2 bits from bits 2k of
+// qh[32h + l]; weight = (d·sc[(32g + l) / 16])·(q − 32), both products exact.
+struct Q6_K : OpenEachRow<Q6_K> {
+  static constexpr int kBlockElems = 256;
+  static constexpr int kBlockBytes = 210;
+  static constexpr bool kPlain = false;
+  struct Scales {
+    alignas(64) float d[16];
+  };
+  static Scales open_one(const std::uint8_t* block) {
+    __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 192));
+    Scales s;
+    _mm512_store_ps(
+        s.d, _mm512_mul_ps(to_float(_mm512_cvtepi8_epi32(sc)), lane(f16_single(block + 208), 0)));
+    return s;
+  }
+  static void group(const std::uint8_t* block, const Scales& s, int g, __m512* w) {
+    const int h = g / 4, k = g % 4;
+    for (int v = 0; v < 2; ++v) {
+      __m512i low = bytes_u32(block + 64 * h + 32 * (k % 2) + 16 * v);
+      low = k < 2 ? _mm512_and_si512(low, _mm512_set1_epi32(15)) : _mm512_srli_epi32(low, 4);
+      __m512i high = _mm512_srli_epi32(bytes_u32(block + 128 + 32 * h + 16 * v), 2 * k);
+      high = _mm512_slli_epi32(_mm512_and_si512(high, _mm512_set1_epi32(3)), 4);
+      __m512i q = _mm512_sub_epi32(_mm512_or_si512(low, high), _mm512_set1_epi32(32));
+      w[v] = _mm512_mul_ps(to_float(q), _mm512_set1_ps(s.d[2 * g + v]));
+    }
+  }
+};
+
+// Plain formats in groups of 32 elements.
+struct NoScales {};
+
+struct F32 : OpenEachRow<F32> {
+  static constexpr int kBlockElems = 32;
+  static constexpr int kBlockBytes = 128;
+  static constexpr bool kPlain = true;
+  using Scales = NoScales;
+  static Scales open_one(const std::uint8_t*) { return {}; }
+  static void group(const std::uint8_t* block, const Scales&, int, __m512* w) {
+    w[0] = _mm512_loadu_ps(block);
+    w[1] = _mm512_loadu_ps(block + 64);
+  }
+};
+
+__m256i load_256(const std::uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+struct F16 : OpenEachRow<F16> {
+  static constexpr int kBlockElems = 32;
+  static constexpr int kBlockBytes = 64;
+  static constexpr bool kPlain = true;
+  using Scales = NoScales;
+  static Scales open_one(const std::uint8_t*) { return {}; }
+  static void group(const std::uint8_t* block, const Scales&, int, __m512* w) {
+    w[0] = widen_f16(load_256(block));
+    w[1] = widen_f16(load_256(block + 32));
+  }
+};
+
+// bf16 is the top half of an f32: zero-extend each word and shift it up.
+struct BF16 : OpenEachRow<BF16> {
+  static constexpr int kBlockElems = 32;
+  static constexpr int kBlockBytes = 64;
+  static constexpr bool kPlain = true;
+  using Scales = NoScales;
+  static Scales open_one(const std::uint8_t*) { return {}; }
+  static void group(const std::uint8_t* block, const Scales&, int, __m512* w) {
+    for (int v = 0; v < 2; ++v) {
+      __m512i words = _mm512_cvtepu16_epi32(load_256(block + 32 * v));
+      w[v] = _mm512_castsi512_ps(_mm512_slli_epi32(words, 16));
+    }
+  }
+};
+
+template <class F>
+constexpr GgufTileFn kTile = gguf_blocked::tile<Avx512, F>;
+
+GgufTileFn tile_for(GgmlType type) {
+  switch (type) {
+    case GgmlType::kQ4_0:
+      return kTile<Q4<false>>;
+    case GgmlType::kQ4_1:
+      return kTile<Q4<true>>;
+    case GgmlType::kQ8_0:
+      return kTile<Q8_0>;
+    case GgmlType::kQ4_K:
+      return kTile<Q4_K>;
+    case GgmlType::kQ6_K:
+      return kTile<Q6_K>;
+    case GgmlType::kF32:
+      return kTile<F32>;
+    case GgmlType::kF16:
+      return kTile<F16>;
+    case GgmlType::kBF16:
+      return kTile<BF16>;
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+const GgufMatmulKernels kGgufMatmulAvx512{tile_for};
+
+}  // namespace md::kernels
+
+#endif  // __x86_64__
