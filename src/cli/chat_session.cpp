@@ -38,6 +38,7 @@ ChatSession::ChatSession(ModelSession& model, SamplingFlags sampling, ChatOption
       sampling_(std::move(sampling)),
       options_(std::move(options)),
       generator_(*model.model, *model.tokenizer, model.context) {
+  model.attach(generator_);
   if (!model_.chat_template) {
     fail(
         "{} has no chat template (tokenizer_config.json chat_template or chat_template.jinja); "

@@ -13,6 +13,7 @@
 #include "cli/commands.h"
 #include "cli/model_session.h"
 #include "kernels/memory_bandwidth.h"
+#include "models/drafters/dflash2/dflash2_drafter.h"
 #include "models/model_loader.h"
 #include "models/qwen38/qwen38_synthetic.h"
 
@@ -32,6 +33,18 @@ struct BenchOptions {
   int64_t prefill_tokens = 128;
   int64_t context = 1024;
   bool json = false;
+  std::string draft;             // speculative figures with this drafter
+  int64_t spec_tokens = 96;      // tokens generated per acceptance length
+};
+
+// Speculative decoding at one forced acceptance length (τ = accept), one sequence.
+struct SpecFigure {
+  int64_t accept = 0;  // 0: target-only decode
+  int64_t tokens = 0;
+  double seconds = 0;
+  int64_t rounds = 0;
+  double draft_seconds = 0, verify_seconds = 0;
+  double tokens_per_second() const { return static_cast<double>(tokens) / seconds; }
 };
 
 struct DecodeFigure {
@@ -97,6 +110,67 @@ DecodeFigure measure_decode(LanguageModel& model, const BenchOptions& options, i
   return figure;
 }
 
+// Generates options.spec_tokens tokens after a synthetic prompt with the drafter forced to an
+// acceptance length of `accept` (0: no drafter), timing decode only.
+SpecFigure measure_speculation(LanguageModel& model, const Tokenizer& tokenizer,
+                               SpeculativeDrafter* drafter, const BenchOptions& options,
+                               int64_t accept) {
+  engine::Generator generator(model, tokenizer, options.context);
+  if (drafter != nullptr) generator.set_drafter(drafter, 0, accept);
+  engine::GenerationRequest request;
+  request.prompt = synthetic_prompt(options.prompt_tokens, model.vocab_size(), 5);
+  request.sampling.temperature = 0;
+  request.max_tokens = options.spec_tokens;
+  request.ignore_eos = true;
+  (void)generator.generate(request, nullptr);  // warm-up: steps built, pages touched
+  engine::GenerationResult result = generator.generate(request, nullptr);
+  const engine::SpeculationStats& spec = result.stats.speculation;
+  return SpecFigure{accept, result.stats.generated_tokens - 1, result.stats.decode_seconds,
+                    spec.rounds, spec.draft_seconds, spec.verify_seconds};
+}
+
+std::vector<SpecFigure> speculation_figures(LanguageModel& model, const BenchOptions& options) {
+  ResolvedModel source = resolve_model_source(options.model);
+  std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(source.directory);
+  ResolvedModel draft = resolve_model_source(options.draft);
+  std::unique_ptr<SpeculativeDrafter> drafter = load_dflash2_drafter(
+      draft.directory, model.target_view(), options.threads > 0 ? options.threads : 1);
+  std::vector<SpecFigure> figures{measure_speculation(model, *tokenizer, nullptr, options, 0)};
+  for (int64_t accept = 1; accept <= drafter->block_size(); ++accept) {
+    figures.push_back(measure_speculation(model, *tokenizer, drafter.get(), options, accept));
+  }
+  return figures;
+}
+
+void print_speculation(const std::vector<SpecFigure>& figures) {
+  const SpecFigure& plain = figures.front();
+  fmt::print("\nspeculative decoding, 1 sequence, forced acceptance length τ (target-only: {:.1f} "
+             "tok/s)\n",
+             plain.tokens_per_second());
+  fmt::print("{:>3} {:>10} {:>8} {:>14} {:>15}\n", "τ", "tok/s", "speedup", "draft ms/round",
+             "verify ms/round");
+  for (std::size_t i = 1; i < figures.size(); ++i) {
+    const SpecFigure& f = figures[i];
+    auto rounds = static_cast<double>(std::max<int64_t>(1, f.rounds));
+    fmt::print("{:>3} {:>10.1f} {:>7.2f}x {:>14.3f} {:>15.3f}\n", f.accept, f.tokens_per_second(),
+               f.tokens_per_second() / plain.tokens_per_second(), f.draft_seconds / rounds * 1e3,
+               f.verify_seconds / rounds * 1e3);
+  }
+}
+
+nlohmann::ordered_json speculation_json(const std::vector<SpecFigure>& figures) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const SpecFigure& f : figures) {
+    auto rounds = static_cast<double>(std::max<int64_t>(1, f.rounds));
+    out.push_back({{"acceptance_length", f.accept},
+                   {"tokens_per_s", f.tokens_per_second()},
+                   {"speedup", f.tokens_per_second() / figures.front().tokens_per_second()},
+                   {"draft_ms_per_round", f.draft_seconds / rounds * 1e3},
+                   {"verify_ms_per_round", f.verify_seconds / rounds * 1e3}});
+  }
+  return out;
+}
+
 std::unique_ptr<LanguageModel> open_model(const BenchOptions& options, std::string& name) {
   ModelRunOptions run;
   run.threads = options.threads;
@@ -139,6 +213,11 @@ int run_bench(const BenchOptions& options) {
                  LogitRows::kLast, logits);
   double prefill_seconds = since(prefill_start);
   std::size_t resident = resident_bytes();
+  std::vector<SpecFigure> spec;
+  if (!options.draft.empty()) {
+    if (options.model.empty()) fail("--draft needs --model (the drafter's target)");
+    spec = speculation_figures(*model, options);
+  }
 
   if (options.json) {
     nlohmann::ordered_json out{{"model", name},
@@ -160,6 +239,7 @@ int run_bench(const BenchOptions& options) {
                         {"weight_bytes_per_s", gbs}, {"fraction_of_bandwidth", gbs / bandwidth}});
     }
     out["decode"] = decode;
+    if (!spec.empty()) out["speculative"] = speculation_json(spec);
     fmt::print("{}\n", out.dump(2));
     return kExitOk;
   }
@@ -196,6 +276,7 @@ int run_bench(const BenchOptions& options) {
              static_cast<double>(live_state) / mib,
              (static_cast<double>(resident) - static_cast<double>(model->weight_bytes()) -
               static_cast<double>(live_state)) / mib);
+  if (!spec.empty()) print_speculation(spec);
   return kExitOk;
 }
 
@@ -220,6 +301,12 @@ CommandAction add_bench_command(CLI::App& app) {
   sub->add_option("-c,--context", options->context, "Context of each benchmark sequence")
       ->check(CLI::Range(32, 262144));
   sub->add_flag("--json", options->json, "Machine-readable output");
+  sub->add_option("--draft", options->draft,
+                  "Also measure speculative decoding with this drafter at forced acceptance "
+                  "lengths 1..block (needs --model)");
+  sub->add_option("--spec-tokens", options->spec_tokens,
+                  "Tokens generated per speculative measurement")
+      ->check(CLI::Range(int64_t{8}, int64_t{100000}));
   return [options]() {
     if (options->model.empty() && options->synthetic.empty()) options->synthetic = "qwen38-0.8b";
     return run_bench(*options);

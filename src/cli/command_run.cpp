@@ -95,6 +95,7 @@ int run(const RunOptions& options) {
     request.top_logprobs = options.logits_top_k;
   }
   engine::Generator generator(*session.model, *session.tokenizer, session.context);
+  session.attach(generator);
   InterruptScope interrupt;
   engine::GenerationResult result = generator.generate(
       request,

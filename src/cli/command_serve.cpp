@@ -104,6 +104,11 @@ int serve(ServeFlags& f) {
   try {
     f.model.model = spec;
     session = open_model_session(f.model, f.server.max_batch);
+    if (session.drafter) {
+      // The server's rows are independent decode rows; speculative rounds (verify rows per
+      // sequence) are not scheduled there yet. Said, not silently ignored.
+      log::warn("serve: speculative decoding is not used by the server yet; --draft is ignored");
+    }
     server::ServedModel served;
     served.model = session.model.get();
     served.tokenizer = session.tokenizer.get();

@@ -1,6 +1,7 @@
 #include "cli/model_session.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include "engine/generation_defaults.h"
 #include "io/gguf_file.h"
 #include "models/common/gguf_tokenizer.h"
+#include "models/drafters/dflash2/dflash2_drafter.h"
 #include "models/model_loader.h"
 
 namespace md::cli {
@@ -28,6 +30,17 @@ void add_model_flags(CLI::App& command, ModelFlags& flags) {
       ->check(CLI::NonNegativeNumber);
   command.add_option("--kv-cache", flags.kv_cache, "KV cache element type")
       ->check(CLI::IsMember({"bf16", "f32"}));
+  command.add_option("--draft", flags.draft,
+                     "Speculative decoding with this drafter (directory or org/name[@revision]; "
+                     "default for Qwen/Qwen3.8-27B: z-lab/Qwen3.8-27B-DFlash2)");
+  command.add_flag("--no-spec", flags.no_spec, "Turn speculative decoding off");
+  command.add_option("--block-size", flags.block_size,
+                     "Rows per speculative round: the anchor plus drafts (default: the drafter's)")
+      ->check(CLI::Range(int64_t{2}, int64_t{64}));
+  command.add_option("--force-accept", flags.force_accept,
+                     "Benchmarks only: pretend N-1 drafts are accepted every round (output is "
+                     "then not the model's)")
+      ->check(CLI::Range(int64_t{1}, int64_t{64}));
   command.add_option("--executor", flags.executor,
                      "Decode steps: mega (fused program, persistent threads), ops (same program, "
                      "a barrier per operation) or reference (plain forward)")
@@ -115,8 +128,25 @@ ModelSession open_model_session(const ModelFlags& flags, int sequences) {
          session.tokenizer->vocab_size(), session.model->vocab_size());
   }
   session.context = engine::choose_context(*session.model, flags.context, sequences);
+  std::string draft = flags.draft.empty() ? default_draft(flags.model) : flags.draft;
+  if (!draft.empty() && !flags.no_spec) {
+    ResolvedModel draft_source = resolve_model_source(draft);
+    session.drafter = load_dflash2_drafter(draft_source.directory, session.model->target_view(),
+                                           flags.threads > 0 ? flags.threads : 1);
+    session.block_size = flags.block_size;
+    session.force_accept = flags.force_accept;
+    log::info("speculative decoding with {} (block {})", draft_source.directory,
+              flags.block_size > 0 ? flags.block_size : session.drafter->block_size());
+  } else if (flags.force_accept > 0 || flags.block_size > 0) {
+    fail("--block-size and --force-accept need a drafter (--draft)");
+  }
   log::debug("loaded {}; context {}", session.model->description(), session.context);
   return session;
+}
+
+std::string default_draft(const std::string& model_spec) {
+  std::string repo = model_spec.substr(0, model_spec.find('@'));
+  return repo == "Qwen/Qwen3.8-27B" ? "z-lab/Qwen3.8-27B-DFlash2" : "";
 }
 
 engine::GenerationRequest make_request(const ModelSession& session, const SamplingFlags& flags,
@@ -141,13 +171,22 @@ engine::GenerationRequest make_request(const ModelSession& session, const Sampli
 }
 
 std::string format_stats(const engine::GenerationStats& stats, engine::FinishReason finish) {
-  return fmt::format(
+  std::string line = fmt::format(
       "prompt {} tok ({} reused) | prefill {:.1f} ms ({:.1f} tok/s) | first token {:.1f} ms | "
       "decode {} tok at {:.1f} tok/s | total {:.1f} ms | finish {}",
       stats.prompt_tokens, stats.reused_tokens, stats.prefill_seconds * 1e3,
       stats.prefill_tokens_per_second(), stats.first_token_seconds * 1e3, stats.generated_tokens,
       stats.decode_tokens_per_second(), stats.total_seconds * 1e3,
       engine::finish_reason_name(finish));
+  const engine::SpeculationStats& spec = stats.speculation;
+  if (spec.rounds > 0) {
+    line += fmt::format(
+        " | spec {} rounds, mean acceptance length {:.2f}, accepted by draft position [{}], "
+        "draft {:.1f} ms, verify {:.1f} ms",
+        spec.rounds, spec.mean_acceptance_length(), fmt::join(spec.accepted_at, ","),
+        spec.draft_seconds * 1e3, spec.verify_seconds * 1e3);
+  }
+  return line;
 }
 
 }  // namespace md::cli

@@ -11,6 +11,7 @@
 
 #include "engine/generation.h"
 #include "io/model_source.h"
+#include "models/drafters/speculative_drafter.h"
 #include "models/language_model.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
@@ -23,6 +24,11 @@ struct ModelFlags {
   int threads = 0;      // 0: all hardware threads
   std::string kv_cache = "bf16";
   std::string executor = "mega";
+  // Speculative decoding: a drafter directory or org/name[@rev]; off with no_spec.
+  std::string draft;
+  bool no_spec = false;
+  int64_t block_size = 0;    // 0: the drafter's
+  int64_t force_accept = 0;  // benchmarks only
 };
 
 struct SamplingFlags {
@@ -46,6 +52,14 @@ struct ModelSession {
   std::optional<ChatTemplate> chat_template;
   engine::SamplingParams sampling_defaults;  // generation_config.json
   int64_t context = 0;
+  std::unique_ptr<SpeculativeDrafter> drafter;  // null: no speculation
+  int64_t block_size = 0;
+  int64_t force_accept = 0;
+
+  // Turns speculation on in `generator` when the session has a drafter.
+  void attach(engine::Generator& generator) const {
+    if (drafter) generator.set_drafter(drafter.get(), block_size, force_accept);
+  }
 };
 
 // The model used when --model is absent: $MEGADECODE_MODEL, else the SmolLM2-135M-Instruct file
@@ -65,6 +79,10 @@ ExecutorKind parse_executor(const std::string& name);
 // A request for `prompt` with the model's defaults overridden by the user's flags.
 engine::GenerationRequest make_request(const ModelSession& session, const SamplingFlags& flags,
                                        std::vector<int32_t> prompt);
+
+// The default drafter of a target given as a Hugging Face repository (Qwen/Qwen3.8-27B →
+// z-lab/Qwen3.8-27B-DFlash2), or "" when there is none.
+std::string default_draft(const std::string& model_spec);
 
 // "prompt 12 tok | prefill 3.1 ms (3870 tok/s) | first token 3.5 ms | decode 63 tok at 812 tok/s
 // | total 81 ms | stop"

@@ -243,9 +243,10 @@ FinishReason Generator::decode_speculative(ChoiceDecoder& decoder, TokenOutcome 
       bool accepted = false;
       if (i + 1 < rows) {
         const int32_t draft = block[static_cast<std::size_t>(i + 1)];
-        if (i + 1 < force_accept_) {
-          outcome = decoder.force(draft);
-          accepted = true;
+        if (force_accept_ > 0) {
+          // Benchmark: exactly force_accept-1 drafts are taken, then the target's own token.
+          accepted = i + 1 < force_accept_;
+          outcome = accepted ? decoder.force(draft) : decoder.next(row, position);
         } else {
           outcome = decoder.verify_draft(row, position, draft,
                                          proposal.q[static_cast<std::size_t>(i)], accepted);

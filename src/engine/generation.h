@@ -73,9 +73,9 @@ class Generator {
 
   // Speculative decoding with `drafter` (null: off). The model must have verify rows; its tap
   // layers are set to the drafter's. block_size: rows per round (2..the drafter's; 0 = the
-  // drafter's). force_accept (benchmarks only): pretend the first force_accept-1 drafts of
-  // every round were accepted, to time a round at that acceptance length; output is then not
-  // the model's.
+  // drafter's). force_accept (benchmarks only): every round takes exactly force_accept-1 drafts
+  // and then the target's own token, to time rounds at that acceptance length; output is then
+  // not the model's.
   void set_drafter(SpeculativeDrafter* drafter, int64_t block_size = 0, int64_t force_accept = 0);
   int64_t context() const { return state_->capacity(); }
   // The tokens the sequence holds (processed by the model).

@@ -1,0 +1,23 @@
+// The attention of one DFlash2 query head over keys held in several runs (the context ring's one
+// or two pieces and the block's own rows), softmax in f32 over all of them together.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace md::dflash2 {
+
+// `count` keys (and values) starting at `keys`/`values`, key τ at τ · stride.
+struct KeyRun {
+  const float* keys = nullptr;
+  const float* values = nullptr;
+  int64_t count = 0;
+  int64_t stride = 0;
+};
+
+// out = Σ softmax(scale · q·k) · v over every key of every run. `scores` is scratch for the
+// total key count. With no keys at all, out is zero.
+void attend_runs(const float* q, std::span<const KeyRun> runs, int64_t head_dim, float scale,
+                 float* scores, float* out);
+
+}  // namespace md::dflash2

@@ -1,0 +1,63 @@
+// The drafter's memory of committed target positions (qwen38-dflash2.md §11.3, §11.5): the
+// context feature ctx_p = RMSNorm(fc · taps_p) of every position, and per draft layer the
+// context keys and values (K after k_norm and RoPE) of the positions the sliding window can
+// still reach.
+//
+// Why both: ctx_p (hidden floats per position) is the smallest exact record of a position — its
+// K/V over all layers is 2 · layers · kv_dim floats — so it is kept for every position, which
+// lets truncate_context() rewind to any length. K/V are cached in a ring of `sliding_window`
+// slots per layer, so a round computes K/V only for newly committed positions (the real window
+// is 2048 positions; recomputing it every round would cost 2048 rows of k/v projections per
+// layer). A slot whose position was truncated away is recomputed from ctx_p when next needed.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "kernels/rope.h"
+#include "models/drafters/dflash2/dflash2_attention.h"
+#include "models/drafters/dflash2/dflash2_weights.h"
+#include "models/drafters/dflash2_config.h"
+
+namespace md::dflash2 {
+
+class ContextStore {
+ public:
+  // The references must outlive the store.
+  ContextStore(const DFlash2Config& config, const DFlash2Weights& weights,
+               const kernels::Rope& rope, ThreadPool* pool);
+
+  int64_t length() const { return length_; }
+  // `taps`: rows × (num_taps · hidden) floats for positions length() .. length()+rows-1.
+  void append(std::span<const float> taps, int64_t rows);
+  void truncate(int64_t length);
+  // ctx_p (hidden floats), for tests.
+  std::span<const float> feature(int64_t position) const;
+
+  // Makes the K/V of positions [first, length()) present in every layer's ring; needs
+  // length() - first <= sliding_window.
+  void prepare_keys(int64_t first);
+  // The keys and values of positions [first, end) of one layer and KV head, as at most two runs
+  // (the ring wraps), in position order. prepare_keys(first) must have run since the last change.
+  std::vector<KeyRun> key_runs(int64_t layer, int64_t kv_head, int64_t first, int64_t end) const;
+
+ private:
+  void compute_keys(int64_t first, int64_t end);
+  int64_t slot(int64_t position) const { return position % capacity_; }
+
+  const DFlash2Config& config_;
+  const DFlash2Weights& weights_;
+  const kernels::Rope& rope_;
+  ThreadPool* pool_;
+  int64_t capacity_;  // ring slots per layer
+  int64_t length_ = 0;
+  std::vector<float> features_;         // [length][hidden]
+  std::vector<int64_t> slot_position_;  // the position each ring slot holds, -1 when none
+  // Per layer: [kv_heads][capacity][head_dim], so that one head's run of keys is contiguous.
+  std::vector<std::vector<float>> keys_;
+  std::vector<std::vector<float>> values_;
+};
+
+}  // namespace md::dflash2

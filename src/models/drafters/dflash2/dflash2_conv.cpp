@@ -1,0 +1,33 @@
+#include "models/drafters/dflash2/dflash2_conv.h"
+
+#include "base/dtype.h"
+#include "kernels/matmul.h"
+
+namespace md::dflash2 {
+
+void project_block_conv(const DFlash2ConvWeights& w, const float* x, int64_t rows,
+                        float* coefficients, ThreadPool* pool) {
+  kernels::matmul(w.kernel_projection, x, rows, coefficients, pool);
+}
+
+void apply_block_conv(const uint16_t* base_kernel, const float* coefficients, int side,
+                      const BlockConvShape& shape, const float* in, int64_t rows, float* out) {
+  const int64_t h = shape.hidden;
+  const uint16_t* base = base_kernel + side * shape.taps * h;
+  for (int64_t t = 0; t < rows; ++t) {
+    float* y = out + t * h;
+    for (int64_t c = 0; c < h; ++c) y[c] = 0.0f;
+    const float* dynamic =
+        coefficients + t * shape.coefficients() + side * shape.taps * shape.groups();
+    for (int64_t tap = 0; tap < shape.taps && tap <= t; ++tap) {
+      const float* source = in + (t - tap) * h;
+      const uint16_t* base_tap = base + tap * h;
+      const float* dynamic_tap = dynamic + tap * shape.groups();
+      for (int64_t c = 0; c < h; ++c) {
+        y[c] += (bf16_to_f32(base_tap[c]) + dynamic_tap[c / shape.group_size]) * source[c];
+      }
+    }
+  }
+}
+
+}  // namespace md::dflash2

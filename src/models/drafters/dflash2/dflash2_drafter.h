@@ -1,0 +1,86 @@
+// The DFlash2 block drafter for Qwen3.8 (qwen38-dflash2.md §11): from the target's tapped hidden
+// states of the committed positions it drafts block_size - 1 tokens after an anchor in one
+// bidirectional forward over the block, then walks its candidate selector. Borrows the target's
+// embed_tokens and lm_head; activations are f32, weights bf16 read in place.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "io/checkpoint.h"
+#include "kernels/rope.h"
+#include "models/drafters/dflash2/dflash2_context.h"
+#include "models/drafters/dflash2/dflash2_weights.h"
+#include "models/drafters/dflash2_config.h"
+#include "models/drafters/speculative_drafter.h"
+
+namespace md {
+
+// Deliberate formula changes used only by tests, to prove that golden comparisons can fail.
+enum class DFlash2Ablation {
+  kNone,
+  kCausalBlock,    // block rows attend only to earlier block rows (Z1's causal default)
+  kSkipBlockConv,  // attention_conv and mlp_conv pass their input through
+};
+
+struct DFlash2Options {
+  DFlash2Ablation ablation = DFlash2Ablation::kNone;
+};
+
+class DFlash2Drafter : public SpeculativeDrafter {
+ public:
+  // Reads `directory` (config.json + model.safetensors), checks it against the target (hidden
+  // size, vocabulary, layer count) and binds every tensor; throws md::Error naming the file and
+  // field or tensor on any mismatch. `threads` <= 0 means one per hardware thread. The target's
+  // weights must outlive the drafter.
+  DFlash2Drafter(const std::string& directory, const TargetView& target, int threads = 1,
+                 const DFlash2Options& options = {});
+  ~DFlash2Drafter() override;
+  DFlash2Drafter(const DFlash2Drafter&) = delete;
+  DFlash2Drafter& operator=(const DFlash2Drafter&) = delete;
+
+  int64_t block_size() const override { return config_.block_size; }
+  std::vector<int64_t> tap_layers() const override { return config_.target_layer_ids; }
+
+  void append_context(std::span<const float> taps, int64_t rows) override;
+  int64_t context_length() const override { return context_->length(); }
+  void truncate_context(int64_t length) override;
+
+  DraftProposal propose(int32_t anchor, float temperature, std::span<const double> uniforms,
+                        bool keep_logits = false) override;
+
+  const DFlash2Config& config() const { return config_; }
+  // ctx_p of a committed position (hidden floats), for tests.
+  std::span<const float> context_feature(int64_t position) const {
+    return context_->feature(position);
+  }
+
+ private:
+  struct Block;  // the block forward's activations and scratch
+
+  void embed_block(int32_t anchor, Block& b) const;
+  void attention_sublayer(int64_t layer, int64_t start, Block& b);
+  void attend_block(int64_t layer, int64_t start, Block& b);
+  void mlp_sublayer(int64_t layer, Block& b);
+  void block_conv(const DFlash2ConvWeights& w, int side, const float* in, const float* coeffs,
+                  float* out) const;
+
+  DFlash2Config config_;
+  TargetView target_;
+  DFlash2Options options_;
+  std::unique_ptr<Checkpoint> checkpoint_;
+  DFlash2Weights weights_;
+  kernels::Rope rope_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<dflash2::ContextStore> context_;
+};
+
+// The drafter as the speculative loop sees it (same checks as the constructor).
+std::unique_ptr<SpeculativeDrafter> load_dflash2_drafter(const std::string& directory,
+                                                         const TargetView& target, int threads = 1);
+
+}  // namespace md

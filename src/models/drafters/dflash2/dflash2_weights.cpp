@@ -1,0 +1,107 @@
+#include "models/drafters/dflash2/dflash2_weights.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+
+namespace md {
+
+namespace {
+
+constexpr char kFamily[] = "DFlash2DraftModel";
+
+// A WeightBinder that remembers what it bound, so that tensors nobody asked for can be refused.
+class RecordingBinder {
+ public:
+  RecordingBinder(const Checkpoint& checkpoint, OwnedWeights& owned)
+      : bind_(checkpoint, kFamily, owned) {}
+
+  const uint16_t* bf16(const std::string& name, std::vector<int64_t> shape) {
+    bound_.insert(name);
+    return bind_.bf16(name, std::move(shape));
+  }
+  kernels::Bf16Matrix matrix(const std::string& name, int64_t rows, int64_t cols) {
+    bound_.insert(name);
+    return bind_.matrix(name, rows, cols);
+  }
+
+  // A tensor the config does not account for (an extra layer, an own embedding or head of
+  // another DFlash variant) means the config and the weights disagree about the model.
+  void refuse_unbound() const {
+    const Checkpoint& checkpoint = bind_.checkpoint();
+    std::vector<std::string> extra;
+    for (const TensorView& tensor : checkpoint.tensors()) {
+      if (!bound_.contains(tensor.name)) extra.emplace_back(tensor.name);
+    }
+    if (extra.empty()) return;
+    std::size_t shown = std::min<std::size_t>(extra.size(), 5);
+    fail("checkpoint {}: {} tensor(s) that the {} config does not account for: '{}'{}",
+         checkpoint.path(), extra.size(), kFamily,
+         fmt::join(extra.begin(), extra.begin() + static_cast<std::ptrdiff_t>(shown), "', '"),
+         extra.size() > shown ? ", ..." : "");
+  }
+
+ private:
+  WeightBinder bind_;
+  std::set<std::string, std::less<>> bound_;
+};
+
+DFlash2ConvWeights bind_conv(const DFlash2Config& c, RecordingBinder& bind, const std::string& p) {
+  DFlash2ConvWeights w;
+  w.base_kernel = bind.bf16(p + "base_kernel", {2, c.conv_kernel_size, c.hidden_size});
+  w.kernel_projection =
+      bind.matrix(p + "kernel_projection.weight", c.kernel_projection_rows(), c.hidden_size);
+  return w;
+}
+
+DFlash2LayerWeights bind_layer(const DFlash2Config& c, RecordingBinder& bind,
+                               const std::string& p) {
+  int64_t h = c.hidden_size;
+  DFlash2LayerWeights w;
+  w.input_layernorm = bind.bf16(p + "input_layernorm.weight", {h});
+  w.post_attention_layernorm = bind.bf16(p + "post_attention_layernorm.weight", {h});
+  w.q_proj = bind.matrix(p + "self_attn.q_proj.weight", c.q_dim(), h);
+  w.k_proj = bind.matrix(p + "self_attn.k_proj.weight", c.kv_dim(), h);
+  w.v_proj = bind.matrix(p + "self_attn.v_proj.weight", c.kv_dim(), h);
+  w.o_proj = bind.matrix(p + "self_attn.o_proj.weight", h, c.q_dim());
+  w.q_norm = bind.bf16(p + "self_attn.q_norm.weight", {c.head_dim});
+  w.k_norm = bind.bf16(p + "self_attn.k_norm.weight", {c.head_dim});
+  w.gate_proj = bind.matrix(p + "mlp.gate_proj.weight", c.intermediate_size, h);
+  w.up_proj = bind.matrix(p + "mlp.up_proj.weight", c.intermediate_size, h);
+  w.down_proj = bind.matrix(p + "mlp.down_proj.weight", h, c.intermediate_size);
+  w.attention_conv = bind_conv(c, bind, p + "attention_conv.");
+  w.mlp_conv = bind_conv(c, bind, p + "mlp_conv.");
+  return w;
+}
+
+}  // namespace
+
+DFlash2Weights bind_dflash2_weights(const DFlash2Config& c, const Checkpoint& checkpoint) {
+  DFlash2Weights w;
+  RecordingBinder bind(checkpoint, w.owned);
+  int64_t h = c.hidden_size;
+  w.fc = bind.matrix("fc.weight", h, c.fc_in_features());
+  w.hidden_norm = bind.bf16("hidden_norm.weight", {h});
+  w.norm = bind.bf16("norm.weight", {h});
+  // The codebooks are stored without a ".weight" suffix (they are parameters, not modules).
+  w.selector.hidden_projection =
+      bind.matrix("candidate_selector.hidden_projection.weight", c.selector_rank, h);
+  w.selector.predecessor_codebook =
+      bind.matrix("candidate_selector.predecessor_codebook", c.vocab_size, c.selector_rank);
+  w.selector.successor_codebook =
+      bind.matrix("candidate_selector.successor_codebook", c.vocab_size, c.selector_rank);
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    w.layers.push_back(bind_layer(c, bind, fmt::format("layers.{}.", l)));
+  }
+  bind.refuse_unbound();
+  return w;
+}
+
+}  // namespace md
