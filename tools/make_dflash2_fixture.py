@@ -26,7 +26,6 @@ Numpy only, deterministic, well under a second. Usage:
 """
 
 import argparse
-import hashlib
 import json
 import sys
 from pathlib import Path
@@ -34,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_qwen38_fixtures import write_json, write_safetensors  # noqa: E402
+from make_qwen38_fixtures import verify_fixture, write_json, write_safetensors  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 NAME = "tiny-dflash2"
@@ -158,25 +157,6 @@ def write_fixture(root: Path) -> Path:
     return d
 
 
-def verify_fixture(folder: Path, golden_json: Path) -> bool:
-    """The goldens are only meaningful for byte-identical checkpoints: a numpy release that
-    changed its random streams, or an edit to this script, must fail loudly here."""
-    recorded = json.loads(golden_json.read_text())["fixture_sha256"]
-    written = sorted(p.name for p in folder.iterdir())
-    if written != sorted(recorded):
-        print(f"{folder}: files {written} differ from those in {golden_json}: {sorted(recorded)}",
-              file=sys.stderr)
-        return False
-    ok = True
-    for name, digest in recorded.items():
-        actual = hashlib.sha256((folder / name).read_bytes()).hexdigest()
-        if actual != digest:
-            print(f"{folder / name}: sha256 {actual} but the goldens were computed from {digest}; "
-                  f"regenerate the goldens (tests/goldens/dflash2/README.md)", file=sys.stderr)
-            ok = False
-    return ok
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=REPO / "build" / "fixtures")
@@ -185,7 +165,8 @@ def main() -> int:
                          "GOLDEN_DIR/tiny-dflash2.json")
     args = ap.parse_args()
     folder = write_fixture(args.out)
-    if args.verify and not verify_fixture(folder, args.verify / (NAME + ".json")):
+    if args.verify and not verify_fixture(folder, args.verify / (NAME + ".json"),
+                                          "tests/goldens/dflash2/README.md"):
         return 1
     return 0
 

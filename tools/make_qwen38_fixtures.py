@@ -480,7 +480,8 @@ def main() -> int:
     return 0
 
 
-def verify_fixture(folder: Path, golden_json: Path) -> bool:
+def verify_fixture(folder: Path, golden_json: Path,
+                   readme: str = "tests/goldens/qwen38/README.md") -> bool:
     """The goldens are only meaningful for byte-identical checkpoints: a numpy release that
     changed its random streams, or an edit to this script, must fail loudly here."""
     import hashlib
@@ -495,7 +496,7 @@ def verify_fixture(folder: Path, golden_json: Path) -> bool:
         actual = hashlib.sha256((folder / name).read_bytes()).hexdigest()
         if actual != digest:
             print(f"{folder / name}: sha256 {actual} but the goldens were computed from {digest}; "
-                  f"regenerate the goldens (tests/goldens/qwen38/README.md)", file=sys.stderr)
+                  f"regenerate the goldens ({readme})", file=sys.stderr)
             ok = False
     return ok
 
