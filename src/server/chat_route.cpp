@@ -5,6 +5,7 @@
 #include "server/chat_prompt.h"
 #include "server/generation_route.h"
 #include "server/json_body.h"
+#include "server/prompt_logprobs.h"
 #include "server/routes.h"
 #include "server/token_text.h"
 
@@ -37,30 +38,6 @@ json logprob_content(const Tokenizer& tokenizer, const std::vector<engine::Gener
   return content;
 }
 
-json prompt_logprobs_json(const Tokenizer& tokenizer, const std::vector<int32_t>& prompt,
-                          const std::vector<engine::ScoredToken>& scores) {
-  json out = json::array();
-  out.push_back(nullptr);
-  for (std::size_t t = 0; t < scores.size(); ++t) {
-    const engine::ScoredToken& s = scores[t];
-    int32_t actual = prompt[t + 1];
-    json entry = json::object();
-    auto add = [&](int32_t id, float logprob, int64_t rank) {
-      std::string key = std::to_string(id);
-      if (entry.contains(key)) return;
-      entry[key] = json{{"logprob", json_logprob(logprob)},
-                        {"rank", rank},
-                        {"decoded_token", tokenizer.decode(std::span<const int32_t>(&id, 1))}};
-    };
-    add(actual, s.logprob, s.rank);
-    for (std::size_t k = 0; k < s.top.size(); ++k) {
-      add(s.top[k].token, s.top[k].logprob, static_cast<int64_t>(k) + 1);
-    }
-    out.push_back(std::move(entry));
-  }
-  return out;
-}
-
 class ChatFormatter : public ResponseFormatter {
  public:
   ChatFormatter(const ServerContext& context, const ChatRequest& request, std::string id,
@@ -74,6 +51,7 @@ class ChatFormatter : public ResponseFormatter {
         include_usage_(request.stream && request.include_usage),
         return_token_ids_(request.return_token_ids),
         prompt_ids_(std::move(prompt_ids)),
+        prompt_top_(request.prompt_logprobs.value_or(0)),
         choices_(static_cast<std::size_t>(request.n)) {}
 
   std::vector<json> opening_chunks() override {
@@ -150,7 +128,10 @@ class ChatFormatter : public ResponseFormatter {
     json body = base("chat.completion");
     body["choices"] = std::move(choices);
     body["usage"] = usage(run);
-    if (prompt_scores_) body["prompt_logprobs"] = prompt_logprobs_json(tokenizer_, prompt_ids_, *prompt_scores_);
+    if (prompt_scores_) {
+      body["prompt_logprobs"] =
+          prompt_logprobs_json(tokenizer_, prompt_ids_, *prompt_scores_, prompt_top_);
+    }
     if (return_token_ids_) body["prompt_token_ids"] = prompt_ids_;
     return body;
   }
@@ -202,6 +183,7 @@ class ChatFormatter : public ResponseFormatter {
   bool include_usage_;
   bool return_token_ids_;
   std::vector<int32_t> prompt_ids_;
+  int64_t prompt_top_;
   std::vector<Choice> choices_;
   std::optional<std::vector<engine::ScoredToken>> prompt_scores_;
 };

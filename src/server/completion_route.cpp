@@ -4,6 +4,7 @@
 #include "engine/choice_decoder.h"
 #include "server/generation_route.h"
 #include "server/json_body.h"
+#include "server/prompt_logprobs.h"
 #include "server/routes.h"
 #include "server/token_text.h"
 
@@ -140,7 +141,9 @@ class CompletionFormatter : public ResponseFormatter {
       json choice{{"index", i}, {"text", text}, {"logprobs", std::move(lp)},
                   {"finish_reason", c.all.finish_reason}, {"stop_reason", c.all.stop_reason}};
       if (request_.prompt_logprobs && !c.prompt_scores.empty()) {
-        choice["prompt_logprobs"] = prompt_logprobs_json(c);
+        choice["prompt_logprobs"] = prompt_logprobs_json(tokenizer_, prompts_[c.prompt].ids,
+                                                         c.prompt_scores,
+                                                         *request_.prompt_logprobs);
       }
       if (request_.return_token_ids) {
         json ids = json::array();
@@ -200,28 +203,6 @@ class CompletionFormatter : public ResponseFormatter {
   void add_tokens(Choice& c, const std::vector<engine::GeneratedToken>& tokens) {
     if (!request_.logprobs) return;
     for (const auto& t : tokens) c.logprobs.add(t.id, t.logprob, t.top, request_.skip_special_tokens);
-  }
-
-  json prompt_logprobs_json(const Choice& c) const {
-    const std::vector<int32_t>& ids = prompts_[c.prompt].ids;
-    json out = json::array({nullptr});
-    for (std::size_t t = 0; t < c.prompt_scores.size(); ++t) {
-      const engine::ScoredToken& s = c.prompt_scores[t];
-      json entry = json::object();
-      auto add = [&](int32_t id, float logprob, int64_t rank) {
-        std::string key = std::to_string(id);
-        if (entry.contains(key)) return;
-        entry[key] = json{{"logprob", json_logprob(logprob)}, {"rank", rank},
-                          {"decoded_token", tokenizer_.decode(std::span<const int32_t>(&id, 1))}};
-      };
-      add(ids[t + 1], s.logprob, s.rank);
-      for (std::size_t k = 0; k < s.top.size() &&
-                              static_cast<int64_t>(k) < *request_.prompt_logprobs; ++k) {
-        add(s.top[k].token, s.top[k].logprob, static_cast<int64_t>(k) + 1);
-      }
-      out.push_back(std::move(entry));
-    }
-    return out;
   }
 
   json base() const {

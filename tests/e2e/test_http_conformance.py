@@ -13,6 +13,7 @@ import json
 import re
 import signal
 import socket
+import sys
 import threading
 import time
 import unicodedata
@@ -27,6 +28,9 @@ from conftest import MODEL_DIR, Server, metric
 # Debian cpp-httplib gzips (and so holds back) every other text/* response when the client accepts
 # gzip (see generation_route.cpp). SSE is UTF-8 by definition.
 SSE_CONTENT_TYPE = "text/event-stream"
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+from byte_level import bytes_to_unicode  # noqa: E402  (GPT-2's byte alphabet, shared with tools)
 
 MODEL = "tiny-qwen38"
 VOCAB = 512
@@ -58,20 +62,7 @@ RE = _VOCAB["re"]
 NEWLINE = _VOCAB["\u010a"]  # byte-level BPE spells "\n" as "Ċ"
 
 
-def _bytes_to_unicode():
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + \
-        list(range(ord("®"), ord("ÿ") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return dict(zip(bs, (chr(c) for c in cs)))
-
-
-_BYTE_DECODER = {c: b for b, c in _bytes_to_unicode().items()}
+_BYTE_DECODER = {c: b for b, c in bytes_to_unicode().items()}
 
 
 def token_bytes(token_id):
