@@ -1,5 +1,7 @@
 // SmolLM2-135M-Instruct (Q4_1 GGUF) against Hugging Face transformers loading the same file
-// (dequantised to float32); see tools/gen_smollm2_goldens.py.
+// (dequantised to float32); see tools/gen_smollm2_goldens.py. Prompts go through the reference
+// forward (prefill); generated tokens through decode() with the default executor (the step
+// program), as the engine runs them.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -39,15 +41,27 @@ int32_t argmax(const float* row, int64_t n) {
   return best;
 }
 
+// max |ours − theirs| / max |theirs| over the vocabulary.
+double relative_error(const float* ours, const float* theirs, int64_t vocab) {
+  double diff = 0, scale = 0;
+  for (int64_t v = 0; v < vocab; ++v) {
+    diff = std::max(diff, std::abs(static_cast<double>(ours[v]) - theirs[v]));
+    scale = std::max(scale, std::abs(static_cast<double>(theirs[v])));
+  }
+  return diff / scale;
+}
+
 class SmolLM2Golden : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!std::filesystem::exists(smollm2_path())) {
       GTEST_SKIP() << smollm2_path() << " is absent: run scripts/setup";
     }
-    model_ = std::make_unique<LlamaGgufModel>(smollm2_path(), ModelRunOptions{2, KvCacheType::kF32});
+    model_ =
+        std::make_unique<LlamaGgufModel>(smollm2_path(), ModelRunOptions{2, KvCacheType::kF32});
   }
-  SafetensorsFile goldens_{std::string(MD_SOURCE_DIR) + "/tests/goldens/smollm2/smollm2.safetensors"};
+  SafetensorsFile goldens_{std::string(MD_SOURCE_DIR) +
+                           "/tests/goldens/smollm2/smollm2.safetensors"};
   std::unique_ptr<LlamaGgufModel> model_;
 };
 
@@ -61,17 +75,38 @@ TEST_F(SmolLM2Golden, LogitsMatchTransformers) {
     std::vector<float> logits;
     model_->forward(*state, ids, LogitRows::kAll, logits);
     for (std::size_t i = 0; i < positions.size(); ++i) {
-      const float* ours = logits.data() + positions[i] * vocab;
-      const float* theirs = expected.data() + static_cast<int64_t>(i) * vocab;
-      double diff = 0, scale = 0;
-      for (int64_t v = 0; v < vocab; ++v) {
-        diff = std::max(diff, std::abs(static_cast<double>(ours[v]) - theirs[v]));
-        scale = std::max(scale, std::abs(static_cast<double>(theirs[v])));
-      }
+      double error = relative_error(logits.data() + positions[i] * vocab,
+                                    expected.data() + static_cast<int64_t>(i) * vocab, vocab);
       std::printf("prompt %d position %d: max |dlogit| / max |logit| = %.3g\n", p, positions[i],
-                  diff / scale);
-      EXPECT_LE(diff / scale, kBound) << "prompt " << p << " position " << positions[i];
+                  error);
+      EXPECT_LE(error, kBound) << "prompt " << p << " position " << positions[i];
     }
+  }
+}
+
+// The same logits with every token from the first golden position on fed through decode() (the
+// default executor's step program), one step per token.
+TEST_F(SmolLM2Golden, DecodeStepLogitsMatchTransformers) {
+  int64_t vocab = model_->vocab_size();
+  for (int p = 0; goldens_.find(fmt::format("p{}.ids", p)) != nullptr; ++p) {
+    std::vector<int32_t> ids = values<int32_t>(goldens_, fmt::format("p{}.ids", p));
+    std::vector<int32_t> positions = values<int32_t>(goldens_, fmt::format("p{}.positions", p));
+    std::vector<float> expected = values<float>(goldens_, fmt::format("p{}.logits", p));
+    auto state = model_->new_sequence(256);
+    std::vector<float> logits;
+    model_->forward(*state, std::span(ids).first(static_cast<std::size_t>(positions[0])),
+                    LogitRows::kLast, logits);
+    SequenceState* states[] = {state.get()};
+    std::size_t next = 0;
+    for (int32_t at = positions[0]; at < static_cast<int32_t>(ids.size()); ++at) {
+      model_->decode(states, std::span(&ids[static_cast<std::size_t>(at)], 1), logits);
+      if (next == positions.size() || positions[next] != at) continue;
+      double error = relative_error(logits.data(),
+                                    expected.data() + static_cast<int64_t>(next) * vocab, vocab);
+      EXPECT_LE(error, kBound) << "prompt " << p << " position " << at;
+      ++next;
+    }
+    EXPECT_EQ(next, positions.size()) << "prompt " << p;
   }
 }
 
@@ -91,7 +126,9 @@ TEST_F(SmolLM2Golden, GreedyContinuationsMatchTransformers) {
       int32_t token = argmax(logits.data(), vocab);
       ASSERT_EQ(token, greedy[step]) << "prompt " << p << " step " << step;
       ++compared;
-      model_->forward(*state, std::span(&token, 1), LogitRows::kLast, logits);
+      SequenceState* states[] = {state.get()};
+      model_->decode(states, std::span(&token, 1), logits);
+      EXPECT_EQ(model_->last_greedy().at(0), argmax(logits.data(), vocab));
     }
   }
   EXPECT_GE(compared, 24);

@@ -54,9 +54,9 @@ PY
 expect logits-json $? "--logits-out JSON is inconsistent"
 
 # The context fills: generation stops with finish length, no overrun. A context of prompt + 4
-# holds 4 generated tokens; a 5th is chosen from the last logits without being stored.
+# holds prompt + output: 4 generated tokens, the last of which fills it (OpenAI's max_model_len).
 prompt_len=$("$bin" run -m "$model" -p Hello -n 1 2>&1 >/dev/null | sed -E 's/^prompt ([0-9]+) tok.*/\1/')
-check context-full 0 '' "decode 5 tok .*finish length" -- "$bin" run -m "$model" -p Hello --context $((prompt_len + 4)) --ignore-eos
+check context-full 0 '' "decode 4 tok .*finish length" -- "$bin" run -m "$model" -p Hello --context $((prompt_len + 4)) --ignore-eos
 check prompt-too-long 1 '' 'prompt has [0-9]+ tokens but the context holds 10' -- "$bin" run -m "$model" -p Hello --context 10
 check context-over-max 1 '' 'exceeds the model.s maximum of 4096' -- "$bin" run -m "$model" -p Hello --context 99999
 check bad-top-p 1 '' 'top_p' -- "$bin" run -m "$model" -p Hello --top-p 2
