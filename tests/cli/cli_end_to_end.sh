@@ -14,9 +14,11 @@ done
 check no-subcommand 2 '' 'subcommand' -- "$bin"
 check unknown-flag 2 '' 'tokenize-me' -- "$bin" tokenize --model x --tokenize-me
 check chat-without-model 2 '' 'no model given.*|--model' -- env MEGADECODE_MODEL= MEGADECODE_ROOT="$work" "$bin" chat
-for sub in serve pack; do
-  check "not-implemented-$sub" 3 '' 'not implemented yet' -- "$bin" "$sub"
-done
+check not-implemented-pack 3 '' 'not implemented yet' -- "$bin" pack
+# serve: refusals before it listens (a running server is tested in tests/e2e).
+check serve-without-model 1 '' 'no --model given.*default model' -- env MEGADECODE_MODEL= MEGADECODE_ROOT="$work" "$bin" serve --port 0
+check serve-bad-port 2 '' 'port' -- "$bin" serve --port 70000
+check serve-bad-tool-format 2 '' 'tool-call-format' -- "$bin" serve --tool-call-format yaml
 
 # bench: a bounded run on the built-in cache-resident shape, human and machine output.
 check bench-table 0 'bandwidth .* GB/s read.*' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1,2 --seconds 0.05 --prefill-tokens 8 -t 2
