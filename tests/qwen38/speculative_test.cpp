@@ -220,14 +220,15 @@ std::map<int32_t, int> second_tokens(Qwen38Model& model, const Tokenizer& tokeni
   generator.set_drafter(drafter, 0, force_accept);
   std::map<int32_t, int> counts;
   for (int i = 0; i < draws; ++i) {
-    engine::GenerationRequest request = greedy_request({12, 250, 7}, 3);
+    engine::GenerationRequest request = greedy_request({12, 250, 7}, 2);
     request.sampling.temperature = 1.3f;
-    request.sampling.top_k = 40;
+    request.sampling.top_k = 8;  // at most 8 × 8 (first, second) pairs: a tight TV bound
     request.sampling.top_p = 0.95f;
     request.sampling.seed = seed_base + static_cast<uint64_t>(i);
     // The first token comes from the prefill logits in every run; the second is the first one a
-    // speculative round decides.
-    ++counts[generator.generate(request, nullptr).tokens.at(1).id];
+    // speculative round decides. Counted as (first, second) pairs.
+    engine::GenerationResult result = generator.generate(request, nullptr);
+    ++counts[result.tokens.at(0).id * 1000 + result.tokens.at(1).id];
   }
   return counts;
 }
@@ -235,7 +236,7 @@ std::map<int32_t, int> second_tokens(Qwen38Model& model, const Tokenizer& tokeni
 TEST(SpeculativeSampling, DistributionOfTheFirstRoundsTokenIsUnchanged) {
   auto model = load_fixture("tiny-qwen38", KvCacheType::kF32, {}, 1);
   auto tokenizer = load_tokenizer(qwen38_fixture_dir("tiny-qwen38"));
-  constexpr int kDraws = 2000;
+  constexpr int kDraws = 1500;
   std::vector<int32_t> support;
   for (int32_t t = 0; t < 512; t += 3) support.push_back(t);
   RandomDrafter drafter(support);
@@ -244,7 +245,7 @@ TEST(SpeculativeSampling, DistributionOfTheFirstRoundsTokenIsUnchanged) {
   double k = static_cast<double>(std::max(plain.size(), spec.size()));
   double bound = 2.5 * std::sqrt(k / (M_PI * kDraws));
   double tv = total_variation(plain, spec, kDraws);
-  EXPECT_LT(tv, bound) << "outcomes " << k << " plain " << plain.size() << " spec " << spec.size();
+  EXPECT_LT(tv, bound) << "outcomes " << k;
   EXPECT_GT(plain.size(), 5u);
   std::map<int32_t, int> forced = second_tokens(*model, *tokenizer, &drafter, 8, kDraws / 4, 7);
   double forced_tv = 0;
