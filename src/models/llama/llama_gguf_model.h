@@ -3,6 +3,8 @@
 // dequantised in registers by the GGUF GEMV kernels (kernels/gguf_matmul.h); activations and the
 // KV cache are f32. A batch decode step streams every weight once for all its sequences, and each
 // sequence's logits are bitwise those of decoding it alone (the kernels are batch invariant).
+// Decode steps run the lowered step program (llama_step.h) on the fused executor by default, or
+// op by op, or through the reference forward; all three give bitwise the same logits.
 #pragma once
 
 #include <initializer_list>
@@ -13,19 +15,14 @@
 
 #include "base/thread_pool.h"
 #include "io/gguf_file.h"
-#include "kernels/gguf_matmul.h"
 #include "models/language_model.h"
 #include "models/llama/llama_config.h"
+#include "models/llama/llama_gguf_weights.h"
+#include "models/llama/llama_step.h"
+#include "program/cpu_executor.h"
+#include "program/op_executor.h"
 
 namespace md {
-
-// A [rows][cols] weight in a GGUF block format, rows `row_bytes` apart in the mapping.
-using GgufMatrix = kernels::GgufMatrix;
-
-struct LlamaLayerWeights {
-  std::vector<float> attn_norm, ffn_norm;
-  GgufMatrix q, k, v, o, gate, up, down;
-};
 
 class LlamaGgufModel final : public LanguageModel {
  public:
@@ -42,9 +39,17 @@ class LlamaGgufModel final : public LanguageModel {
   std::unique_ptr<SequenceState> new_sequence(int64_t capacity) const override;
   void forward(SequenceState& state, std::span<const int32_t> tokens, LogitRows rows,
                std::vector<float>& logits) override;
-  // All sequences in one pass over the weights (groups of up to 8 rows share each weight block).
+  // All sequences in one step (groups of up to 8 rows share each weight pass): the step program
+  // unless the executor is the reference.
   void decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
               std::vector<float>& logits) override;
+  // Greedy tokens of the last decode run by a step program (computed inside the step).
+  const std::vector<int32_t>& last_greedy() const { return last_greedy_; }
+  bool set_executor(ExecutorKind executor) override {
+    executor_ = executor;
+    return true;
+  }
+  ExecutorKind executor() const { return executor_; }
   std::size_t decode_weight_bytes() const override;
   std::size_t weight_bytes() const override { return file_.file_bytes(); }
 
@@ -54,7 +59,7 @@ class LlamaGgufModel final : public LanguageModel {
  private:
   // One row of a step: the sequence it extends and the position its token takes there.
   struct Row {
-    class LlamaState* state;
+    LlamaState* state;
     int64_t position;
   };
   // One product of a fused matmul: y (+)= W·x for every row.
@@ -65,6 +70,11 @@ class LlamaGgufModel final : public LanguageModel {
   };
 
   void check_tokens(std::span<const int32_t> tokens) const;
+  // The decode rows, checked (distinct sequences with room for one more token) before any change.
+  std::vector<LlamaState*> decode_rows(std::span<SequenceState* const> states,
+                                       std::span<const int32_t> tokens) const;
+  // Runs the rows through the step program for their count, writing their logits to `logits`.
+  void run_step(std::span<LlamaState* const> rows, std::span<const int32_t> tokens, float* logits);
   // Runs the rows through the model; writes logits of rows [first_logit_row, rows).
   void run(std::span<const Row> rows, std::span<const int32_t> tokens, int64_t first_logit_row,
            std::vector<float>& logits);
@@ -76,12 +86,14 @@ class LlamaGgufModel final : public LanguageModel {
 
   GgufFile file_;
   LlamaConfig config_;
-  GgufMatrix embedding_;
-  GgufMatrix output_;  // the embedding itself when tied
-  std::vector<float> output_norm_;
-  std::vector<LlamaLayerWeights> layers_;
+  LlamaGgufWeights weights_;
   std::vector<float> inv_freq_;
   std::unique_ptr<ThreadPool> pool_;
+  ExecutorKind executor_;
+  std::unique_ptr<program::CpuExecutor> mega_;
+  std::unique_ptr<program::OpExecutor> ops_;
+  std::vector<std::unique_ptr<LlamaStep>> steps_;  // built on first use, per row count
+  std::vector<int32_t> last_greedy_;
 };
 
 }  // namespace md

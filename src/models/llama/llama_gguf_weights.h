@@ -1,0 +1,33 @@
+// The weights of a Llama-architecture GGUF file, bound in place in the mapping: matrices stay in
+// their GGUF block formats (read by kernels/gguf_matmul.h), the norm vectors are dequantised to
+// f32 once. Shared by the reference forward and the step program (llama_step.h).
+#pragma once
+
+#include <vector>
+
+#include "io/gguf_file.h"
+#include "kernels/gguf_matmul.h"
+#include "models/llama/llama_config.h"
+
+namespace md {
+
+// A [rows][cols] weight in a GGUF block format, rows `row_bytes` apart in the mapping.
+using GgufMatrix = kernels::GgufMatrix;
+
+struct LlamaLayerWeights {
+  std::vector<float> attn_norm, ffn_norm;
+  GgufMatrix q, k, v, o, gate, up, down;
+};
+
+struct LlamaGgufWeights {
+  GgufMatrix embedding;
+  GgufMatrix output;  // the embedding itself when tied
+  std::vector<float> output_norm;
+  std::vector<LlamaLayerWeights> layers;
+};
+
+// Throws md::Error naming the tensor when one is missing, shaped unlike `config` says, or in a
+// format the GGUF kernels cannot read.
+LlamaGgufWeights bind_llama_gguf_weights(const GgufFile& file, const LlamaConfig& config);
+
+}  // namespace md
