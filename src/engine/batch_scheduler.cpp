@@ -74,6 +74,7 @@ SchedulerSnapshot BatchScheduler::snapshot() const {
   s.rows = options_.rows;
   s.running_rows = running_.load();
   s.decode_steps = decode_steps_.load();
+  s.prefill_tokens = prefill_tokens_.load();
   s.state_usage = static_cast<double>(held_tokens_.load()) /
                   static_cast<double>(options_.context * options_.rows);
   std::lock_guard lock(mutex_);
@@ -186,6 +187,7 @@ void BatchScheduler::admit() {
     row.prefilled = 0;
     row.decoding = false;
     row.prompt_scores.clear();
+    row.leader = nullptr;
     row.admitted = ++admissions_;
     running_.fetch_add(1);
     row.stream->push(StreamEvent::of(StreamEvent::Kind::kRowAssigned, row.work.choice));
@@ -197,17 +199,35 @@ void BatchScheduler::admit() {
       }
       row.decoder = std::make_unique<ChoiceDecoder>(row.work.request, eos_ids_, vocab_,
                                                     tokenizer_, row.work.seed, options_.context);
+      row.leader = prefill_leader_for(row);
     } catch (const std::exception& e) {
       fail_row(row, e.what());
     }
   }
 }
 
-// The oldest row still prefilling gets one chunk.
+// A row of the same request, prefilling the same prompt with the same scoring and not itself a
+// follower, that has not started decoding: its finished prefill is this row's too.
+BatchScheduler::Row* BatchScheduler::prefill_leader_for(const Row& row) {
+  for (Row& other : rows_) {
+    if (&other == &row || other.stream != row.stream || other.decoding || other.leader != nullptr ||
+        !other.decoder) {
+      continue;
+    }
+    if (other.work.prompt_top_logprobs == row.work.prompt_top_logprobs &&
+        other.work.request.prompt == row.work.request.prompt) {
+      return &other;
+    }
+  }
+  return nullptr;
+}
+
+// The oldest row still prefilling (followers wait for their leader) gets one chunk.
 void BatchScheduler::prefill_chunk() {
   Row* oldest = nullptr;
   for (Row& row : rows_) {
-    if (row.stream && !row.decoding && (oldest == nullptr || row.admitted < oldest->admitted)) {
+    if (row.stream && !row.decoding && row.leader == nullptr &&
+        (oldest == nullptr || row.admitted < oldest->admitted)) {
       oldest = &row;
     }
   }
@@ -220,6 +240,7 @@ void BatchScheduler::prefill_chunk() {
   try {
     std::span<const int32_t> chunk(prompt.data() + begin, end - begin);
     model_.forward(*row.state, chunk, scoring ? LogitRows::kAll : LogitRows::kLast, logits_);
+    prefill_tokens_.fetch_add(static_cast<int64_t>(end - begin));
     row.prefilled = static_cast<int64_t>(end);
     if (scoring) score_prompt_rows(row, begin, end);
   } catch (const std::exception& e) {
@@ -228,7 +249,25 @@ void BatchScheduler::prefill_chunk() {
   }
   if (end < prompt.size()) return;
 
-  if (!row.prompt_scores.empty() || scoring) {
+  auto vocab = static_cast<std::size_t>(vocab_);
+  // The leader's sampling rewrites the logits in place: each follower gets its own copy, and the
+  // state as it is now, before the leader's first decode step.
+  std::vector<float> last(logits_.end() - static_cast<std::ptrdiff_t>(vocab), logits_.end());
+  for (Row& follower : rows_) {
+    if (follower.leader != &row) continue;
+    follower.leader = nullptr;
+    follower.state = row.state->clone();
+    follower.prefilled = row.prefilled;
+    follower.prompt_scores = row.prompt_scores;
+    std::vector<float> copy = last;
+    finish_prefill(follower, copy);
+  }
+  std::vector<float> own = std::move(last);
+  finish_prefill(row, own);
+}
+
+void BatchScheduler::finish_prefill(Row& row, std::span<const float> last_logits) {
+  if (!row.prompt_scores.empty() || row.work.prompt_top_logprobs >= 0) {
     StreamEvent event = StreamEvent::of(StreamEvent::Kind::kPromptLogprobs, row.work.choice);
     event.prompt_logprobs = std::move(row.prompt_scores);
     row.stream->push(std::move(event));
@@ -239,9 +278,8 @@ void BatchScheduler::prefill_chunk() {
     stream->push(StreamEvent::of(StreamEvent::Kind::kScored, row.work.choice));
     return;
   }
-  auto vocab = static_cast<std::size_t>(vocab_);
-  std::span<float> last(logits_.data() + logits_.size() - vocab, vocab);
-  sample_into(row, last);
+  std::vector<float> logits(last_logits.begin(), last_logits.end());
+  sample_into(row, logits);
   if (row.stream) row.decoding = true;
 }
 
@@ -313,6 +351,11 @@ void BatchScheduler::fail_row(Row& row, const std::string& message) {
 }
 
 void BatchScheduler::free_row(Row& row) {
+  // Followers of a row that goes away before its prompt is in prefill by themselves.
+  for (Row& other : rows_) {
+    if (other.leader == &row) other.leader = nullptr;
+  }
+  row.leader = nullptr;
   row.stream.reset();
   row.decoder.reset();
   row.decoding = false;

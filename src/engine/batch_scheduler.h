@@ -63,6 +63,7 @@ struct SchedulerSnapshot {
   int64_t running_rows = 0;
   int64_t waiting_requests = 0;
   int64_t decode_steps = 0;
+  int64_t prefill_tokens = 0;  // prompt tokens run through the model (shared prefills once)
   double state_usage = 0;  // tokens held by busy rows / total row capacity
   std::vector<SlotInfo> slots;
 };
@@ -103,6 +104,9 @@ class BatchScheduler {
     int32_t next_token = 0;  // decoding: the token to feed at the next step
     uint64_t admitted = 0;  // admission order (oldest prefill first)
     bool decoding = false;
+    // Sibling choices of one prompt share its prefill: a follower waits, without prefilling,
+    // for its leader's prompt to be in; it then gets a copy of the leader's state and logits.
+    Row* leader = nullptr;
     std::vector<ScoredToken> prompt_scores;
   };
 
@@ -111,6 +115,9 @@ class BatchScheduler {
   void handle_abort();
   int64_t held_tokens() const;
   void score_prompt_rows(Row& row, std::size_t begin, std::size_t end);
+  Row* prefill_leader_for(const Row& row);
+  // The prompt is in: scores, then the first token (or the end of a prompt-only choice).
+  void finish_prefill(Row& row, std::span<const float> last_logits);
   void reap_cancelled();
   void admit();
   void prefill_chunk();
@@ -139,6 +146,7 @@ class BatchScheduler {
   uint64_t admissions_ = 0;
   std::atomic<int64_t> running_{0};
   std::atomic<int64_t> decode_steps_{0};
+  std::atomic<int64_t> prefill_tokens_{0};
   std::atomic<int64_t> held_tokens_{0};
   std::vector<float> logits_;
   std::thread thread_;

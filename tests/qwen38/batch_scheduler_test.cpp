@@ -178,6 +178,44 @@ TEST_F(BatchSchedulerTest, SeededChoicesDifferAndChoiceZeroMatchesASingleRequest
   EXPECT_EQ(collect(*single, 1).at(0).ids, got[0].ids);
 }
 
+// The n choices of one prompt share one prefill (when they get rows together) and each still
+// produces exactly what it produces alone.
+TEST_F(BatchSchedulerTest, SiblingChoicesSharePrefillAndMatchTheirSoloRuns) {
+  std::vector<int32_t> ids = prompt("Shared prefill for the choices of one prompt, long enough "
+                                    "to need more than one sixty-four token chunk of prefill work.");
+  std::vector<ChoiceWork> three;
+  for (int j = 0; j < 3; ++j) {
+    ChoiceWork w = make_work(ids, 20, 0.8f, engine::choice_seed(11, 0, j));
+    w.choice = j;
+    w.prompt_top_logprobs = j == 0 ? 1 : -1;  // choice 0 also scores the prompt (chat's rule)
+    three.push_back(w);
+  }
+  std::vector<ChoiceResult> alone;
+  for (const ChoiceWork& w : three) {
+    BatchScheduler solo(*model_, *tokenizer_, options(1));
+    auto stream = std::make_shared<RequestStream>();
+    ChoiceWork single = w;
+    single.choice = 0;
+    ASSERT_EQ(solo.submit(stream, {single}), BatchScheduler::Admission::kAccepted);
+    alone.push_back(collect(*stream, 1).at(0));
+  }
+  for (int rows : {3, 2}) {
+    BatchScheduler scheduler(*model_, *tokenizer_, options(rows));
+    auto stream = std::make_shared<RequestStream>();
+    ASSERT_EQ(scheduler.submit(stream, three), BatchScheduler::Admission::kAccepted);
+    std::vector<ChoiceResult> got = collect(*stream, 3);
+    for (int j = 0; j < 3; ++j) {
+      EXPECT_EQ(got[j].ids, alone[j].ids) << rows << " rows, choice " << j;
+      EXPECT_EQ(got[j].logprobs, alone[j].logprobs) << rows << " rows, choice " << j;
+    }
+    EXPECT_EQ(got[0].prompt_scores.size(), ids.size() - 1);
+    // Choices 1 and 2 follow each other (same scoring); choice 0 scores, so it prefills alone.
+    // With 3 rows: 2 prefills; with 2 rows the third choice waits and prefills by itself.
+    auto n = static_cast<int64_t>(ids.size());
+    EXPECT_EQ(scheduler.snapshot().prefill_tokens, rows == 3 ? 2 * n : 3 * n) << rows << " rows";
+  }
+}
+
 TEST_F(BatchSchedulerTest, QueueLimitCountsRequestsAndCancellationFreesRows) {
   engine::SchedulerOptions o = options(1);
   o.max_queue = 2;
