@@ -1,8 +1,8 @@
 #include "models/model_loader.h"
 
 #include "base/error.h"
-#include "models/model_config.h"
 #include "models/llama/llama_gguf_model.h"
+#include "models/model_config.h"
 #include "models/qwen38/qwen38_model.h"
 
 namespace md {
@@ -17,12 +17,16 @@ std::unique_ptr<LanguageModel> load_language_model(const std::string& directory,
   switch (family) {
     case ModelFamily::kQwen38:
       return std::make_unique<Qwen38Model>(directory, options);
+    case ModelFamily::kLlama:
+      // The same model class and step program as GGUF files; the HF tensors are bound in place
+      // (q/k rows permuted for the adjacent-pair RoPE, see llama/llama_hf_weights.h).
+      return std::make_unique<LlamaGgufModel>(directory, options);
     case ModelFamily::kDFlash2:
     case ModelFamily::kDSpark:
       fail("{} is a {} drafter, not a model that can run on its own; pass its target model",
            directory, family_name(family));
     default:
-      fail("{}: running {} models is not implemented yet (qwen38 is)", directory,
+      fail("{}: running {} models is not implemented yet (qwen38 and llama are)", directory,
            family_name(family));
   }
 }

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <variant>
 
 #include "base/error.h"
 #include "kernels/activations.h"
@@ -10,6 +12,7 @@
 #include "kernels/gguf_matmul.h"
 #include "models/llama/llama_gguf_config.h"
 #include "models/llama/llama_math.h"
+#include "models/model_config.h"
 
 namespace md {
 
@@ -20,19 +23,32 @@ Buffer buffer(int64_t n) {
   return Buffer(static_cast<std::size_t>(n));
 }
 
+LlamaConfig hf_config(const std::string& directory) {
+  ModelConfig config = load_model_config(directory);
+  if (!std::holds_alternative<LlamaConfig>(config)) {
+    fail("{}: config.json describes a {} model, not llama", directory,
+         family_name(family_of(config)));
+  }
+  return std::get<LlamaConfig>(config);
+}
+
 }  // namespace
 
-LlamaGgufModel::LlamaGgufModel(const std::string& path, const ModelRunOptions& options)
-    : file_(path),
-      config_(parse_llama_gguf_config(file_)),
-      weights_(bind_llama_gguf_weights(file_, config_)),
+LlamaGgufModel::LlamaGgufModel(const std::string& path, const ModelRunOptions& options,
+                               LlamaHfQk hf_qk)
+    : path_(path),
+      gguf_(std::filesystem::is_directory(path) ? nullptr : std::make_unique<GgufFile>(path)),
+      checkpoint_(gguf_ ? nullptr : std::make_unique<Checkpoint>(path)),
+      config_(gguf_ ? parse_llama_gguf_config(*gguf_) : hf_config(path)),
+      weights_(gguf_ ? bind_llama_gguf_weights(*gguf_, config_)
+                     : bind_llama_hf_weights(*checkpoint_, config_, hf_qk)),
       inv_freq_(llama::rope_inv_freq(config_.head_dim, config_.rope_theta)),
       pool_(std::make_unique<ThreadPool>(options.threads)),
       executor_(options.executor) {}
 
 std::string LlamaGgufModel::description() const {
   return fmt::format("llama {} layers, hidden {}, vocab {} ({})", config_.num_layers,
-                     config_.hidden_size, config_.vocab_size, file_.path());
+                     config_.hidden_size, config_.vocab_size, path_);
 }
 
 std::vector<int32_t> LlamaGgufModel::stop_token_ids() const {
@@ -41,6 +57,10 @@ std::vector<int32_t> LlamaGgufModel::stop_token_ids() const {
 
 std::size_t LlamaGgufModel::state_bytes_per_token() const {
   return static_cast<std::size_t>(2 * config_.num_layers * config_.kv_dim()) * sizeof(float);
+}
+
+std::size_t LlamaGgufModel::weight_bytes() const {
+  return gguf_ ? gguf_->file_bytes() : checkpoint_->total_bytes();
 }
 
 std::size_t LlamaGgufModel::decode_weight_bytes() const {
@@ -56,8 +76,8 @@ std::size_t LlamaGgufModel::decode_weight_bytes() const {
 
 std::unique_ptr<SequenceState> LlamaGgufModel::new_sequence(int64_t capacity) const {
   if (capacity <= 0 || capacity > config_.max_position_embeddings) {
-    fail("context {} is outside 1..{} (llama.context_length of {})", capacity,
-         config_.max_position_embeddings, file_.path());
+    fail("context {} is outside 1..{} ({} of {})", capacity, config_.max_position_embeddings,
+         gguf_ ? "llama.context_length" : "max_position_embeddings", path_);
   }
   return std::make_unique<LlamaState>(config_, capacity);
 }

@@ -1,10 +1,12 @@
-// A Llama-architecture model loaded from one GGUF file (e.g. SmolLM2-135M-Instruct Q4_1) and its
-// plain reference forward: weights stay in their GGUF block format in the mapped file and are
-// dequantised in registers by the GGUF GEMV kernels (kernels/gguf_matmul.h); activations and the
-// KV cache are f32. A batch decode step streams every weight once for all its sequences, and each
-// sequence's logits are bitwise those of decoding it alone (the kernels are batch invariant).
-// Decode steps run the lowered step program (llama_step.h) on the fused executor by default, or
-// op by op, or through the reference forward; all three give bitwise the same logits.
+// A Llama-architecture model loaded from one GGUF file (e.g. SmolLM2-135M-Instruct Q4_1) or a
+// Hugging Face LlamaForCausalLM directory (config.json + safetensors; llama_hf_weights.h binds its
+// BF16/F16/F32 tensors as the same GgufMatrix views), and its plain reference forward: weights stay
+// in their stored format (GGUF blocks, or BF16/F16/F32) in the mapping, except HF's q/k rows, and
+// are dequantised in registers by the GGUF GEMV kernels (kernels/gguf_matmul.h); activations and
+// the KV cache are f32. A batch decode step streams every weight once for all its sequences, and
+// each sequence's logits are bitwise those of decoding it alone (the kernels are batch invariant).
+// Decode steps run the lowered step program (llama_step.h) on the fused executor by default, or op
+// by op, or through the reference forward; all three give bitwise the same logits.
 #pragma once
 
 #include <initializer_list>
@@ -14,10 +16,12 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "io/checkpoint.h"
 #include "io/gguf_file.h"
 #include "models/language_model.h"
 #include "models/llama/llama_config.h"
 #include "models/llama/llama_gguf_weights.h"
+#include "models/llama/llama_hf_weights.h"
 #include "models/llama/llama_step.h"
 #include "program/cpu_executor.h"
 #include "program/op_executor.h"
@@ -26,9 +30,11 @@ namespace md {
 
 class LlamaGgufModel final : public LanguageModel {
  public:
-  // Throws md::Error for another architecture, unsupported settings or weight formats, and
-  // tensors missing or shaped unlike the metadata says.
-  LlamaGgufModel(const std::string& path, const ModelRunOptions& options);
+  // `path` is a .gguf file or a Hugging Face model directory. Throws md::Error for another
+  // architecture, unsupported settings or weight formats, and tensors missing or shaped unlike
+  // the metadata says. `hf_qk` only matters for directories (kAsStored: tests' negative control).
+  LlamaGgufModel(const std::string& path, const ModelRunOptions& options,
+                 LlamaHfQk hf_qk = LlamaHfQk::kPermuteForAdjacentRope);
 
   std::string description() const override;
   int64_t vocab_size() const override { return config_.vocab_size; }
@@ -51,10 +57,10 @@ class LlamaGgufModel final : public LanguageModel {
   }
   ExecutorKind executor() const { return executor_; }
   std::size_t decode_weight_bytes() const override;
-  std::size_t weight_bytes() const override { return file_.file_bytes(); }
+  std::size_t weight_bytes() const override;
 
   const LlamaConfig& config() const { return config_; }
-  const GgufFile& file() const { return file_; }
+  const std::string& path() const { return path_; }
 
  private:
   // One row of a step: the sequence it extends and the position its token takes there.
@@ -84,7 +90,10 @@ class LlamaGgufModel final : public LanguageModel {
   void attention(std::span<const Row> rows, const LlamaLayerWeights& layer, int64_t layer_index,
                  const float* x, float* hidden);
 
-  GgufFile file_;
+  std::string path_;
+  // Exactly one is set: the source whose mapping the weights point into.
+  std::unique_ptr<GgufFile> gguf_;
+  std::unique_ptr<Checkpoint> checkpoint_;
   LlamaConfig config_;
   LlamaGgufWeights weights_;
   std::vector<float> inv_freq_;

@@ -3,6 +3,8 @@
 // f32 once. Shared by the reference forward and the step program (llama_step.h).
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "io/gguf_file.h"
@@ -24,6 +26,9 @@ struct LlamaGgufWeights {
   GgufMatrix output;  // the embedding itself when tied
   std::vector<float> output_norm;
   std::vector<LlamaLayerWeights> layers;
+  // Bytes some matrices point into instead of the mapping (HF q/k rows permuted for the
+  // adjacent-pair RoPE, llama_hf_weights.h); heap blocks, so moving the struct keeps them valid.
+  std::vector<std::unique_ptr<std::uint8_t[]>> owned;
 };
 
 // Throws md::Error naming the tensor when one is missing, shaped unlike `config` says, or in a
