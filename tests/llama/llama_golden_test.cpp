@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "../support/golden_math.h"
 #include "io/safetensors_file.h"
 #include "models/llama/llama_gguf_model.h"
 
@@ -24,31 +25,11 @@ std::string smollm2_path() {
   return std::string(MD_SOURCE_DIR) + "/.models/SmolLM2-135M-Instruct.Q4_1.gguf";
 }
 
-template <typename T>
-std::vector<T> values(const SafetensorsFile& file, const std::string& name) {
-  const TensorView* view = file.find(name);
-  if (view == nullptr) throw std::runtime_error("golden tensor missing: " + name);
-  std::vector<T> out(view->nbytes / sizeof(T));
-  std::memcpy(out.data(), view->data, view->nbytes);
-  return out;
-}
-
-int32_t argmax(const float* row, int64_t n) {
-  int32_t best = 0;
-  for (int64_t i = 1; i < n; ++i) {
-    if (row[i] > row[best]) best = static_cast<int32_t>(i);
-  }
-  return best;
-}
+using test::argmax;
 
 // max |ours − theirs| / max |theirs| over the vocabulary.
 double relative_error(const float* ours, const float* theirs, int64_t vocab) {
-  double diff = 0, scale = 0;
-  for (int64_t v = 0; v < vocab; ++v) {
-    diff = std::max(diff, std::abs(static_cast<double>(ours[v]) - theirs[v]));
-    scale = std::max(scale, std::abs(static_cast<double>(theirs[v])));
-  }
-  return diff / scale;
+  return test::relative_error(ours, theirs, static_cast<std::size_t>(vocab));
 }
 
 class SmolLM2Golden : public ::testing::Test {
@@ -68,9 +49,9 @@ class SmolLM2Golden : public ::testing::Test {
 TEST_F(SmolLM2Golden, LogitsMatchTransformers) {
   int64_t vocab = model_->vocab_size();
   for (int p = 0; goldens_.find(fmt::format("p{}.ids", p)) != nullptr; ++p) {
-    std::vector<int32_t> ids = values<int32_t>(goldens_, fmt::format("p{}.ids", p));
-    std::vector<int32_t> positions = values<int32_t>(goldens_, fmt::format("p{}.positions", p));
-    std::vector<float> expected = values<float>(goldens_, fmt::format("p{}.logits", p));
+    std::vector<int32_t> ids = test::tensor_values<int32_t>(goldens_, fmt::format("p{}.ids", p));
+    std::vector<int32_t> positions = test::tensor_values<int32_t>(goldens_, fmt::format("p{}.positions", p));
+    std::vector<float> expected = test::tensor_values<float>(goldens_, fmt::format("p{}.logits", p));
     auto state = model_->new_sequence(256);
     std::vector<float> logits;
     model_->forward(*state, ids, LogitRows::kAll, logits);
@@ -89,9 +70,9 @@ TEST_F(SmolLM2Golden, LogitsMatchTransformers) {
 TEST_F(SmolLM2Golden, DecodeStepLogitsMatchTransformers) {
   int64_t vocab = model_->vocab_size();
   for (int p = 0; goldens_.find(fmt::format("p{}.ids", p)) != nullptr; ++p) {
-    std::vector<int32_t> ids = values<int32_t>(goldens_, fmt::format("p{}.ids", p));
-    std::vector<int32_t> positions = values<int32_t>(goldens_, fmt::format("p{}.positions", p));
-    std::vector<float> expected = values<float>(goldens_, fmt::format("p{}.logits", p));
+    std::vector<int32_t> ids = test::tensor_values<int32_t>(goldens_, fmt::format("p{}.ids", p));
+    std::vector<int32_t> positions = test::tensor_values<int32_t>(goldens_, fmt::format("p{}.positions", p));
+    std::vector<float> expected = test::tensor_values<float>(goldens_, fmt::format("p{}.logits", p));
     auto state = model_->new_sequence(256);
     std::vector<float> logits;
     model_->forward(*state, std::span(ids).first(static_cast<std::size_t>(positions[0])),
@@ -116,9 +97,9 @@ TEST_F(SmolLM2Golden, GreedyContinuationsMatchTransformers) {
   int64_t vocab = model_->vocab_size();
   int compared = 0;
   for (int p : {0, 3}) {
-    std::vector<int32_t> ids = values<int32_t>(goldens_, fmt::format("p{}.ids", p));
-    std::vector<int32_t> greedy = values<int32_t>(goldens_, fmt::format("p{}.greedy", p));
-    std::vector<float> margin = values<float>(goldens_, fmt::format("p{}.greedy_margin", p));
+    std::vector<int32_t> ids = test::tensor_values<int32_t>(goldens_, fmt::format("p{}.ids", p));
+    std::vector<int32_t> greedy = test::tensor_values<int32_t>(goldens_, fmt::format("p{}.greedy", p));
+    std::vector<float> margin = test::tensor_values<float>(goldens_, fmt::format("p{}.greedy_margin", p));
     auto state = model_->new_sequence(256);
     std::vector<float> logits;
     model_->forward(*state, ids, LogitRows::kLast, logits);

@@ -15,6 +15,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "../support/golden_math.h"
 #include "base/error.h"
 #include "io/safetensors_file.h"
 #include "models/llama/llama_gguf_model.h"
@@ -53,22 +54,11 @@ std::vector<float> golden_logits(const SafetensorsFile& file, int prompt) {
   return out;
 }
 
-int32_t argmax(const float* row, int64_t n) {
-  int32_t best = 0;
-  for (int64_t i = 1; i < n; ++i) {
-    if (row[i] > row[best]) best = static_cast<int32_t>(i);
-  }
-  return best;
-}
+using test::argmax;
 
 // max |ours − theirs| / max |theirs| over the vocabulary.
 double relative_error(const float* ours, const float* theirs, int64_t vocab) {
-  double diff = 0, scale = 0;
-  for (int64_t v = 0; v < vocab; ++v) {
-    diff = std::max(diff, std::abs(static_cast<double>(ours[v]) - theirs[v]));
-    scale = std::max(scale, std::abs(static_cast<double>(theirs[v])));
-  }
-  return diff / scale;
+  return test::relative_error(ours, theirs, static_cast<std::size_t>(vocab));
 }
 
 const ModelRunOptions kOptions{2, KvCacheType::kF32};

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "io/safetensors_file.h"
+#include "../support/golden_math.h"
 #include "models/qwen38/qwen38_model.h"
 #include "models/qwen38/qwen38_state.h"
 
@@ -42,15 +43,6 @@ struct GoldenPrompt {
   std::vector<float> greedy_margin;
 };
 
-template <typename T>
-std::vector<T> tensor_values(const SafetensorsFile& file, const std::string& name) {
-  const TensorView* view = file.find(name);
-  if (view == nullptr) throw std::runtime_error("golden tensor missing: " + name);
-  std::vector<T> values(view->nbytes / sizeof(T));
-  std::memcpy(values.data(), view->data, view->nbytes);
-  return values;
-}
-
 inline std::vector<GoldenPrompt> load_goldens(const std::string& name) {
   SafetensorsFile file(std::string(MD_SOURCE_DIR) + "/tests/goldens/qwen38/" + name +
                        ".safetensors");
@@ -74,23 +66,6 @@ inline std::unique_ptr<Qwen38Model> load_fixture(const std::string& name, KvCach
   return std::make_unique<Qwen38Model>(qwen38_fixture_dir(name), run, options);
 }
 
-// max |a − b| over max |b|.
-inline double relative_error(const float* a, const float* b, std::size_t n) {
-  double diff = 0, scale = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    diff = std::max(diff, std::abs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-  }
-  return scale == 0 ? diff : diff / scale;
-}
-
-inline int32_t argmax(const float* row, int64_t n) {
-  int32_t best = 0;
-  for (int64_t i = 1; i < n; ++i) {
-    if (row[i] > row[best]) best = static_cast<int32_t>(i);
-  }
-  return best;
-}
 
 inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
