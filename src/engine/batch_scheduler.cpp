@@ -192,11 +192,6 @@ void BatchScheduler::admit() {
     running_.fetch_add(1);
     row.stream->push(StreamEvent::of(StreamEvent::Kind::kRowAssigned, row.work.choice));
     try {
-      if (row.work.request.prompt.empty()) fail("the prompt is empty: at least one token is needed");
-      if (static_cast<int64_t>(row.work.request.prompt.size()) >= options_.context) {
-        fail("the prompt has {} tokens but a row holds {}", row.work.request.prompt.size(),
-             options_.context);
-      }
       row.decoder = std::make_unique<ChoiceDecoder>(row.work.request, eos_ids_, vocab_,
                                                     tokenizer_, row.work.seed, options_.context);
       row.leader = prefill_leader_for(row);

@@ -38,6 +38,13 @@ ChoiceDecoder::ChoiceDecoder(const GenerationRequest& request, std::vector<int32
       stop_strings_(request.stop),
       detokenizer_(tokenizer, request.skip_special) {
   auto prompt_size = static_cast<int64_t>(request.prompt.size());
+  if (prompt_size == 0) fail("the prompt is empty: at least one token is needed");
+  if (prompt_size >= capacity) {
+    fail(
+        "the prompt has {} tokens but the context holds {} (prompt + at least one generated "
+        "token); raise --context or shorten the prompt",
+        prompt_size, capacity);
+  }
   if (request.max_tokens < 0) fail("max_tokens must be >= 0 (0 = until the context is full)");
   if (request.min_tokens < 0) fail("min_tokens must be >= 0");
   for (auto [token, bias] : request.logit_bias) {

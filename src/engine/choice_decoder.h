@@ -34,8 +34,8 @@ struct TokenOutcome {
 
 class ChoiceDecoder {
  public:
-  // Validates the request's sampling and stop parameters (md::Error). `prompt_size` and
-  // `capacity` bound the output: prompt + output never exceeds the sequence capacity.
+  // Validates the request (md::Error): a prompt that is empty or leaves no room in `capacity`,
+  // sampling and stop parameters. Prompt + output never exceeds the sequence capacity.
   // `eos_ids` are the model's end tokens; `seed` drives the random draws (see choice_seed).
   ChoiceDecoder(const GenerationRequest& request, std::vector<int32_t> eos_ids, int32_t vocab_size,
                 const Tokenizer& tokenizer, uint64_t seed, int64_t capacity);

@@ -126,15 +126,7 @@ bool Generator::prefill(std::span<const int32_t> tokens, bool want_all, Generati
 
 GenerationResult Generator::generate(const GenerationRequest& request, const TextCallback& on_text,
                                      const std::atomic<bool>* cancel) {
-  request.sampling.validate();
   auto prompt_size = static_cast<int64_t>(request.prompt.size());
-  if (prompt_size == 0) fail("the prompt is empty: at least one token is needed");
-  if (prompt_size >= context()) {
-    fail(
-        "the prompt has {} tokens but the context holds {} (prompt + at least one generated "
-        "token); raise --context or shorten the prompt",
-        prompt_size, context());
-  }
   ChoiceDecoder decoder(request, model_.stop_token_ids(),
                         static_cast<int32_t>(model_.vocab_size()), tokenizer_,
                         request.sampling.seed ? *request.sampling.seed : fresh_seed(), context());

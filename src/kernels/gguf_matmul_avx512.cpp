@@ -289,35 +289,21 @@ struct BF16 : OpenEachRow<BF16> {
   }
 };
 
-template <class F>
-constexpr GgufTileFn kTile = gguf_blocked::tile<Avx512, F>;
-
-GgufTileFn tile_for(GgmlType type) {
-  switch (type) {
-    case GgmlType::kQ4_0:
-      return kTile<Q4<false>>;
-    case GgmlType::kQ4_1:
-      return kTile<Q4<true>>;
-    case GgmlType::kQ8_0:
-      return kTile<Q8_0>;
-    case GgmlType::kQ4_K:
-      return kTile<Q4_K>;
-    case GgmlType::kQ6_K:
-      return kTile<Q6_K>;
-    case GgmlType::kF32:
-      return kTile<F32>;
-    case GgmlType::kF16:
-      return kTile<F16>;
-    case GgmlType::kBF16:
-      return kTile<BF16>;
-    default:
-      return nullptr;
-  }
-}
+// This file's format structs, for the shared type dispatch.
+struct Formats {
+  using Q4_0 = Q4<false>;
+  using Q4_1 = Q4<true>;
+  using Q8_0 = md::kernels::Q8_0;
+  using Q4_K = md::kernels::Q4_K;
+  using Q6_K = md::kernels::Q6_K;
+  using F32 = md::kernels::F32;
+  using F16 = md::kernels::F16;
+  using BF16 = md::kernels::BF16;
+};
 
 }  // namespace
 
-const GgufMatmulKernels kGgufMatmulAvx512{tile_for};
+const GgufMatmulKernels kGgufMatmulAvx512{gguf_blocked::tile_for<Avx512, Formats>};
 
 }  // namespace md::kernels
 

@@ -11,7 +11,6 @@
 
 namespace md::server {
 
-bool is_valid_utf8(std::string_view bytes);
 // The display string of token `id` (special tokens as their literal text).
 std::string token_string(const Tokenizer& tokenizer, int32_t id);
 // The token's exact bytes as a JSON array of integers.
