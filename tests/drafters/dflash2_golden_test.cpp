@@ -1,7 +1,8 @@
 // The DFlash2 drafter on the tiny-dflash2 fixture (with its tiny-qwen38 target's embedding and
 // head) against the float64 reference goldens of tests/goldens/dflash2 (README there): context
 // features, block logits of five rounds around the 16-position window, the selector's top-k,
-// scores, greedy and sampled walks, and the exact-tie case.
+// scores, greedy and sampled walks, and the exact-tie case. The drafter's rounds run three ways
+// (the fused program on its persistent team, the same op by op, the reference forward).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -96,8 +97,19 @@ class DFlash2Golden : public ::testing::Test {
     logits_ = values<float>(*golden_, "round.logits");
   }
 
-  std::unique_ptr<DFlash2Drafter> drafter(DFlash2Options options = {}, int threads = 1) const {
-    return std::make_unique<DFlash2Drafter>(draft_dir_, target_, threads, options);
+  std::unique_ptr<DFlash2Drafter> drafter(DFlash2Ablation ablation = DFlash2Ablation::kNone,
+                                          int threads = 1) const {
+    return std::make_unique<DFlash2Drafter>(draft_dir_, target_, threads,
+                                            DFlash2Options{ablation, executor_});
+  }
+  // Positions [length, end) appended in pieces of at most a block, as verify steps commit them
+  // (the fused rounds compute such pieces inside their program).
+  void append_as_committed(SpeculativeDrafter& d, int64_t end) const {
+    while (d.context_length() < end) {
+      int64_t first = d.context_length();
+      int64_t last = std::min(end, first + 8);
+      d.append_context(taps(first, last), last - first);
+    }
   }
   std::span<const float> taps(int64_t first, int64_t end) const {
     int64_t width = 5 * kHidden;
@@ -118,7 +130,7 @@ class DFlash2Golden : public ::testing::Test {
                           std::span<const double> uniforms = {}) const {
     int64_t s = s_[static_cast<std::size_t>(round)];
     if (d.context_length() > s) d.truncate_context(s);
-    d.append_context(taps(d.context_length(), s), s - d.context_length());
+    append_as_committed(d, s);
     return d.propose(anchor_[static_cast<std::size_t>(round)], temperature, uniforms, true);
   }
 
@@ -129,11 +141,45 @@ class DFlash2Golden : public ::testing::Test {
   std::vector<float> taps_;
   std::vector<int32_t> s_, anchor_;
   std::vector<float> logits_;
+  ExecutorKind executor_ = ExecutorKind::kMega;
 };
 
-TEST_F(DFlash2Golden, ContextFeatures) {
+// The golden comparisons of the drafter's rounds, once per executor.
+class DFlash2GoldenRounds : public DFlash2Golden,
+                            public ::testing::WithParamInterface<ExecutorKind> {
+ protected:
+  void SetUp() override {
+    DFlash2Golden::SetUp();
+    executor_ = GetParam();
+  }
+};
+
+std::string executor_name(const ::testing::TestParamInfo<ExecutorKind>& info) {
+  switch (info.param) {
+    case ExecutorKind::kMega:
+      return "mega";
+    case ExecutorKind::kOps:
+      return "ops";
+    case ExecutorKind::kReference:
+      break;
+  }
+  return "reference";
+}
+
+INSTANTIATE_TEST_SUITE_P(Executors, DFlash2GoldenRounds,
+                         ::testing::Values(ExecutorKind::kReference, ExecutorKind::kMega,
+                                           ExecutorKind::kOps),
+                         executor_name);
+
+TEST_P(DFlash2GoldenRounds, ContextFeatures) {
   auto d = drafter();
-  d->append_context(taps(0, 40), 40);
+  // A prompt's prefill, then single positions each followed by a round (in which the fused
+  // program computes the new position's feature).
+  d->append_context(taps(0, 30), 30);
+  while (d->context_length() < 40) {
+    append_as_committed(*d, d->context_length() + 1);
+    d->propose(1, 0.0f, {});
+  }
   std::vector<float> want = values<float>(*golden_, "ctx");
   std::vector<float> got;
   for (int64_t p = 0; p < 40; ++p) {
@@ -144,7 +190,7 @@ TEST_F(DFlash2Golden, ContextFeatures) {
             kFeatureTolerance);
 }
 
-TEST_F(DFlash2Golden, BlockLogitsTopKAndGreedyPath) {
+TEST_P(DFlash2GoldenRounds, BlockLogitsTopKAndGreedyPath) {
   std::vector<int32_t> topk = values<int32_t>(*golden_, "round.topk_ids");
   std::vector<float> gap = values<float>(*golden_, "round.topk_gap");
   std::vector<float> margin = values<float>(*golden_, "round.greedy_margin");
@@ -152,7 +198,7 @@ TEST_F(DFlash2Golden, BlockLogitsTopKAndGreedyPath) {
   // Rounds in order on one drafter (its K/V cache carries over, as in the speculative loop),
   // then in reverse on another (every round truncates: the cache must be rebuilt).
   auto forward = drafter();
-  auto backward = drafter({}, 2);
+  auto backward = drafter(DFlash2Ablation::kNone, 2);
   std::vector<DraftProposal> got(kRounds);
   for (int64_t j = 0; j < kRounds; ++j) got[static_cast<std::size_t>(j)] = run_round(*forward, j);
   run_round(*backward, kRounds - 1);
@@ -194,7 +240,7 @@ TEST_F(DFlash2Golden, BlockLogitsTopKAndGreedyPath) {
 TEST_F(DFlash2Golden, WrongFormulasMissByTenTimesTheBound) {
   for (DFlash2Ablation ablation :
        {DFlash2Ablation::kCausalBlock, DFlash2Ablation::kSkipBlockConv}) {
-    auto d = drafter({ablation});
+    auto d = drafter(ablation);
     double worst = 0;
     for (int64_t j = 0; j < kRounds; ++j)
       worst = std::max(worst, logit_error(run_round(*d, j).logits, j));
@@ -314,7 +360,7 @@ TEST_F(DFlash2GoldenSelector, ExactTies) {
   }
 }
 
-TEST_F(DFlash2Golden, SampledProposalsReproduceTheGoldenWalk) {
+TEST_P(DFlash2GoldenRounds, SampledProposalsReproduceTheGoldenWalk) {
   std::vector<float> uniform_f = values<float>(*golden_, "round.sampled_uniform");
   std::vector<float> q = values<float>(*golden_, "round.sampled_q");
   std::vector<int32_t> path = values<int32_t>(*golden_, "round.sampled_path");
@@ -347,11 +393,12 @@ TEST_F(DFlash2Golden, SampledProposalsReproduceTheGoldenWalk) {
 
 // The real target's view (Qwen38Model::target_view) drives the drafter exactly as the raw
 // tensors do.
-TEST_F(DFlash2Golden, DraftsFromTheQwen38TargetView) {
+TEST_P(DFlash2GoldenRounds, DraftsFromTheQwen38TargetView) {
   ModelRunOptions run;
   Qwen38Model model(fixture("qwen38", "tiny-qwen38"), run);
-  std::unique_ptr<SpeculativeDrafter> d = load_dflash2_drafter(draft_dir_, model.target_view());
-  d->append_context(taps(0, 20), 20);
+  std::unique_ptr<SpeculativeDrafter> d =
+      load_dflash2_drafter(draft_dir_, model.target_view(), 1, executor_);
+  append_as_committed(*d, 20);
   DraftProposal p = d->propose(anchor_[2], 0, {}, true);
   auto reference = drafter();
   EXPECT_EQ(p.logits, run_round(*reference, 2).logits);

@@ -48,6 +48,12 @@ class OracleDrafter : public SpeculativeDrafter {
     }
     return p;
   }
+  std::unique_ptr<SpeculativeDrafter> new_sequence() const override {
+    return std::make_unique<OracleDrafter>(truth_, error_at_, vocab_);
+  }
+  std::unique_ptr<SpeculativeDrafter> clone() const override {
+    return std::make_unique<OracleDrafter>(*this);
+  }
 
  private:
   std::vector<int32_t> truth_;
@@ -77,6 +83,12 @@ class RandomDrafter : public SpeculativeDrafter {
       p.q.push_back(q);
     }
     return p;
+  }
+  std::unique_ptr<SpeculativeDrafter> new_sequence() const override {
+    return std::make_unique<RandomDrafter>(support_);
+  }
+  std::unique_ptr<SpeculativeDrafter> clone() const override {
+    return std::make_unique<RandomDrafter>(*this);
   }
 
  private:

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <utility>
 #include <vector>
@@ -55,6 +56,12 @@ class SpeculativeDrafter {
   // holds its distribution. keep_logits fills DraftProposal::logits.
   virtual DraftProposal propose(int32_t anchor, float temperature,
                                 std::span<const double> uniforms, bool keep_logits = false) = 0;
+
+  // A drafter for another sequence (the server gives each row its own): same weights, empty
+  // context. The two must not run concurrently unless the implementation says otherwise.
+  virtual std::unique_ptr<SpeculativeDrafter> new_sequence() const = 0;
+  // The same with a copy of this drafter's context (choices that share a prompt's prefill).
+  virtual std::unique_ptr<SpeculativeDrafter> clone() const = 0;
 };
 
 }  // namespace md

@@ -118,24 +118,51 @@ void ContextStore::compute_keys(int64_t first, int64_t end) {
         }
       }
     }
-    for (int64_t t = 0; t < n; ++t) slot_position_[size(slot(begin + t))] = begin + t;
+    mark_keys(begin, begin + n);
   }
+}
+
+void ContextStore::mark_keys(int64_t first, int64_t end) {
+  for (int64_t p = first; p < end; ++p) slot_position_[size(slot(p))] = p;
+}
+
+int64_t ContextStore::extend(int64_t rows) {
+  if (rows < 0) fail("DFlash2 context: cannot extend by {} positions", rows);
+  int64_t first = length_;
+  length_ += rows;
+  features_.resize(size(length_ * config_.hidden_size));
+  return first;
+}
+
+float* ContextStore::key_ring(int64_t layer, int64_t kv_head) {
+  return keys_[size(layer)].data() + kv_head * capacity_ * config_.head_dim;
+}
+
+float* ContextStore::value_ring(int64_t layer, int64_t kv_head) {
+  return values_[size(layer)].data() + kv_head * capacity_ * config_.head_dim;
 }
 
 std::vector<KeyRun> ContextStore::key_runs(int64_t layer, int64_t kv_head, int64_t first,
                                            int64_t end) const {
-  std::vector<KeyRun> runs;
+  std::vector<KeyRun> runs(size(kMaxKeyRuns));
+  runs.resize(size(key_runs(layer, kv_head, first, end, runs.data())));
+  return runs;
+}
+
+int64_t ContextStore::key_runs(int64_t layer, int64_t kv_head, int64_t first, int64_t end,
+                               KeyRun* out) const {
   first = std::max<int64_t>(first, 0);
-  if (end <= first) return runs;
+  if (end <= first) return 0;
   const float* keys = keys_[size(layer)].data() + kv_head * capacity_ * config_.head_dim;
   const float* values = values_[size(layer)].data() + kv_head * capacity_ * config_.head_dim;
   int64_t count = end - first;
   int64_t start = slot(first);
   int64_t head = std::min(count, capacity_ - start);
   int64_t hd = config_.head_dim;
-  runs.push_back(KeyRun{keys + start * hd, values + start * hd, head, hd});
-  if (count > head) runs.push_back(KeyRun{keys, values, count - head, hd});
-  return runs;
+  out[0] = KeyRun{keys + start * hd, values + start * hd, head, hd};
+  if (count == head) return 1;
+  out[1] = KeyRun{keys, values, count - head, hd};
+  return 2;
 }
 
 }  // namespace md::dflash2

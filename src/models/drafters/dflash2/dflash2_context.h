@@ -9,6 +9,11 @@
 // slots per layer, so a round computes K/V only for newly committed positions (the real window
 // is 2048 positions; recomputing it every round would cost 2048 rows of k/v projections per
 // layer). A slot whose position was truncated away is recomputed from ctx_p when next needed.
+//
+// Two ways in: append() computes the features of a batch of positions itself (a prompt's
+// prefill) and leaves their K/V to prepare_keys(); the fused round (dflash2_step.h) instead
+// extend()s the store by the few positions a verify step committed and writes their features
+// and K/V itself, in the same program as the block forward, then records them with mark_keys().
 #pragma once
 
 #include <cstdint>
@@ -42,10 +47,26 @@ class ContextStore {
   // The keys and values of positions [first, end) of one layer and KV head, as at most two runs
   // (the ring wraps), in position order. prepare_keys(first) must have run since the last change.
   std::vector<KeyRun> key_runs(int64_t layer, int64_t kv_head, int64_t first, int64_t end) const;
+  // The same into `out` (room for kMaxKeyRuns), without allocating; returns the run count.
+  static constexpr int64_t kMaxKeyRuns = 2;
+  int64_t key_runs(int64_t layer, int64_t kv_head, int64_t first, int64_t end, KeyRun* out) const;
+
+  // For a caller that computes new positions itself: adds `rows` positions after length() whose
+  // features it then writes at feature_row(); their ring slots keep what they held (positions a
+  // window older, out of every query's reach) until it writes K/V there and calls mark_keys().
+  // Returns the first new position.
+  int64_t extend(int64_t rows);
+  float* feature_row(int64_t position) { return features_.data() + position * config_.hidden_size; }
+  // One layer and KV head's ring of keys or values, [sliding_window slots][head_dim]; position p
+  // lives in slot(p).
+  float* key_ring(int64_t layer, int64_t kv_head);
+  float* value_ring(int64_t layer, int64_t kv_head);
+  int64_t slot(int64_t position) const { return position % capacity_; }
+  // Records that every layer's ring now holds the K/V of positions [first, end).
+  void mark_keys(int64_t first, int64_t end);
 
  private:
   void compute_keys(int64_t first, int64_t end);
-  int64_t slot(int64_t position) const { return position % capacity_; }
 
   const DFlash2Config& config_;
   const DFlash2Weights& weights_;

@@ -32,4 +32,11 @@ void project_block_conv(const DFlash2ConvWeights& w, const float* x, int64_t row
 void apply_block_conv(const uint16_t* base_kernel, const float* coefficients, int side,
                       const BlockConvShape& shape, const float* in, int64_t rows, float* out);
 
+// The same for channels [channel_begin, channel_end) of every row only (out's other channels are
+// left alone): channels are independent, so a fused program splits the conv into channel ranges
+// whose results are bitwise those of the whole.
+void apply_block_conv_channels(const uint16_t* base_kernel, const float* coefficients, int side,
+                               const BlockConvShape& shape, const float* in, int64_t rows,
+                               int64_t channel_begin, int64_t channel_end, float* out);
+
 }  // namespace md::dflash2

@@ -13,7 +13,10 @@
 #include "models/drafters/dflash2/dflash2_attention.h"
 #include "models/drafters/dflash2/dflash2_conv.h"
 #include "models/drafters/dflash2/dflash2_selector.h"
+#include "models/drafters/dflash2/dflash2_step.h"
 #include "models/model_family.h"
+#include "program/cpu_executor.h"
+#include "program/op_executor.h"
 
 namespace md {
 
@@ -91,24 +94,122 @@ struct DFlash2Drafter::Block {
   Buffer gate, up;
 };
 
+struct DFlash2Drafter::Shared {
+  Shared(const std::string& directory, const TargetView& target_view, int threads,
+         const DFlash2Options& drafter_options)
+      : config(read_drafter_config(directory, target_view)),
+        target(target_view),
+        options(drafter_options),
+        checkpoint(std::make_unique<Checkpoint>(directory)),
+        weights(bind_dflash2_weights(config, *checkpoint)),
+        rope(config.head_dim, config.rope_theta),
+        pool(std::make_unique<ThreadPool>(threads)) {}
+
+  // The fused round's program, built by the first fused round, with its executor (one worker
+  // per pool thread).
+  DFlash2Step& fused_step() {
+    if (step == nullptr) {
+      int workers = pool->size();
+      step = std::make_unique<DFlash2Step>(config, weights, target, rope, workers);
+      if (options.executor == ExecutorKind::kOps) {
+        ops = std::make_unique<program::OpExecutor>(workers);
+      } else {
+        mega = std::make_unique<program::CpuExecutor>(workers);
+      }
+    }
+    return *step;
+  }
+  void run(program::Program& program) {
+    if (ops != nullptr) {
+      ops->run(program);
+    } else {
+      mega->run(program);
+    }
+  }
+
+  DFlash2Config config;
+  TargetView target;
+  DFlash2Options options;
+  std::unique_ptr<Checkpoint> checkpoint;
+  DFlash2Weights weights;
+  kernels::Rope rope;
+  std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<DFlash2Step> step;
+  std::unique_ptr<program::CpuExecutor> mega;
+  std::unique_ptr<program::OpExecutor> ops;
+};
+
 DFlash2Drafter::DFlash2Drafter(const std::string& directory, const TargetView& target, int threads,
                                const DFlash2Options& options)
-    : config_(read_drafter_config(directory, target)),
-      target_(target),
-      options_(options),
-      checkpoint_(std::make_unique<Checkpoint>(directory)),
-      weights_(bind_dflash2_weights(config_, *checkpoint_)),
-      rope_(config_.head_dim, config_.rope_theta),
-      pool_(std::make_unique<ThreadPool>(threads)),
-      context_(std::make_unique<dflash2::ContextStore>(config_, weights_, rope_, pool_.get())) {}
+    : DFlash2Drafter(std::make_shared<Shared>(directory, target, threads, options)) {}
+
+DFlash2Drafter::DFlash2Drafter(std::shared_ptr<Shared> shared)
+    : shared_(std::move(shared)),
+      config_(shared_->config),
+      target_(shared_->target),
+      options_(shared_->options),
+      weights_(shared_->weights),
+      rope_(shared_->rope),
+      pool_(shared_->pool.get()),
+      context_(std::make_unique<dflash2::ContextStore>(config_, weights_, rope_, pool_)) {
+  if (fused()) {
+    pending_taps_.resize(size(DFlash2Step::kMaxNewContextRows * config_.fc_in_features()));
+  }
+}
+
+std::unique_ptr<SpeculativeDrafter> DFlash2Drafter::new_sequence() const {
+  return std::unique_ptr<SpeculativeDrafter>(new DFlash2Drafter(shared_));
+}
+
+std::unique_ptr<SpeculativeDrafter> DFlash2Drafter::clone() const {
+  std::unique_ptr<DFlash2Drafter> copy(new DFlash2Drafter(shared_));
+  copy->context_ = std::make_unique<dflash2::ContextStore>(*context_);
+  copy->pending_taps_ = pending_taps_;
+  copy->pending_rows_ = pending_rows_;
+  return copy;
+}
 
 DFlash2Drafter::~DFlash2Drafter() = default;
 
+bool DFlash2Drafter::fused() const {
+  return options_.executor != ExecutorKind::kReference &&
+         options_.ablation == DFlash2Ablation::kNone;
+}
+
 void DFlash2Drafter::append_context(std::span<const float> taps, int64_t rows) {
-  context_->append(taps, rows);
+  int64_t width = config_.fc_in_features();
+  bool small = rows >= 0 && rows <= DFlash2Step::kMaxNewContextRows &&
+               static_cast<int64_t>(taps.size()) == rows * width;
+  if (!fused() || !small) {
+    // In order: pending rows are older. ContextStore::append also refuses a malformed append.
+    flush_pending();
+    context_->append(taps, rows);
+    return;
+  }
+  if (pending_rows_ + rows > DFlash2Step::kMaxNewContextRows) flush_pending();
+  std::copy(taps.begin(), taps.end(), pending_taps_.begin() + pending_rows_ * width);
+  pending_rows_ += rows;
+}
+
+void DFlash2Drafter::flush_pending() {
+  if (pending_rows_ == 0) return;
+  // The same features the program would compute (matmul rows do not depend on the batch); their
+  // K/V follow through ContextStore::prepare_keys.
+  auto values = static_cast<std::size_t>(pending_rows_ * config_.fc_in_features());
+  context_->append(std::span<const float>(pending_taps_).first(values), pending_rows_);
+  pending_rows_ = 0;
 }
 
 void DFlash2Drafter::truncate_context(int64_t length) {
+  int64_t stored = context_->length();
+  if (length < 0 || length > stored + pending_rows_) {
+    fail("DFlash2 context: cannot truncate {} positions to {}", stored + pending_rows_, length);
+  }
+  if (length >= stored) {
+    pending_rows_ = length - stored;  // the pending rows past the cut are dropped unseen
+    return;
+  }
+  pending_rows_ = 0;
   context_->truncate(length);
 }
 
@@ -139,11 +240,11 @@ void DFlash2Drafter::attention_sublayer(int64_t layer, int64_t start, Block& b) 
   int64_t hd = c.head_dim;
   auto eps = static_cast<float>(c.rms_norm_eps);
   normalise_rows(b.h.data(), w.input_layernorm, b.rows, c.hidden_size, eps, b.x.data());
-  dflash2::project_block_conv(w.attention_conv, b.x.data(), b.rows, b.coeffs.data(), pool_.get());
+  dflash2::project_block_conv(w.attention_conv, b.x.data(), b.rows, b.coeffs.data(), pool_);
   block_conv(w.attention_conv, 0, b.x.data(), b.coeffs.data(), b.mixed.data());
-  kernels::matmul(w.q_proj, b.mixed.data(), b.rows, b.q.data(), pool_.get());
-  kernels::matmul(w.k_proj, b.mixed.data(), b.rows, b.k.data(), pool_.get());
-  kernels::matmul(w.v_proj, b.mixed.data(), b.rows, b.v.data(), pool_.get());
+  kernels::matmul(w.q_proj, b.mixed.data(), b.rows, b.q.data(), pool_);
+  kernels::matmul(w.k_proj, b.mixed.data(), b.rows, b.k.data(), pool_);
+  kernels::matmul(w.v_proj, b.mixed.data(), b.rows, b.v.data(), pool_);
   Buffer cos_values = buffer(hd / 2);
   Buffer sin_values = buffer(hd / 2);
   for (int64_t t = 0; t < b.rows; ++t) {
@@ -161,7 +262,7 @@ void DFlash2Drafter::attention_sublayer(int64_t layer, int64_t start, Block& b) 
     }
   }
   attend_block(layer, start, b);
-  kernels::matmul(w.o_proj, b.attended.data(), b.rows, b.projected.data(), pool_.get());
+  kernels::matmul(w.o_proj, b.attended.data(), b.rows, b.projected.data(), pool_);
   block_conv(w.attention_conv, 1, b.projected.data(), b.coeffs.data(), b.mixed.data());
   add_into(b.h.data(), b.mixed.data(), b.rows * c.hidden_size);
 }
@@ -202,12 +303,12 @@ void DFlash2Drafter::mlp_sublayer(int64_t layer, Block& b) {
   const DFlash2LayerWeights& w = weights_.layers[size(layer)];
   auto eps = static_cast<float>(c.rms_norm_eps);
   normalise_rows(b.h.data(), w.post_attention_layernorm, b.rows, c.hidden_size, eps, b.x.data());
-  dflash2::project_block_conv(w.mlp_conv, b.x.data(), b.rows, b.coeffs.data(), pool_.get());
+  dflash2::project_block_conv(w.mlp_conv, b.x.data(), b.rows, b.coeffs.data(), pool_);
   block_conv(w.mlp_conv, 0, b.x.data(), b.coeffs.data(), b.mixed.data());
-  kernels::matmul(w.gate_proj, b.mixed.data(), b.rows, b.gate.data(), pool_.get());
-  kernels::matmul(w.up_proj, b.mixed.data(), b.rows, b.up.data(), pool_.get());
+  kernels::matmul(w.gate_proj, b.mixed.data(), b.rows, b.gate.data(), pool_);
+  kernels::matmul(w.up_proj, b.mixed.data(), b.rows, b.up.data(), pool_);
   for (std::size_t i = 0; i < b.gate.size(); ++i) b.gate[i] = kernels::silu(b.gate[i]) * b.up[i];
-  kernels::matmul(w.down_proj, b.gate.data(), b.rows, b.projected.data(), pool_.get());
+  kernels::matmul(w.down_proj, b.gate.data(), b.rows, b.projected.data(), pool_);
   block_conv(w.mlp_conv, 1, b.projected.data(), b.coeffs.data(), b.mixed.data());
   add_into(b.h.data(), b.mixed.data(), b.rows * c.hidden_size);
 }
@@ -223,6 +324,26 @@ DraftProposal DFlash2Drafter::propose(int32_t anchor, float temperature,
     fail("DFlash2 propose: sampling {} drafts needs as many uniforms, got {}", drafts,
          uniforms.size());
   }
+  return fused() ? propose_fused(anchor, temperature, uniforms, keep_logits)
+                 : propose_reference(anchor, temperature, uniforms, keep_logits);
+}
+
+DraftProposal DFlash2Drafter::propose_fused(int32_t anchor, float temperature,
+                                            std::span<const double> uniforms, bool keep_logits) {
+  DFlash2Step& step = shared_->fused_step();
+  step.prepare(anchor, *context_, pending_taps_.data(), pending_rows_);
+  pending_rows_ = 0;  // the context holds them now; the program computes them
+  shared_->run(step.program());
+  step.finish();
+  return select(anchor, step.logits(), step.rho(), step.candidates(), temperature, uniforms,
+                keep_logits);
+}
+
+DraftProposal DFlash2Drafter::propose_reference(int32_t anchor, float temperature,
+                                                std::span<const double> uniforms,
+                                                bool keep_logits) {
+  const DFlash2Config& c = config_;
+  int64_t drafts = c.block_size - 1;
   int64_t start = context_->length();
   context_->prepare_keys(start - c.sliding_window + 1);
   Block b(c);
@@ -237,28 +358,37 @@ DraftProposal DFlash2Drafter::propose(int32_t anchor, float temperature,
   normalise_rows(b.h.data() + h, weights_.norm, drafts, h, static_cast<float>(c.rms_norm_eps),
                  hidden.data());
   Buffer logits = buffer(drafts * c.vocab_size);
-  kernels::matmul(target_.lm_head, hidden.data(), drafts, logits.data(), pool_.get());
+  kernels::matmul(target_.lm_head, hidden.data(), drafts, logits.data(), pool_);
   Buffer rho = buffer(drafts * c.selector_rank);
-  kernels::matmul(weights_.selector.hidden_projection, hidden.data(), drafts, rho.data(),
-                  pool_.get());
+  kernels::matmul(weights_.selector.hidden_projection, hidden.data(), drafts, rho.data(), pool_);
 
   std::vector<std::vector<dflash2::Candidate>> candidates;
   for (int64_t i = 0; i < drafts; ++i) {
     candidates.push_back(
         dflash2::top_candidates(logits.data() + i * c.vocab_size, c.vocab_size, c.selector_top_k));
   }
-  dflash2::SelectorPath path = dflash2::select_path(weights_.selector, anchor, candidates,
-                                                    rho.data(), temperature, uniforms);
+  return select(anchor, logits, rho.data(), candidates, temperature, uniforms, keep_logits);
+}
+
+DraftProposal DFlash2Drafter::select(int32_t anchor, std::span<const float> logits,
+                                     const float* rho,
+                                     std::span<const std::vector<dflash2::Candidate>> candidates,
+                                     float temperature, std::span<const double> uniforms,
+                                     bool keep_logits) const {
+  dflash2::SelectorPath path =
+      dflash2::select_path(weights_.selector, anchor, candidates, rho, temperature, uniforms);
   DraftProposal proposal;
   proposal.tokens = std::move(path.tokens);
   proposal.q = std::move(path.q);
-  if (keep_logits) proposal.logits = std::move(logits);
+  if (keep_logits) proposal.logits.assign(logits.begin(), logits.end());
   return proposal;
 }
 
 std::unique_ptr<SpeculativeDrafter> load_dflash2_drafter(const std::string& directory,
-                                                         const TargetView& target, int threads) {
-  return std::make_unique<DFlash2Drafter>(directory, target, threads);
+                                                         const TargetView& target, int threads,
+                                                         ExecutorKind executor) {
+  return std::make_unique<DFlash2Drafter>(directory, target, threads,
+                                          DFlash2Options{DFlash2Ablation::kNone, executor});
 }
 
 }  // namespace md

@@ -1,0 +1,84 @@
+// One DFlash2 drafting round (qwen38-dflash2.md §11.3–§11.6) lowered to a megakernel Program
+// (ARCHITECTURE.md "Program and executors"): the features and K/V of the context positions
+// committed since the last round, the bidirectional block forward, the lm_head and selector
+// projections and every draft row's top-k candidates. Each k_proj/v_proj weight tile is read once
+// per round for both the block rows and the new context rows.
+//
+// Its results are bitwise those of DFlash2Drafter's reference forward: the same kernels on the
+// same inputs, and kernels::matmul_tile reduces every output in an order that depends neither on
+// the tile split nor on the row count nor on threads. The selector walk (sequential, a few
+// hundred flops) stays outside the program.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "kernels/rope.h"
+#include "models/drafters/dflash2/dflash2_context.h"
+#include "models/drafters/dflash2/dflash2_selector.h"
+#include "models/drafters/dflash2/dflash2_weights.h"
+#include "models/drafters/dflash2_config.h"
+#include "models/drafters/speculative_drafter.h"
+#include "program/program.h"
+
+namespace md {
+
+class DFlash2Step {
+ public:
+  // The most context positions one round folds in: a verify step commits at most a block.
+  static constexpr int64_t kMaxNewContextRows = 8;
+
+  // Built for `workers` workers and the config's block_size rows. The references must outlive
+  // the step.
+  DFlash2Step(const DFlash2Config& config, const DFlash2Weights& weights, const TargetView& target,
+              const kernels::Rope& rope, int workers);
+
+  program::Program& program() { return *program_; }
+
+  // Sets the inputs of the next run: the anchor and the context, to which the run adds
+  // `new_rows` (<= kMaxNewContextRows) positions from `new_taps` ([new_rows][taps · hidden],
+  // read during the run). Makes the K/V of the older positions in the block's window present
+  // first (ContextStore::prepare_keys) and extends the context by the new positions.
+  void prepare(int32_t anchor, dflash2::ContextStore& context, const float* new_taps,
+               int64_t new_rows);
+  // After the executor ran: records the new positions' K/V in the context's rings.
+  void finish();
+
+  // The last run's draft rows 1..block_size-1.
+  std::span<const float> logits() const { return logits_; }  // [drafts][vocab]
+  const float* rho() const { return rho_.data(); }           // [drafts][selector_rank]
+  std::span<const std::vector<dflash2::Candidate>> candidates() const { return candidates_; }
+
+ private:
+  class Builder;
+
+  const DFlash2Config& config_;
+  const DFlash2Weights& weights_;
+  const TargetView& target_;
+  const kernels::Rope& rope_;
+  std::unique_ptr<program::Program> program_;
+
+  // Run inputs, read by the instruction bodies.
+  int32_t anchor_ = 0;
+  dflash2::ContextStore* context_ = nullptr;
+  const float* new_taps_ = nullptr;
+  int64_t new_rows_ = 0;
+  int64_t first_new_ = 0;          // the first new context position
+  float* new_features_ = nullptr;  // its feature row in the context (the program writes it)
+  int64_t start_ = 0;              // the anchor's position (block row t sits at start_ + t)
+
+  // Activations, f32 [rows][width]: block rows unless named otherwise.
+  std::vector<float> hidden_;     // the residual stream
+  std::vector<float> normed_;     // a sub-layer's normalised input (the conv reads it)
+  std::vector<float> mixed_;      // a block conv's output
+  std::vector<float> projected_;  // o_proj or down_proj output
+  std::vector<float> coeffs_;     // the sub-layer's dynamic conv coefficients
+  std::vector<float> q_, k_, v_, attended_, gate_, up_;
+  std::vector<float> context_k_, context_v_;  // [kMaxNewContextRows][kv_dim]
+  std::vector<float> logits_, rho_;
+  std::vector<std::vector<dflash2::Candidate>> candidates_;
+};
+
+}  // namespace md
