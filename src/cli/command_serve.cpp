@@ -7,6 +7,7 @@
 #include <csignal>
 #include <thread>
 
+#include "base/error.h"
 #include "base/log.h"
 #include "cli/commands.h"
 #include "cli/model_session.h"
@@ -103,12 +104,10 @@ int serve(ServeFlags& f) {
   ModelSession session;
   try {
     f.model.model = spec;
-    session = open_model_session(f.model, f.server.max_batch);
-    if (session.drafter) {
-      // The server's rows are independent decode rows; speculative rounds (verify rows per
-      // sequence) are not scheduled there yet. Said, not silently ignored.
-      log::warn("serve: speculative decoding is not used by the server yet; --draft is ignored");
+    if (f.model.force_accept > 0) {
+      fail("--force-accept is for benchmarks (it changes the output); serve does not take it");
     }
+    session = open_model_session(f.model, f.server.max_batch);
     server::ServedModel served;
     served.model = session.model.get();
     served.tokenizer = session.tokenizer.get();
@@ -116,6 +115,12 @@ int serve(ServeFlags& f) {
     served.sampling_defaults = session.sampling_defaults;
     served.context = session.context;
     served.executor = f.model.executor;
+    if (session.drafter) {
+      served.drafter = session.drafter.get();
+      served.block_size = session.block_size;
+      served.speculative_method = "dflash2";
+      served.drafter_source = session.drafter_directory;
+    }
     served.fingerprint_source = fmt::format("{}|{}|{}|{}", session.source.directory,
                                             session.model->description(), f.model.kv_cache,
                                             session.context);

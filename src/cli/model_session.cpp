@@ -131,8 +131,11 @@ ModelSession open_model_session(const ModelFlags& flags, int sequences) {
   std::string draft = flags.draft.empty() ? default_draft(flags.model) : flags.draft;
   if (!draft.empty() && !flags.no_spec) {
     ResolvedModel draft_source = resolve_model_source(draft);
+    // The drafter's round runs on the same number of workers and the same kind of executor as
+    // the target's steps.
     session.drafter = load_dflash2_drafter(draft_source.directory, session.model->target_view(),
-                                           flags.threads > 0 ? flags.threads : 1);
+                                           flags.threads, options.executor);
+    session.drafter_directory = draft_source.directory;
     session.block_size = flags.block_size;
     session.force_accept = flags.force_accept;
     log::info("speculative decoding with {} (block {})", draft_source.directory,

@@ -53,6 +53,7 @@ struct ModelSession {
   engine::SamplingParams sampling_defaults;  // generation_config.json
   int64_t context = 0;
   std::unique_ptr<SpeculativeDrafter> drafter;  // null: no speculation
+  std::string drafter_directory;
   int64_t block_size = 0;
   int64_t force_accept = 0;
 

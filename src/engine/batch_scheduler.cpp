@@ -18,10 +18,16 @@ BatchScheduler::BatchScheduler(LanguageModel& model, const Tokenizer& tokenizer,
   if (options_.rows < 1) fail("the scheduler needs at least one row, got {}", options_.rows);
   if (options_.context < 2) fail("the scheduler's context must be at least 2 tokens");
   if (options_.prefill_chunk < 1) fail("the prefill chunk must be at least 1 token");
+  if (options_.drafter != nullptr) {
+    int64_t block = checked_block_size(model_, *options_.drafter, options_.block_size, 0);
+    rounds_ = std::make_unique<SpeculativeRounds>(model_, block);
+    model_.set_tap_layers(options_.drafter->tap_layers());
+  }
   rows_.resize(static_cast<std::size_t>(options_.rows));
   slots_.resize(rows_.size());
   for (std::size_t i = 0; i < rows_.size(); ++i) {
     rows_[i].state = model_.new_sequence(options_.context);
+    if (rounds_) rows_[i].drafter = options_.drafter->new_sequence();
     slots_[i].id = static_cast<int32_t>(i);
   }
   thread_ = std::thread([this] { loop(); });
@@ -75,6 +81,9 @@ SchedulerSnapshot BatchScheduler::snapshot() const {
   s.running_rows = running_.load();
   s.decode_steps = decode_steps_.load();
   s.prefill_tokens = prefill_tokens_.load();
+  s.spec_rounds = spec_rounds_.load();
+  s.spec_drafted = spec_drafted_.load();
+  s.spec_accepted = spec_accepted_.load();
   s.state_usage = static_cast<double>(held_tokens_.load()) /
                   static_cast<double>(options_.context * options_.rows);
   std::lock_guard lock(mutex_);
@@ -100,6 +109,7 @@ void BatchScheduler::loop() {
       admit();
       prefill_chunk();
       decode_step();
+      speculative_rounds();
       held_tokens_.store(held_tokens());
     } catch (const std::exception& e) {
       // Row failures are handled where they happen; anything here is a scheduler bug. Every row
@@ -188,6 +198,8 @@ void BatchScheduler::admit() {
     row.decoding = false;
     row.prompt_scores.clear();
     row.leader = nullptr;
+    row.speculation = SpeculationStats{};
+    if (row.drafter) row.drafter->truncate_context(0);
     row.admitted = ++admissions_;
     running_.fetch_add(1);
     row.stream->push(StreamEvent::of(StreamEvent::Kind::kRowAssigned, row.work.choice));
@@ -235,6 +247,7 @@ void BatchScheduler::prefill_chunk() {
   try {
     std::span<const int32_t> chunk(prompt.data() + begin, end - begin);
     model_.forward(*row.state, chunk, scoring ? LogitRows::kAll : LogitRows::kLast, logits_);
+    if (row.drafter) row.drafter->append_context(model_.last_taps(), static_cast<int64_t>(chunk.size()));
     prefill_tokens_.fetch_add(static_cast<int64_t>(end - begin));
     row.prefilled = static_cast<int64_t>(end);
     if (scoring) score_prompt_rows(row, begin, end);
@@ -252,6 +265,7 @@ void BatchScheduler::prefill_chunk() {
     if (follower.leader != &row) continue;
     follower.leader = nullptr;
     follower.state = row.state->clone();
+    if (row.drafter) follower.drafter = row.drafter->clone();
     follower.prefilled = row.prefilled;
     follower.prompt_scores = row.prompt_scores;
     std::vector<float> copy = last;
@@ -293,7 +307,7 @@ void BatchScheduler::decode_step() {
   std::vector<SequenceState*> states;
   std::vector<int32_t> tokens;
   for (Row& row : rows_) {
-    if (row.stream && row.decoding) {
+    if (row.stream && row.decoding && !row.drafter) {
       active.push_back(&row);
       states.push_back(row.state.get());
       tokens.push_back(row.next_token);
@@ -312,18 +326,69 @@ void BatchScheduler::decode_step() {
     std::span<float> logits(logits_.data() + r * vocab, vocab);
     sample_into(*active[r], logits);
   }
+  update_decoded_counts();
+}
+
+void BatchScheduler::update_decoded_counts() {
   std::lock_guard lock(mutex_);
   for (std::size_t i = 0; i < rows_.size(); ++i) {
     if (rows_[i].stream && rows_[i].decoder) slots_[i].decoded = rows_[i].decoder->generated();
   }
 }
 
+void BatchScheduler::speculative_rounds() {
+  if (!rounds_) return;
+  bool ran = false;
+  for (Row& row : rows_) {
+    if (!row.stream || !row.decoding) continue;
+    run_round(row);
+    ran = true;
+  }
+  if (ran) update_decoded_counts();
+}
+
+void BatchScheduler::run_round(Row& row) {
+  SpeculativeRound round;
+  try {
+    check_fault(row);
+    round = rounds_->run(*row.state, *row.drafter, *row.decoder, row.next_token, row.speculation);
+  } catch (const std::exception& e) {
+    fail_row(row, e.what());
+    return;
+  }
+  decode_steps_.fetch_add(1);
+  if (round.drafted > 0) {
+    spec_rounds_.fetch_add(1);
+    spec_drafted_.fetch_add(round.drafted);
+    spec_accepted_.fetch_add(round.accepted);
+    if (options_.on_round) options_.on_round(round.drafted, round.accepted);
+  }
+  const TokenOutcome& last = round.outcomes.back();
+  row.next_token = last.token.id;
+  // As in sample_into: the row is free before the event that ends its choice goes out.
+  std::shared_ptr<RequestStream> stream = row.stream;
+  const int32_t choice = row.work.choice;
+  if (last.finished) free_row(row);
+  const SteadyClock::time_point at = SteadyClock::now();
+  for (TokenOutcome& outcome : round.outcomes) {
+    StreamEvent event = StreamEvent::of(StreamEvent::Kind::kToken, choice);
+    event.at = at;
+    event.step_tokens = static_cast<int32_t>(round.outcomes.size());
+    event.outcome = std::move(outcome);
+    stream->push(std::move(event));
+  }
+}
+
+void BatchScheduler::check_fault(const Row& row) const {
+  if (options_.fault_after_tokens > 0 && row.decoder->generated() >= options_.fault_after_tokens) {
+    fail("fault injected after {} tokens (--test-fault-after-tokens)",
+         options_.fault_after_tokens);
+  }
+}
+
 void BatchScheduler::sample_into(Row& row, std::span<float> logits) {
   try {
-    if (options_.fault_after_tokens > 0 && row.decoder->generated() >= options_.fault_after_tokens) {
-      fail("fault injected after {} tokens (--test-fault-after-tokens)",
-           options_.fault_after_tokens);
-    }
+    check_fault(row);
     StreamEvent event = StreamEvent::of(StreamEvent::Kind::kToken, row.work.choice);
     event.outcome = row.decoder->next(logits, row.state->position());
     row.next_token = event.outcome.token.id;

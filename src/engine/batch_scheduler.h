@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,6 +25,7 @@
 #include "engine/choice_decoder.h"
 #include "engine/generation_request.h"
 #include "engine/request_stream.h"
+#include "engine/speculative_round.h"
 #include "models/language_model.h"
 #include "text/tokenizer.h"
 
@@ -45,6 +47,13 @@ struct SchedulerOptions {
   int64_t max_queue = 256;       // waiting requests beyond which submit() refuses
   int64_t prefill_chunk = 256;   // prompt tokens per prefill call (the Generator's chunk)
   int64_t fault_after_tokens = 0;  // test hook: a choice fails after this many tokens (0: off)
+  // Speculative decoding: every generating row runs rounds (speculative_round.h) with its own
+  // drafter, drafter->new_sequence(); null: rows decode together one token per step. Each row
+  // speculating alone keeps rows batch invariant (a row's rounds depend on its request only).
+  const SpeculativeDrafter* drafter = nullptr;
+  int64_t block_size = 0;  // rows per round; 0: the drafter's
+  // Called on the step thread after every verify round that carried drafts (metrics).
+  std::function<void(int64_t drafted, int64_t accepted)> on_round;
 };
 
 // What a row is doing, for /slots.
@@ -64,6 +73,9 @@ struct SchedulerSnapshot {
   int64_t waiting_requests = 0;
   int64_t decode_steps = 0;
   int64_t prefill_tokens = 0;  // prompt tokens run through the model (shared prefills once)
+  int64_t spec_rounds = 0;     // verify rounds that carried drafts
+  int64_t spec_drafted = 0;
+  int64_t spec_accepted = 0;
   double state_usage = 0;  // tokens held by busy rows / total row capacity
   std::vector<SlotInfo> slots;
 };
@@ -89,6 +101,8 @@ class BatchScheduler {
 
   SchedulerSnapshot snapshot() const;
   const SchedulerOptions& options() const { return options_; }
+  // Drafts per speculative round (block size - 1); 0 without speculation.
+  int64_t draft_positions() const { return rounds_ ? rounds_->block_size() - 1 : 0; }
 
  private:
   struct Queued {
@@ -108,6 +122,8 @@ class BatchScheduler {
     // for its leader's prompt to be in; it then gets a copy of the leader's state and logits.
     Row* leader = nullptr;
     std::vector<ScoredToken> prompt_scores;
+    std::unique_ptr<SpeculativeDrafter> drafter;  // null: no speculation
+    SpeculationStats speculation;
   };
 
   void loop();
@@ -122,6 +138,12 @@ class BatchScheduler {
   void admit();
   void prefill_chunk();
   void decode_step();
+  // Speculating rows: one round each, in turn (a verify step holds one sequence).
+  void speculative_rounds();
+  void run_round(Row& row);
+  void update_decoded_counts();
+  // The test hook of SchedulerOptions::fault_after_tokens.
+  void check_fault(const Row& row) const;
   // Samples a row's next token from `logits`, pushes it, and frees the row when it finished.
   void sample_into(Row& row, std::span<float> logits);
   void fail_row(Row& row, const std::string& message);
@@ -149,6 +171,10 @@ class BatchScheduler {
   std::atomic<int64_t> prefill_tokens_{0};
   std::atomic<int64_t> held_tokens_{0};
   std::vector<float> logits_;
+  std::unique_ptr<SpeculativeRounds> rounds_;  // null: no speculation
+  std::atomic<int64_t> spec_rounds_{0};
+  std::atomic<int64_t> spec_drafted_{0};
+  std::atomic<int64_t> spec_accepted_{0};
   std::thread thread_;
 };
 

@@ -5,7 +5,6 @@
 
 #include "base/error.h"
 #include "engine/choice_decoder.h"
-#include "engine/counter_rng.h"
 
 namespace md::engine {
 
@@ -53,23 +52,13 @@ void Generator::reset() {
 
 void Generator::set_drafter(SpeculativeDrafter* drafter, int64_t block_size,
                             int64_t force_accept) {
-  drafter_ = drafter;
+  drafter_ = nullptr;
+  rounds_.reset();
   reset();
   if (drafter == nullptr) return;
-  if (!model_.supports_verify()) {
-    fail("speculative decoding needs verify rows, which {} does not have", model_.description());
-  }
-  if (block_size == 0) block_size = drafter->block_size();
-  if (block_size < 2 || block_size > drafter->block_size()) {
-    fail("--block-size must be between 2 and the drafter's {}, got {}", drafter->block_size(),
-         block_size);
-  }
-  if (force_accept < 0 || force_accept > block_size) {
-    fail("--force-accept must be between 1 and the block size {}, got {}", block_size,
-         force_accept);
-  }
-  block_size_ = block_size;
-  force_accept_ = force_accept;
+  block_size = checked_block_size(model_, *drafter, block_size, force_accept);
+  rounds_ = std::make_unique<SpeculativeRounds>(model_, block_size, force_accept);
+  drafter_ = drafter;
   model_.set_tap_layers(drafter->tap_layers());
 }
 
@@ -188,81 +177,21 @@ FinishReason Generator::decode_plain(ChoiceDecoder& decoder, TokenOutcome outcom
   }
 }
 
-// One round: the drafter proposes block-1 tokens after the anchor, the target verifies the
-// anchor and the drafts in one step (verify rows), the choice decoder accepts the longest
-// agreeing prefix (greedy) or applies the lossless rejection rule (sampled), and the sequence
-// keeps the anchor plus the accepted drafts. The token after them (the target's correction or
-// its bonus) is the next anchor.
+// Rounds until the choice finishes (speculative_round.h); each round's tokens are emitted in
+// order, and its last token, unless it finished the choice, anchors the next round.
 FinishReason Generator::decode_speculative(ChoiceDecoder& decoder, TokenOutcome outcome,
                                            GenerationResult& result, const TextCallback& on_text,
                                            const std::atomic<bool>* cancel) {
   SpeculationStats& spec = result.stats.speculation;
-  spec.accepted_at.assign(static_cast<std::size_t>(block_size_ - 1), 0);
-  const auto vocab = static_cast<std::size_t>(model_.vocab_size());
-  const float temperature =
-      decoder.greedy() ? 0.0f : std::max(kGreedyTemperature, decoder.temperature());
-  std::vector<float> logits;
+  spec.accepted_at.assign(static_cast<std::size_t>(rounds_->block_size() - 1), 0);
   for (;;) {
     if (emit(outcome, result, on_text)) return outcome.finish;
     if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) return FinishReason::kCancelled;
-    const int32_t anchor = outcome.token.id;
-    const int64_t s = state_->position();
-    const int64_t rows = std::min(block_size_, state_->capacity() - s);
-    if (rows < 2) {  // no room for a block: one plain step
-      step(anchor, logits);
-      outcome = decoder.next(logits, state_->position());
-      continue;
-    }
-    Clock::time_point draft_start = Clock::now();
-    std::vector<double> uniforms;
-    for (int64_t i = 1; i < rows; ++i) uniforms.push_back(uniform_at_lane(decoder.seed(), s + i, 3));
-    DraftProposal proposal = drafter_->propose(anchor, temperature, uniforms);
-    Clock::time_point verify_start = Clock::now();
-    spec.draft_seconds += std::chrono::duration<double>(verify_start - draft_start).count();
-    std::vector<int32_t> block{anchor};
-    block.insert(block.end(), proposal.tokens.begin(), proposal.tokens.begin() + (rows - 1));
-    model_.verify(*state_, block, logits);
-    spec.verify_seconds += seconds_since(verify_start);
-    ++spec.rounds;
-    spec.drafted += rows - 1;
-
-    // Row i of the verify logits predicts position s + i + 1.
-    int64_t kept = 1;  // rows the sequence keeps: the anchor, then each accepted draft
-    bool finished = false;
-    for (int64_t i = 0; i < rows; ++i) {
-      std::span<float> row(logits.data() + static_cast<std::size_t>(i) * vocab, vocab);
-      const int64_t position = s + i + 1;
-      bool accepted = false;
-      if (i + 1 < rows) {
-        const int32_t draft = block[static_cast<std::size_t>(i + 1)];
-        if (force_accept_ > 0) {
-          // Benchmark: exactly force_accept-1 drafts are taken, then the target's own token.
-          accepted = i + 1 < force_accept_;
-          outcome = accepted ? decoder.force(draft) : decoder.next(row, position);
-        } else {
-          outcome = decoder.verify_draft(row, position, draft,
-                                         proposal.q[static_cast<std::size_t>(i)], accepted);
-        }
-      } else {
-        outcome = decoder.next(row, position);  // every draft accepted: the bonus token
-      }
-      if (!accepted) break;  // the correction or the bonus: the next anchor
-      ++spec.accepted;
-      ++spec.accepted_at[static_cast<std::size_t>(i)];
-      if (emit(outcome, result, on_text)) {
-        finished = true;  // a finishing token is never fed (as in plain decoding)
-        break;
-      }
-      ++kept;
-    }
-    model_.commit(*state_, kept);
-    std::span<const float> taps = model_.last_taps();
-    drafter_->append_context(taps.subspan(0, taps.size() / static_cast<std::size_t>(rows) *
-                                                 static_cast<std::size_t>(kept)),
-                             kept);
-    cached_.insert(cached_.end(), block.begin(), block.begin() + kept);
-    spec.produced += kept;
-    if (finished) return outcome.finish;
+    SpeculativeRound round = rounds_->run(*state_, *drafter_, decoder, outcome.token.id, spec);
+    cached_.insert(cached_.end(), round.fed.begin(), round.fed.end());
+    // Every token but the last is an accepted draft that did not finish the choice.
+    for (std::size_t i = 0; i + 1 < round.outcomes.size(); ++i) emit(round.outcomes[i], result, on_text);
+    outcome = std::move(round.outcomes.back());
   }
 }
 

@@ -15,26 +15,12 @@
 #include "engine/generation_request.h"
 #include "engine/logprobs.h"
 #include "engine/sampling_params.h"
+#include "engine/speculative_round.h"
 #include "models/drafters/speculative_drafter.h"
 #include "models/language_model.h"
 #include "text/tokenizer.h"
 
 namespace md::engine {
-
-// Speculative decoding of one request (all zero without a drafter).
-struct SpeculationStats {
-  int64_t rounds = 0;
-  int64_t drafted = 0;    // draft tokens proposed
-  int64_t accepted = 0;   // draft tokens accepted (bonus tokens excluded)
-  int64_t produced = 0;   // tokens committed by rounds, bonus included
-  std::vector<int64_t> accepted_at;  // acceptances per draft position
-  double draft_seconds = 0;
-  double verify_seconds = 0;
-  // τ: tokens per round, bonus included.
-  double mean_acceptance_length() const {
-    return rounds > 0 ? static_cast<double>(produced) / static_cast<double>(rounds) : 0;
-  }
-};
 
 struct GenerationStats {
   int64_t prompt_tokens = 0;
@@ -106,8 +92,7 @@ class Generator {
   std::unique_ptr<SequenceState> state_;
   std::vector<int32_t> cached_;
   SpeculativeDrafter* drafter_ = nullptr;
-  int64_t block_size_ = 0;
-  int64_t force_accept_ = 0;
+  std::unique_ptr<SpeculativeRounds> rounds_;
 };
 
 }  // namespace md::engine

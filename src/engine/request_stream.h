@@ -33,6 +33,10 @@ struct StreamEvent {
   std::vector<ScoredToken> prompt_logprobs;      // kPromptLogprobs
   std::string error;                             // kError
   SteadyClock::time_point at = SteadyClock::now();
+  // kToken: how many tokens the step produced for this choice (a speculative round's accepted
+  // drafts and correction). They all carry the same `at`, so latency metrics count the step once
+  // and spread its time over its tokens.
+  int32_t step_tokens = 1;
 
   static StreamEvent of(Kind kind, int32_t choice) {
     StreamEvent event;

@@ -60,6 +60,13 @@ void handle_version(ServerContext& context, const httplib::Request&, httplib::Re
                                       context.build.revision + ")"}});
 }
 
+// {"method", "num_draft_tokens"} while the server speculates, else null (openai-api.md §1.6).
+json speculative_info(const ServerContext& context) {
+  if (context.model.drafter == nullptr || !context.scheduler) return nullptr;
+  return json{{"method", context.model.speculative_method},
+              {"num_draft_tokens", context.scheduler->draft_positions()}};
+}
+
 void handle_props(ServerContext& context, const httplib::Request&, httplib::Response& res) {
   context.require_tokenizer();
   const engine::SamplingParams& d = context.model.sampling_defaults;
@@ -77,7 +84,7 @@ void handle_props(ServerContext& context, const httplib::Request&, httplib::Resp
             {"vocab_size", context.model.model->vocab_size()},
             {"chat_template", context.model.chat_template ? json(context.model.chat_template->source())
                                                           : json(nullptr)},
-            {"speculative", nullptr},
+            {"speculative", speculative_info(context)},
             {"default_generation_settings", std::move(defaults)},
             {"build_info", context.build.version + " (" + context.build.revision + ")"}};
   send_json(res, body);

@@ -155,7 +155,8 @@ ServerMetrics::ServerMetrics(MetricsConfig config)
       request_prompt_tokens_(token_count_bounds()),
       request_generation_tokens_(token_count_bounds()),
       spec_accepted_per_pos_(static_cast<std::size_t>(draft_positions(config_)), 0),
-      spec_acceptance_length_(acceptance_length_bounds(draft_positions(config_))) {}
+      spec_acceptance_length_(
+          std::make_unique<Histogram>(acceptance_length_bounds(draft_positions(config_)))) {}
 
 void ServerMetrics::request_received(std::string_view endpoint) {
   std::lock_guard lock(labels_mu_);
@@ -226,15 +227,24 @@ void ServerMetrics::observe_request_generation_tokens(int64_t n) {
 }
 
 void ServerMetrics::spec_step(int drafted, int accepted) {
+  std::lock_guard lock(spec_mu_);
   const int k = static_cast<int>(spec_accepted_per_pos_.size());
   drafted = std::clamp(drafted, 0, k);
   if (drafted == 0) return;
   accepted = std::clamp(accepted, 0, drafted);
-  std::lock_guard lock(spec_mu_);
   ++spec_drafts_;
   spec_draft_tokens_ += static_cast<uint64_t>(drafted);
   for (int i = 0; i < accepted; ++i) ++spec_accepted_per_pos_[static_cast<std::size_t>(i)];
-  spec_acceptance_length_.observe(static_cast<double>(accepted + 1));
+  spec_acceptance_length_->observe(static_cast<double>(accepted + 1));
+}
+
+void ServerMetrics::set_draft_positions(int k) {
+  k = std::max(k, 0);
+  std::lock_guard lock(spec_mu_);
+  spec_drafts_ = 0;
+  spec_draft_tokens_ = 0;
+  spec_accepted_per_pos_.assign(static_cast<std::size_t>(k), 0);
+  spec_acceptance_length_ = std::make_unique<Histogram>(acceptance_length_bounds(k));
 }
 
 void ServerMetrics::decode_step() {
@@ -331,7 +341,7 @@ ServerMetrics::SpecSnapshot ServerMetrics::spec_snapshot() const {
   s.accepted_per_pos = spec_accepted_per_pos_;
   // Derived rather than counted separately, so it equals the per-position sum by construction.
   for (uint64_t n : s.accepted_per_pos) s.accepted += n;
-  s.acceptance_length = spec_acceptance_length_.snapshot();
+  s.acceptance_length = spec_acceptance_length_->snapshot();
   return s;
 }
 

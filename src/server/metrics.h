@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -73,6 +74,9 @@ class ServerMetrics {
   // nothing. Arguments are clamped to 0 <= accepted <= drafted <= k so that the §1.5
   // consistency rules hold whatever the caller passes.
   void spec_step(int drafted, int accepted);
+  // Speculation found on at model load (the drafter's length is known only then): resizes the
+  // per-position family and the acceptance-length histogram to k positions and zeroes them.
+  void set_draft_positions(int k);
   void decode_step();
 
   void set_ready(bool ready);
@@ -144,7 +148,7 @@ class ServerMetrics {
   uint64_t spec_drafts_ = 0;
   uint64_t spec_draft_tokens_ = 0;
   std::vector<uint64_t> spec_accepted_per_pos_;  // size k
-  Histogram spec_acceptance_length_;
+  std::unique_ptr<Histogram> spec_acceptance_length_;
 };
 
 }  // namespace md::server

@@ -1,5 +1,6 @@
 #include "server/openai_server.h"
 
+#include <fmt/format.h>
 #include <httplib.h>
 
 #include <algorithm>
@@ -292,8 +293,12 @@ void OpenAiServer::serve_model(const ServedModel& model) {
   ctx.tool_format = ctx.options.tool_call_format == "json"  ? ToolCallFormat::kJson
                     : ctx.options.tool_call_format == "xml" ? ToolCallFormat::kXml
                                                             : tool_call_format_for_template(source);
+  std::string speculation =
+      model.drafter == nullptr ? "none"
+                               : fmt::format("{}:{}:{}", model.speculative_method,
+                                             model.drafter_source, model.block_size);
   ctx.fingerprint = fingerprint_of(ctx.build.revision + "|" + model.fingerprint_source + "|" +
-                                   model.executor + "|spec:none");
+                                   model.executor + "|spec:" + speculation);
   ctx.tokenizer_ready.store(true);
 
   engine::SchedulerOptions scheduler;
@@ -302,7 +307,16 @@ void OpenAiServer::serve_model(const ServedModel& model) {
   scheduler.max_queue = ctx.options.max_queue;
   scheduler.prefill_chunk = ctx.options.prefill_chunk;
   scheduler.fault_after_tokens = ctx.options.fault_after_tokens;
+  if (model.drafter != nullptr) {
+    scheduler.drafter = model.drafter;
+    scheduler.block_size = model.block_size;
+    ServerMetrics& metrics = ctx.metrics;
+    scheduler.on_round = [&metrics](int64_t drafted, int64_t accepted) {
+      metrics.spec_step(static_cast<int>(drafted), static_cast<int>(accepted));
+    };
+  }
   ctx.scheduler = std::make_unique<engine::BatchScheduler>(*model.model, *model.tokenizer, scheduler);
+  ctx.metrics.set_draft_positions(static_cast<int>(ctx.scheduler->draft_positions()));
   warm_up();
   ctx.state.store(ServerState::kReady);
   ctx.metrics.set_ready(true);

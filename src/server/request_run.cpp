@@ -118,8 +118,10 @@ void RequestRun::apply(engine::StreamEvent& event, std::vector<ChoiceUpdate>& up
     state.first_token = event.at;
     context_.metrics.observe_ttft(seconds(event.at - arrival_));
     context_.metrics.observe_prefill(seconds(event.at - state.assigned));
-  } else {
-    context_.metrics.observe_inter_token(seconds(event.at - state.last_emission), 1);
+  } else if (event.at != state.last_emission) {
+    // The first event of a step; the step's other tokens share its `at` and are counted here.
+    context_.metrics.observe_inter_token(seconds(event.at - state.last_emission),
+                                         event.step_tokens);
   }
   state.last_emission = event.at;
   context_.metrics.generation_tokens(1);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/sampling_params.h"
+#include "models/drafters/speculative_drafter.h"
 #include "models/language_model.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
@@ -21,6 +22,11 @@ struct ServedModel {
   int64_t context = 0;  // max_model_len
   std::string fingerprint_source;  // weights, dtype, executor, ... (system_fingerprint)
   std::string executor;
+  // Speculative decoding (null: off): every row drafts with its own drafter->new_sequence().
+  const SpeculativeDrafter* drafter = nullptr;
+  int64_t block_size = 0;           // rows per round; 0: the drafter's
+  std::string speculative_method;   // "dflash2" (/props)
+  std::string drafter_source;       // the drafter's directory (system_fingerprint)
 };
 
 }  // namespace md::server

@@ -12,79 +12,13 @@
 
 #include "engine/generation.h"
 #include "qwen38_test_util.h"
+#include "scheduler_test_util.h"
 #include "text/tokenizer.h"
 
 namespace md::test {
 namespace {
 
-using engine::BatchScheduler;
-using engine::ChoiceWork;
-using engine::RequestStream;
-using engine::StreamEvent;
-
 constexpr int64_t kContext = 512;
-
-struct ChoiceResult {
-  std::vector<int32_t> ids;
-  std::vector<float> logprobs;
-  std::string text;
-  engine::FinishReason finish = engine::FinishReason::kLength;
-  std::string error;
-  std::vector<engine::ScoredToken> prompt_scores;
-  bool scored = false;
-};
-
-// Waits for every choice of the stream to finish (a finished token, a scored prompt or an error).
-std::vector<ChoiceResult> collect(RequestStream& stream, std::size_t choices) {
-  std::vector<ChoiceResult> results(choices);
-  std::size_t done = 0;
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (done < choices && std::chrono::steady_clock::now() < deadline) {
-    for (StreamEvent& e : stream.wait(std::chrono::milliseconds(100))) {
-      ChoiceResult& r = results.at(static_cast<std::size_t>(e.choice));
-      switch (e.kind) {
-        case StreamEvent::Kind::kToken:
-          if (e.outcome.reported) {
-            r.ids.push_back(e.outcome.token.id);
-            r.logprobs.push_back(e.outcome.token.logprob);
-          }
-          r.text += e.outcome.text;
-          if (e.outcome.finished) {
-            r.finish = e.outcome.finish;
-            ++done;
-          }
-          break;
-        case StreamEvent::Kind::kPromptLogprobs:
-          r.prompt_scores = e.prompt_logprobs;
-          break;
-        case StreamEvent::Kind::kScored:
-          r.scored = true;
-          ++done;
-          break;
-        case StreamEvent::Kind::kError:
-          r.error = e.error;
-          ++done;
-          break;
-        case StreamEvent::Kind::kRowAssigned:
-          break;
-      }
-    }
-  }
-  EXPECT_EQ(done, choices) << "timed out waiting for the scheduler";
-  return results;
-}
-
-ChoiceWork make_work(std::vector<int32_t> prompt, int64_t max_tokens, float temperature,
-                     uint64_t seed) {
-  ChoiceWork work;
-  work.request.prompt = std::move(prompt);
-  work.request.max_tokens = max_tokens;
-  work.request.sampling.temperature = temperature;
-  work.request.ignore_eos = true;
-  work.request.logprobs = true;
-  work.seed = seed;
-  return work;
-}
 
 class BatchSchedulerTest : public ::testing::Test {
  protected:
