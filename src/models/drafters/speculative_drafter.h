@@ -11,6 +11,10 @@
 
 #include "kernels/bf16_matrix.h"
 
+namespace md::program {
+class CpuExecutor;
+}
+
 namespace md {
 
 // The target's pieces a drafter borrows (DFlash2 has no embedding or head of its own).
@@ -20,6 +24,10 @@ struct TargetView {
   int64_t hidden_size = 0;
   int64_t vocab_size = 0;
   int64_t num_layers = 0;
+  // The target's persistent worker team, or null: a drafter that runs fused programs runs them
+  // on it, so that no second team spins beside the target's while the other one works (the
+  // drafter and the target take turns on one thread).
+  program::CpuExecutor* executor = nullptr;
 };
 
 struct DraftProposal {

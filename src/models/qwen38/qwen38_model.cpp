@@ -47,7 +47,8 @@ Qwen38Model::Qwen38Model(const std::string& directory, const ModelRunOptions& ru
       options_(options),
       rope_(config_.rotary_dim(), config_.rope_theta),
       pool_(std::make_unique<ThreadPool>(run_options.threads)),
-      threads_(pool_->size()) {}
+      threads_(pool_->size()),
+      mega_(std::make_unique<program::CpuExecutor>(threads_)) {}
 
 Qwen38Model::Qwen38Model(std::string name, Qwen38Config config, Qwen38Weights weights,
                          const ModelRunOptions& run_options, const Qwen38Options& options)
@@ -58,7 +59,8 @@ Qwen38Model::Qwen38Model(std::string name, Qwen38Config config, Qwen38Weights we
       options_(options),
       rope_(config_.rotary_dim(), config_.rope_theta),
       pool_(std::make_unique<ThreadPool>(run_options.threads)),
-      threads_(pool_->size()) {}
+      threads_(pool_->size()),
+      mega_(std::make_unique<program::CpuExecutor>(threads_)) {}
 
 namespace {
 
@@ -183,7 +185,7 @@ void Qwen38Model::set_tap_layers(std::vector<int64_t> layers) {
 
 TargetView Qwen38Model::target_view() const {
   return TargetView{weights_.embed_tokens, weights_.lm_head, config_.hidden_size,
-                    config_.vocab_size, config_.num_layers};
+                    config_.vocab_size, config_.num_layers, mega_.get()};
 }
 
 void Qwen38Model::forward(SequenceState& sequence, std::span<const int32_t> tokens,
@@ -223,7 +225,6 @@ void Qwen38Model::run_step(Qwen38Step& built, std::vector<float>& logits) {
     if (!ops_) ops_ = std::make_unique<program::OpExecutor>(threads_);
     ops_->run(built.program());
   } else {
-    if (!mega_) mega_ = std::make_unique<program::CpuExecutor>(threads_);
     mega_->run(built.program());
   }
   built.finish();

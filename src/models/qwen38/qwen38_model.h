@@ -84,7 +84,7 @@ class Qwen38Model final : public LanguageModel {
   Qwen38Step& step(int64_t rows, RowMode mode);
   void run_step(Qwen38Step& step, std::vector<float>& logits);
   int threads_ = 1;
-  std::unique_ptr<program::CpuExecutor> mega_;
+  std::unique_ptr<program::CpuExecutor> mega_;  // the persistent team (idle workers sleep)
   std::unique_ptr<program::OpExecutor> ops_;
   std::vector<std::unique_ptr<Qwen38Step>> steps_;  // built on first use, per (rows, mode)
   std::vector<int32_t> last_greedy_;

@@ -106,15 +106,19 @@ struct DFlash2Drafter::Shared {
         pool(std::make_unique<ThreadPool>(threads)) {}
 
   // The fused round's program, built by the first fused round, with its executor (one worker
-  // per pool thread).
+  // per pool thread): the target's persistent team when it has one of that size, so that the
+  // two never keep two spinning teams on the same cores.
   DFlash2Step& fused_step() {
     if (step == nullptr) {
       int workers = pool->size();
       step = std::make_unique<DFlash2Step>(config, weights, target, rope, workers);
       if (options.executor == ExecutorKind::kOps) {
         ops = std::make_unique<program::OpExecutor>(workers);
+      } else if (target.executor != nullptr && target.executor->threads() == workers) {
+        mega = target.executor;
       } else {
-        mega = std::make_unique<program::CpuExecutor>(workers);
+        own_mega = std::make_unique<program::CpuExecutor>(workers);
+        mega = own_mega.get();
       }
     }
     return *step;
@@ -135,7 +139,8 @@ struct DFlash2Drafter::Shared {
   kernels::Rope rope;
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<DFlash2Step> step;
-  std::unique_ptr<program::CpuExecutor> mega;
+  program::CpuExecutor* mega = nullptr;
+  std::unique_ptr<program::CpuExecutor> own_mega;
   std::unique_ptr<program::OpExecutor> ops;
 };
 
