@@ -14,8 +14,10 @@
 #include "cli/model_session.h"
 #include "kernels/memory_bandwidth.h"
 #include "models/drafters/dflash2/dflash2_drafter.h"
+#include "models/drafters/dflash2/dflash2_synthetic.h"
 #include "models/model_loader.h"
 #include "models/qwen38/qwen38_synthetic.h"
+#include "text/id_only_tokenizer.h"
 
 namespace md::cli {
 namespace {
@@ -129,12 +131,22 @@ SpecFigure measure_speculation(LanguageModel& model, const Tokenizer& tokenizer,
                     spec.rounds, spec.draft_seconds, spec.verify_seconds};
 }
 
+// "--draft synthetic": a random-weight drafter shaped for the target (dflash2_synthetic.h).
+std::unique_ptr<SpeculativeDrafter> open_drafter(LanguageModel& model, const BenchOptions& options) {
+  if (options.draft == "synthetic") return make_synthetic_dflash2(model.target_view(), options.threads);
+  if (options.model.empty()) {
+    fail("--draft DIR needs --model (the drafter's target); a synthetic target takes --draft synthetic");
+  }
+  return load_dflash2_drafter(resolve_model_source(options.draft).directory, model.target_view(),
+                              options.threads);
+}
+
 std::vector<SpecFigure> speculation_figures(LanguageModel& model, const BenchOptions& options) {
-  ResolvedModel source = resolve_model_source(options.model);
-  std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(source.directory);
-  ResolvedModel draft = resolve_model_source(options.draft);
-  std::unique_ptr<SpeculativeDrafter> drafter = load_dflash2_drafter(
-      draft.directory, model.target_view(), options.threads > 0 ? options.threads : 1);
+  std::unique_ptr<Tokenizer> tokenizer =
+      options.model.empty()
+          ? std::make_unique<IdOnlyTokenizer>(static_cast<int32_t>(model.vocab_size()))
+          : load_tokenizer(resolve_model_source(options.model).directory);
+  std::unique_ptr<SpeculativeDrafter> drafter = open_drafter(model, options);
   std::vector<SpecFigure> figures{measure_speculation(model, *tokenizer, nullptr, options, 0)};
   for (int64_t accept = 1; accept <= drafter->block_size(); ++accept) {
     figures.push_back(measure_speculation(model, *tokenizer, drafter.get(), options, accept));
@@ -214,10 +226,7 @@ int run_bench(const BenchOptions& options) {
   double prefill_seconds = since(prefill_start);
   std::size_t resident = resident_bytes();
   std::vector<SpecFigure> spec;
-  if (!options.draft.empty()) {
-    if (options.model.empty()) fail("--draft needs --model (the drafter's target)");
-    spec = speculation_figures(*model, options);
-  }
+  if (!options.draft.empty()) spec = speculation_figures(*model, options);
 
   if (options.json) {
     nlohmann::ordered_json out{{"model", name},
@@ -303,7 +312,8 @@ CommandAction add_bench_command(CLI::App& app) {
   sub->add_flag("--json", options->json, "Machine-readable output");
   sub->add_option("--draft", options->draft,
                   "Also measure speculative decoding with this drafter at forced acceptance "
-                  "lengths 1..block (needs --model)");
+                  "lengths 1..block: a directory or org/name for --model, 'synthetic' for a "
+                  "random drafter shaped for the target");
   sub->add_option("--spec-tokens", options->spec_tokens,
                   "Tokens generated per speculative measurement")
       ->check(CLI::Range(int64_t{8}, int64_t{100000}));

@@ -25,6 +25,9 @@ check bench-table 0 'bandwidth .* GB/s read.*' '' -- "$bin" bench --synthetic qw
 check bench-json 0 '"fraction_of_bandwidth"' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega,ops,reference --seconds 0.05 --prefill-tokens 8 --json
 check bench-bad-rows 1 '' 'outside 1..8' -- "$bin" bench --synthetic qwen38-tiny --rows 9
 check bench-bad-shape 1 '' 'unknown synthetic shape' -- "$bin" bench --synthetic nope
+# Speculative figures on a synthetic target need a synthetic drafter (forced τ 1..8, then the split).
+check bench-spec-synthetic 0 '  8 +[0-9.]+ +[0-9.]+x +[0-9.]+ +[0-9.]+' '' -- "$bin" bench --synthetic qwen38-tiny --draft synthetic --rows 1 --executors mega --seconds 0.05 --prefill-tokens 8 --spec-tokens 8
+check bench-spec-needs-model 1 '' 'needs --model.*--draft synthetic' -- "$bin" bench --synthetic qwen38-tiny --draft /nonexistent --rows 1 --seconds 0.05
 check bench-bad-executor 2 '' 'executors' -- "$bin" bench --synthetic qwen38-tiny --executors warp
 
 # tokenize: ids and pieces on stdout, nothing on stdout for errors.

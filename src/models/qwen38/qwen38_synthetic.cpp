@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "base/thread_pool.h"
+#include "models/common/synthetic_weights.h"
 
 namespace md {
 
@@ -25,47 +26,9 @@ Qwen38Config base_config(int64_t hidden, int64_t layers, int64_t vocab) {
   return c;
 }
 
-// Fills bf16 values of magnitude about `scale` from a counter-based generator (splitmix64), in
-// parallel: the same values whatever the thread count.
-void fill_random(uint16_t* data, int64_t count, float scale, uint64_t seed, ThreadPool& pool) {
-  int exponent = static_cast<int>(std::floor(std::log2(scale))) + 127;
-  constexpr int64_t kBlock = 1 << 16;
-  pool.parallel_for((count + kBlock - 1) / kBlock, [&](int64_t first, int64_t last) {
-    for (int64_t block = first; block < last; ++block) {
-      for (int64_t i = block * kBlock; i < std::min(count, (block + 1) * kBlock); ++i) {
-        uint64_t z = seed + static_cast<uint64_t>(i) * 0x9e3779b97f4a7c15ull;
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        z ^= z >> 31;
-        // sign, exponent in [e-2, e], 7 random mantissa bits
-        auto e = static_cast<uint16_t>(exponent - static_cast<int>((z >> 8) % 3));
-        data[i] = static_cast<uint16_t>(((z & 1) << 15) | (e << 7) | ((z >> 16) & 0x7f));
-      }
-    }
-  });
-}
-
-class Arena {
- public:
-  Arena(OwnedWeights& owned, ThreadPool& pool) : owned_(owned), pool_(pool) {}
-  const uint16_t* tensor(int64_t count, float scale) {
-    owned_.push_back(std::make_unique<uint16_t[]>(static_cast<std::size_t>(count)));
-    fill_random(owned_.back().get(), count, scale, ++seed_ * 0x1234567ull, pool_);
-    return owned_.back().get();
-  }
-  kernels::Bf16Matrix matrix(int64_t rows, int64_t cols) {
-    return {tensor(rows * cols, 1.0f / std::sqrt(static_cast<float>(cols))), rows, cols};
-  }
-
- private:
-  OwnedWeights& owned_;
-  ThreadPool& pool_;
-  uint64_t seed_ = 0;
-};
-
 Qwen38Weights synthetic_weights(const Qwen38Config& c, ThreadPool& pool) {
   Qwen38Weights w;
-  Arena arena(w.owned, pool);
+  SyntheticWeights arena(w.owned, pool);
   int64_t h = c.hidden_size;
   w.embed_tokens = {arena.tensor(c.vocab_size * h, 1.0f), c.vocab_size, h};
   for (int64_t i = 0; i < c.num_layers; ++i) {

@@ -39,19 +39,22 @@ void check_target_matrix(const kernels::Bf16Matrix& m, const char* name, const D
   }
 }
 
-DFlash2Config read_drafter_config(const std::string& directory, const TargetView& target) {
-  ConfigFiles files = read_config_files(directory);
-  ModelFamily family = detect_model_family(files.config, files.config_path);
-  if (family != ModelFamily::kDFlash2) {
-    fail("{}: a {} model, not a DFlash2DraftModel drafter", files.config_path, family_name(family));
-  }
-  DFlash2Config config = parse_dflash2_config(files);
+DFlash2Config checked_against(DFlash2Config config, const TargetView& target) {
   // The drafter only ever drafts for qwen3_5 targets; the view carries no family name.
   check_dflash2_target(
       config, DraftTarget{"qwen3_5", target.hidden_size, target.vocab_size, target.num_layers});
   check_target_matrix(target.embed_tokens, "embed_tokens", config);
   check_target_matrix(target.lm_head, "lm_head", config);
   return config;
+}
+
+DFlash2Config read_drafter_config(const std::string& directory, const TargetView& target) {
+  ConfigFiles files = read_config_files(directory);
+  ModelFamily family = detect_model_family(files.config, files.config_path);
+  if (family != ModelFamily::kDFlash2) {
+    fail("{}: a {} model, not a DFlash2DraftModel drafter", files.config_path, family_name(family));
+  }
+  return checked_against(parse_dflash2_config(files), target);
 }
 
 void normalise_rows(const float* x, const uint16_t* weight, int64_t rows, int64_t width, float eps,
@@ -104,6 +107,14 @@ struct DFlash2Drafter::Shared {
         weights(bind_dflash2_weights(config, *checkpoint)),
         rope(config.head_dim, config.rope_theta),
         pool(std::make_unique<ThreadPool>(threads)) {}
+  Shared(DFlash2Config drafter_config, DFlash2Weights drafter_weights,
+         const TargetView& target_view, int threads, const DFlash2Options& drafter_options)
+      : config(checked_against(std::move(drafter_config), target_view)),
+        target(target_view),
+        options(drafter_options),
+        weights(std::move(drafter_weights)),
+        rope(config.head_dim, config.rope_theta),
+        pool(std::make_unique<ThreadPool>(threads)) {}
 
   // The fused round's program, built by the first fused round, with its executor (one worker
   // per pool thread): the target's persistent team when it has one of that size, so that the
@@ -147,6 +158,12 @@ struct DFlash2Drafter::Shared {
 DFlash2Drafter::DFlash2Drafter(const std::string& directory, const TargetView& target, int threads,
                                const DFlash2Options& options)
     : DFlash2Drafter(std::make_shared<Shared>(directory, target, threads, options)) {}
+
+DFlash2Drafter::DFlash2Drafter(DFlash2Config config, DFlash2Weights weights,
+                               const TargetView& target, int threads,
+                               const DFlash2Options& options)
+    : DFlash2Drafter(std::make_shared<Shared>(std::move(config), std::move(weights), target,
+                                              threads, options)) {}
 
 DFlash2Drafter::DFlash2Drafter(std::shared_ptr<Shared> shared)
     : shared_(std::move(shared)),

@@ -45,6 +45,10 @@ class DFlash2Drafter : public SpeculativeDrafter {
   // weights must outlive the drafter.
   DFlash2Drafter(const std::string& directory, const TargetView& target, int threads = 1,
                  const DFlash2Options& options = {});
+  // A drafter whose weights are already in memory (the synthetic benchmark shapes): the same
+  // target check, no checkpoint.
+  DFlash2Drafter(DFlash2Config config, DFlash2Weights weights, const TargetView& target,
+                 int threads = 1, const DFlash2Options& options = {});
   ~DFlash2Drafter() override;
   DFlash2Drafter(const DFlash2Drafter&) = delete;
   DFlash2Drafter& operator=(const DFlash2Drafter&) = delete;
