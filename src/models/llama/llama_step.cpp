@@ -13,6 +13,7 @@
 #include "kernels/gguf_dequant.h"
 #include "kernels/gguf_matmul.h"
 #include "models/llama/llama_math.h"
+#include "program/projection_tiles.h"
 
 namespace md {
 
@@ -24,16 +25,12 @@ namespace {
 // Tiles start at multiples of this: a multiple of every GGUF kernel path's register block, so no
 // tile pays for a ragged block (results do not depend on the split, only speed does).
 constexpr int64_t kRowGrain = 16;
-constexpr int64_t kMaxTileRows = 64;
 // lm_head tiles are larger: the vocabulary has hundreds of them even so, and the per-tile argmax
 // results the final reduction reads stay few.
 constexpr int64_t kMinVocabTile = 256;
 
-// Output rows per projection task: big enough to stream weights efficiently, small enough that
-// every worker gets several tiles of even small matrices.
 int64_t tile_rows(int64_t rows, int workers) {
-  int64_t tile = rows / (4 * static_cast<int64_t>(workers)) / kRowGrain * kRowGrain;
-  return std::min(std::clamp(tile, kRowGrain, kMaxTileRows), rows);
+  return program::projection_tile_rows(rows, workers, kRowGrain);
 }
 
 std::size_t size(int64_t n) {

@@ -14,6 +14,7 @@
 #include "kernels/gated_delta_rule.h"
 #include "kernels/matmul.h"
 #include "kernels/norms.h"
+#include "program/projection_tiles.h"
 
 namespace md {
 
@@ -22,15 +23,7 @@ namespace {
 using program::Instruction;
 using program::WorkerContext;
 
-constexpr int64_t kMaxTileRows = 64;
-
-// Output rows per projection task: big enough to stream weights efficiently, small enough that
-// every worker gets several tiles of even small matrices.
-int64_t tile_rows(int64_t rows, int workers) {
-  int64_t tile = rows / (4 * static_cast<int64_t>(workers));
-  tile = std::clamp<int64_t>(tile, 8, kMaxTileRows);
-  return std::min(tile, rows);
-}
+using program::projection_tile_rows;
 
 // One tile of one matrix of a fused projection instruction.
 struct Tile {
@@ -42,7 +35,7 @@ struct Tile {
 
 void add_tiles(std::vector<Tile>& tiles, const kernels::Bf16Matrix& w, float* out, int64_t stride,
                int workers) {
-  int64_t tile = tile_rows(w.rows, workers);
+  int64_t tile = projection_tile_rows(w.rows, workers);
   for (int64_t r = 0; r < w.rows; r += tile) tiles.push_back({&w, r, std::min(w.rows, r + tile), out, stride});
 }
 
@@ -286,7 +279,7 @@ void Qwen38Step::build(int workers) {
     const int64_t I = c.intermediate_size;
     float* gate = mlp_act_.data();
     float* up = mlp_act_.data() + R * I;
-    int64_t tile = tile_rows(I, workers);
+    int64_t tile = projection_tile_rows(I, workers);
     int64_t tiles = (I + tile - 1) / tile;
     double cost = static_cast<double>(2 * tile * H * 2);
     add(list, {tag + "mlp_gate_up", tiles, cost, {},
@@ -314,7 +307,7 @@ void Qwen38Step::build(int workers) {
   }
 
   // lm_head tiles with the final norm as prologue and a per-tile argmax as epilogue.
-  int64_t vocab_tile = std::max<int64_t>(256, tile_rows(vocab_, workers));
+  int64_t vocab_tile = std::max<int64_t>(256, projection_tile_rows(vocab_, workers));
   int64_t vocab_tiles = (vocab_ + vocab_tile - 1) / vocab_tile;
   tile_max_.assign(static_cast<std::size_t>(vocab_tiles * R), 0.0f);
   tile_arg_.assign(static_cast<std::size_t>(vocab_tiles * R), 0);

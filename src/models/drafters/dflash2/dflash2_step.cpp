@@ -14,6 +14,7 @@
 #include "kernels/norms.h"
 #include "models/drafters/dflash2/dflash2_attention.h"
 #include "models/drafters/dflash2/dflash2_conv.h"
+#include "program/projection_tiles.h"
 
 namespace md {
 
@@ -22,20 +23,13 @@ namespace {
 using program::Instruction;
 using program::WorkerContext;
 
-constexpr int64_t kMaxTileRows = 64;
-constexpr int64_t kTasksPerWorker = 4;
+using program::kTilesPerWorker;
+using program::projection_tile_rows;
 
 std::size_t size(int64_t n) {
   return static_cast<std::size_t>(n);
 }
 
-// Output rows per projection task, as in the target's step: big enough to stream weights
-// efficiently, small enough that every worker gets several tiles of even small matrices.
-int64_t tile_rows(int64_t rows, int workers) {
-  int64_t tile = rows / (kTasksPerWorker * workers);
-  tile = std::clamp<int64_t>(tile, 8, kMaxTileRows);
-  return std::min(tile, rows);
-}
 
 // One output-row tile of a projection, written at out[row][r] with the matrix's row count as
 // the stride. With `context_out` set the tile is also applied to the round's new context rows
@@ -103,7 +97,7 @@ class DFlash2Step::Builder {
 
   void add_tiles(std::vector<Tile>& tiles, const kernels::Bf16Matrix& m, float* out,
                  float* context_out = nullptr) const {
-    int64_t tile = tile_rows(m.rows, workers_);
+    int64_t tile = projection_tile_rows(m.rows, workers_);
     for (int64_t r = 0; r < m.rows; r += tile) {
       tiles.push_back({&m, r, std::min(m.rows, r + tile), out, context_out});
     }
@@ -216,7 +210,7 @@ class DFlash2Step::Builder {
   // stream (the sub-layer's output).
   int32_t block_conv(std::string name, const DFlash2ConvWeights& conv, int side, const float* in,
                      int32_t depends_on) {
-    int64_t chunk = std::max<int64_t>(1, hidden_ / (kTasksPerWorker * workers_));
+    int64_t chunk = std::max<int64_t>(1, hidden_ / (kTilesPerWorker * workers_));
     int64_t tasks = (hidden_ + chunk - 1) / chunk;
     dflash2::BlockConvShape shape{hidden_, c_.conv_kernel_size, c_.conv_group_size};
     DFlash2Step& s = s_;
@@ -380,7 +374,7 @@ class DFlash2Step::Builder {
   // gate and up tiles of the same rows, then SiLU(gate)·up in place once both are in.
   int32_t gate_up(std::string name, const DFlash2LayerWeights& lw, int32_t mixed) {
     int64_t inter = c_.intermediate_size;
-    int64_t tile = tile_rows(inter, workers_);
+    int64_t tile = projection_tile_rows(inter, workers_);
     int64_t tasks = (inter + tile - 1) / tile;
     DFlash2Step& s = s_;
     int64_t h = hidden_;
