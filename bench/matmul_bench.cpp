@@ -1,4 +1,5 @@
-// Weight-streaming speed of the bf16 matmul kernels, per instruction-set path, next to this
+// Weight-streaming speed of the bf16 matmul kernels, per instruction-set path (and the opt-in
+// bf16-input path, "avx512bf16", where the CPU has AVX512-BF16), next to this
 // machine's read bandwidth measured in the same run: decode at batch 1 is bound by it, and a
 // batch of up to 8 rows should cost little more than one.
 //
@@ -118,11 +119,32 @@ void BM_MemoryRead(benchmark::State& state) {
   });
 }
 
-void BM_Matmul(benchmark::State& state, Isa isa) {
+// A kernel path by the name the benchmarks and the summary give it: the f32-input path of each
+// instruction set, then the bf16-input one (MatmulInputs::kBf16) where the CPU has AVX512-BF16.
+struct Path {
+  std::string name;
+  const md::kernels::MatmulKernels* kernels;
+};
+
+std::vector<Path> paths() {
+  std::vector<Path> all;
+  for (Isa isa : md::kernels::available_isas()) {
+    all.push_back({md::kernels::isa_name(isa), &md::kernels::matmul_kernels(isa)});
+  }
+#if defined(__x86_64__)
+  if (md::kernels::bf16_inputs_refusal(md::kernels::best_isa(), md::kernels::has_avx512_bf16())
+          .empty()) {
+    all.push_back({"avx512bf16", &md::kernels::kMatmulAvx512Bf16});
+  }
+#endif
+  return all;
+}
+
+void BM_Matmul(benchmark::State& state, const Path& path) {
   const std::vector<uint16_t>& w = weights();
   const int64_t rows = state.range(0);
   const int threads = static_cast<int>(state.range(1));
-  const md::kernels::MatmulKernels& kernels = md::kernels::matmul_kernels(isa);
+  const md::kernels::MatmulKernels& kernels = *path.kernels;
   md::ThreadPool pool(threads);
   std::vector<float> x(static_cast<std::size_t>(rows * kCols));
   std::mt19937 rng(2);
@@ -131,7 +153,7 @@ void BM_Matmul(benchmark::State& state, Isa isa) {
   std::vector<float> y(static_cast<std::size_t>(rows * g_rows));
   md::kernels::Bf16Matrix matrix{w.data(), g_rows, kCols};
   const int64_t blocks = (g_rows + kThreadRowGrain - 1) / kThreadRowGrain;
-  timed(state, fmt::format("{}/{}/{}", md::kernels::isa_name(isa), rows, threads), [&] {
+  timed(state, fmt::format("{}/{}/{}", path.name, rows, threads), [&] {
     pool.parallel_for(blocks, [&](int64_t begin, int64_t end) {
       kernels.tile(matrix, begin * kThreadRowGrain, std::min(end * kThreadRowGrain, g_rows),
                    x.data(), kCols, rows, md::kernels::MatmulOut{y.data(), g_rows, false});
@@ -149,12 +171,11 @@ void print_summary() {
     auto read = g_seconds.find(fmt::format("read/{}", threads));
     if (read == g_seconds.end()) continue;
     fmt::print("threads {}: read {:.1f} GB/s\n", threads, weight_bytes() / read->second / 1e9);
-    for (Isa isa : md::kernels::available_isas()) {
-      std::string line = fmt::format("  {:7}", md::kernels::isa_name(isa));
-      auto one = g_seconds.find(fmt::format("{}/1/{}", md::kernels::isa_name(isa), threads));
+    for (const Path& path : paths()) {
+      std::string line = fmt::format("  {:10}", path.name);
+      auto one = g_seconds.find(fmt::format("{}/1/{}", path.name, threads));
       for (int rows : {1, 2, 4, 8}) {
-        auto it =
-            g_seconds.find(fmt::format("{}/{}/{}", md::kernels::isa_name(isa), rows, threads));
+        auto it = g_seconds.find(fmt::format("{}/{}/{}", path.name, rows, threads));
         if (it == g_seconds.end()) continue;
         line += fmt::format("  n={}: {:5.1f} GB/s ({:3.0f}%, {:.2f}x)", rows,
                             weight_bytes() / it->second / 1e9, 100 * read->second / it->second,
@@ -190,9 +211,8 @@ int main(int argc, char** argv) {
       ->DenseRange(1, 2)
       ->UseManualTime()
       ->Unit(benchmark::kMillisecond);
-  for (Isa isa : md::kernels::available_isas()) {
-    benchmark::RegisterBenchmark(fmt::format("BM_Matmul/{}", md::kernels::isa_name(isa)).c_str(),
-                                 BM_Matmul, isa)
+  for (const Path& path : paths()) {
+    benchmark::RegisterBenchmark(fmt::format("BM_Matmul/{}", path.name).c_str(), BM_Matmul, path)
         ->ArgsProduct({{1, 2, 4, 8}, {1, 2}})
         ->ArgNames({"rows", "threads"})
         ->UseManualTime()

@@ -37,6 +37,7 @@ struct BenchOptions {
   bool json = false;
   std::string draft;             // speculative figures with this drafter
   int64_t spec_tokens = 96;      // tokens generated per acceptance length
+  std::string matmul_inputs = "f32";
 };
 
 // Speculative decoding at one forced acceptance length (τ = accept), one sequence.
@@ -200,6 +201,7 @@ int run_bench(const BenchOptions& options) {
   for (int rows : options.rows) {
     if (rows < 1 || rows > 8) fail("--rows: {} is outside 1..8", rows);
   }
+  apply_matmul_inputs(options.matmul_inputs);
   std::string name;
   Clock::time_point load_start = Clock::now();
   std::unique_ptr<LanguageModel> model = open_model(options, name);
@@ -231,6 +233,7 @@ int run_bench(const BenchOptions& options) {
   if (options.json) {
     nlohmann::ordered_json out{{"model", name},
                                {"threads", threads},
+                               {"matmul_inputs", options.matmul_inputs},
                                {"load_seconds", load_seconds},
                                {"read_bandwidth_bytes_per_s", bandwidth},
                                {"read_bandwidth_one_thread_bytes_per_s", bandwidth_one},
@@ -254,6 +257,7 @@ int run_bench(const BenchOptions& options) {
   }
   fmt::print("model      {} (loaded in {:.1f} s)\n", name, load_seconds);
   fmt::print("threads    {}\n", threads);
+  if (options.matmul_inputs != "f32") fmt::print("matmul     {} inputs\n", options.matmul_inputs);
   fmt::print("bandwidth  {:.2f} GB/s read with {} threads ({:.2f} GB/s with 1), measured now\n",
              bandwidth / 1e9, threads, bandwidth_one / 1e9);
   fmt::print("weights    {:.3f} GB streamed per decode step\n\n", step_bytes / 1e9);
@@ -317,6 +321,7 @@ CommandAction add_bench_command(CLI::App& app) {
   sub->add_option("--spec-tokens", options->spec_tokens,
                   "Tokens generated per speculative measurement")
       ->check(CLI::Range(int64_t{8}, int64_t{100000}));
+  add_matmul_inputs_option(*sub, options->matmul_inputs);
   return [options]() {
     if (options->model.empty() && options->synthetic.empty()) options->synthetic = "qwen38-0.8b";
     return run_bench(*options);

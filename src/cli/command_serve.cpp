@@ -121,9 +121,9 @@ int serve(ServeFlags& f) {
       served.speculative_method = "dflash2";
       served.drafter_source = session.drafter_directory;
     }
-    served.fingerprint_source = fmt::format("{}|{}|{}|{}", session.source.directory,
+    served.fingerprint_source = fmt::format("{}|{}|{}|{}|{}", session.source.directory,
                                             session.model->description(), f.model.kv_cache,
-                                            session.context);
+                                            session.context, f.model.matmul_inputs);
     server.serve_model(served);
   } catch (const std::exception& e) {
     server.mark_failed();

@@ -11,6 +11,7 @@
 #include "engine/context_size.h"
 #include "engine/generation_defaults.h"
 #include "io/gguf_file.h"
+#include "kernels/matmul.h"
 #include "models/common/gguf_tokenizer.h"
 #include "models/drafters/dflash2/dflash2_drafter.h"
 #include "models/model_loader.h"
@@ -45,6 +46,21 @@ void add_model_flags(CLI::App& command, ModelFlags& flags) {
                      "Decode steps: mega (fused program, persistent threads), ops (same program, "
                      "a barrier per operation) or reference (plain forward)")
       ->check(CLI::IsMember({"mega", "ops", "reference"}));
+  add_matmul_inputs_option(command, flags.matmul_inputs);
+}
+
+CLI::Option* add_matmul_inputs_option(CLI::App& command, std::string& value) {
+  return command
+      .add_option("--matmul-inputs", value,
+                  "What the bf16 weights multiply: f32 activations as they are, or activations "
+                  "rounded to bf16 (AVX512-BF16 only: faster with several rows, e.g. speculative "
+                  "verify; logits move by ~1e-2 of their range)")
+      ->check(CLI::IsMember({"f32", "bf16"}));
+}
+
+void apply_matmul_inputs(const std::string& value) {
+  kernels::set_matmul_inputs(value == "bf16" ? kernels::MatmulInputs::kBf16
+                                             : kernels::MatmulInputs::kF32);
 }
 
 void add_sampling_flags(CLI::App& command, SamplingFlags& flags) {
@@ -105,6 +121,7 @@ std::string model_spec(const ModelFlags& flags) {
 }
 
 ModelSession open_model_session(const ModelFlags& flags, int sequences) {
+  apply_matmul_inputs(flags.matmul_inputs);  // refused before the (long) load
   ModelSession session;
   session.source = resolve_model_source(model_spec(flags));
   const std::string& directory = session.source.directory;

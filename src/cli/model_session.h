@@ -24,6 +24,7 @@ struct ModelFlags {
   int threads = 0;      // 0: all hardware threads
   std::string kv_cache = "bf16";
   std::string executor = "mega";
+  std::string matmul_inputs = "f32";  // f32 or bf16 (kernels::MatmulInputs)
   // Speculative decoding: a drafter directory or org/name[@rev]; off with no_spec.
   std::string draft;
   bool no_spec = false;
@@ -76,6 +77,11 @@ std::string model_spec(const ModelFlags& flags);
 // throws md::Error with a precise message. The context is sized so that `sequences` states fit.
 ModelSession open_model_session(const ModelFlags& flags, int sequences = 1);
 ExecutorKind parse_executor(const std::string& name);
+
+// The --matmul-inputs option, shared with bench (its values: f32, bf16).
+CLI::Option* add_matmul_inputs_option(CLI::App& command, std::string& value);
+// Puts the bf16-weight products in the mode `value` names; md::Error when the CPU cannot.
+void apply_matmul_inputs(const std::string& value);
 
 // A request for `prompt` with the model's defaults overridden by the user's flags.
 engine::GenerationRequest make_request(const ModelSession& session, const SamplingFlags& flags,

@@ -2,6 +2,10 @@
 
 #include <cstdlib>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 #include "base/log.h"
 
 namespace md::kernels {
@@ -29,6 +33,18 @@ Isa best_isa() {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::kAvx2;
 #endif
   return Isa::kScalar;
+}
+
+bool has_avx512_bf16() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  // Subleaf 0 of leaf 7 gives the highest subleaf in EAX; the flag is in subleaf 1.
+  if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0 || eax < 1) return false;
+  __cpuid_count(7, 1, eax, ebx, ecx, edx);
+  return (eax & (1u << 5)) != 0;
+#else
+  return false;
+#endif
 }
 
 Isa resolve_isa(std::string_view requested, Isa best) {

@@ -25,6 +25,11 @@ inline const char* active_isa() {
   return isa_name(active_isa_level());
 }
 
+// Whether the CPU has AVX512-BF16 (vdpbf16ps, vcvtne2ps2bf16): CPUID leaf 7, subleaf 1, EAX
+// bit 5. Only the opt-in bf16-input matmul uses it (kernels/matmul.h MatmulInputs), on top of the
+// avx512 path, which also establishes that the OS saves the AVX-512 registers.
+bool has_avx512_bf16();
+
 // Every path this CPU can run, scalar first (tests compare them all).
 std::vector<Isa> available_isas();
 

@@ -1,5 +1,10 @@
 #include "kernels/matmul.h"
 
+#include <fmt/format.h>
+
+#include <atomic>
+
+#include "base/error.h"
 #include "kernels/isa.h"
 #include "kernels/matmul_kernels.h"
 
@@ -11,12 +16,53 @@ namespace {
 // that no thread starts or ends inside one (results do not depend on the split; speed does).
 constexpr int64_t kThreadRowGrain = 48;
 
-const MatmulKernels& active() {
+const MatmulKernels& f32_inputs() {
   static const MatmulKernels& kernels = matmul_kernels(active_isa_level());
   return kernels;
 }
 
+// The mode, read on every call so that a switch applies at once (tests switch within a process).
+std::atomic<MatmulInputs> g_inputs{MatmulInputs::kF32};
+
+const MatmulKernels& active() {
+#if defined(__x86_64__)
+  if (g_inputs.load(std::memory_order_relaxed) == MatmulInputs::kBf16) return kMatmulAvx512Bf16;
+#endif
+  return f32_inputs();
+}
+
 }  // namespace
+
+std::string bf16_inputs_refusal(Isa active, bool cpu_has_avx512_bf16) {
+#if defined(__x86_64__)
+  if (!cpu_has_avx512_bf16) {
+    return "bf16 matmul inputs need AVX512-BF16 (vdpbf16ps), which this CPU lacks";
+  }
+  if (active != Isa::kAvx512) {
+    return fmt::format(
+        "bf16 matmul inputs need the avx512 kernels, but this process runs the {} ones "
+        "(MEGADECODE_ISA)",
+        isa_name(active));
+  }
+  return "";
+#else
+  (void)active;
+  (void)cpu_has_avx512_bf16;
+  return "bf16 matmul inputs need AVX512-BF16, an x86-64 extension";
+#endif
+}
+
+void set_matmul_inputs(MatmulInputs inputs) {
+  if (inputs == MatmulInputs::kBf16) {
+    std::string refusal = bf16_inputs_refusal(active_isa_level(), has_avx512_bf16());
+    if (!refusal.empty()) throw Error(refusal);
+  }
+  g_inputs.store(inputs, std::memory_order_relaxed);
+}
+
+MatmulInputs matmul_inputs() {
+  return g_inputs.load(std::memory_order_relaxed);
+}
 
 const MatmulKernels& matmul_kernels(Isa isa) {
 #if defined(__x86_64__)
@@ -35,7 +81,7 @@ const MatmulKernels& matmul_kernels(Isa isa) {
 }
 
 float dot_bf16(const uint16_t* w, const float* x, int64_t n) {
-  return active().dot(w, x, n);
+  return f32_inputs().dot(w, x, n);
 }
 
 void matmul_tile(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float* x,
@@ -49,14 +95,18 @@ void matmul_rows(const Bf16Matrix& w, const float* x, int64_t n_rows, float* y, 
 }
 
 void matmul(const Bf16Matrix& w, const float* x, int64_t n_rows, float* y, ThreadPool* pool) {
+  // Chosen once for the whole call, so that its threads all use the same path.
+  const MatmulKernels& kernels = active();
+  const MatmulOut out{y, w.rows, false};
   if (pool == nullptr || pool->size() == 1) {
-    matmul_rows(w, x, n_rows, y, 0, w.rows);
+    kernels.tile(w, 0, w.rows, x, w.cols, n_rows, out);
     return;
   }
   int64_t blocks = (w.rows + kThreadRowGrain - 1) / kThreadRowGrain;
   pool->parallel_for_work(blocks, w.rows * w.cols * n_rows, [&](int64_t begin, int64_t end) {
-    matmul_rows(w, x, n_rows, y, begin * kThreadRowGrain,
-                end * kThreadRowGrain < w.rows ? end * kThreadRowGrain : w.rows);
+    kernels.tile(w, begin * kThreadRowGrain,
+                 end * kThreadRowGrain < w.rows ? end * kThreadRowGrain : w.rows, x, w.cols, n_rows,
+                 out);
   });
 }
 

@@ -19,6 +19,10 @@ alignas(64) constexpr int32_t kTailMask[16] = {-1, -1, -1, -1, -1, -1, -1, -1,
 struct Avx2 {
   using Vec = __m256;
   static constexpr int kLanes = 8;
+  using Weights = Vec;  // widened to f32
+  using Inputs = Vec;
+  using InputElement = float;
+  static constexpr int kStep = kLanes;
   // Up to 4 input rows at once; R weight rows × N input rows take R·N accumulators + R weight
   // vectors + 1 input vector, of the 16 registers.
   static constexpr int kMaxGroup = 4;

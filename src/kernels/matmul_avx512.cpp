@@ -20,6 +20,10 @@ namespace {
 struct Avx512 {
   using Vec = __m512;
   static constexpr int kLanes = 16;
+  using Weights = Vec;  // widened to f32
+  using Inputs = Vec;
+  using InputElement = float;
+  static constexpr int kStep = kLanes;
   // Up to 8 input rows at once; R weight rows × N input rows take R·N accumulators + R weight
   // vectors + 1 input vector + the widening index, of the 32 registers.
   static constexpr int kMaxGroup = 8;

@@ -1,8 +1,16 @@
 // The register-blocked loop nest shared by the vector paths of kernels/matmul.h. Each path
-// (matmul_avx2.cpp, matmul_avx512.cpp) instantiates it with a traits type V for its registers:
+// (matmul_avx2.cpp, matmul_avx512.cpp, matmul_avx512_bf16.cpp) instantiates it with a traits
+// type V for its registers:
 //
-//   using Vec;                        one register of f32 lanes
+//   using Vec;                        one accumulator register of f32 lanes
 //   kLanes                            f32 lanes per Vec
+//   using Weights, Inputs             the registers weights(p) and inputs(p) return: Vec where
+//                                     both are widened to f32, bf16 pairs for vdpbf16ps
+//   kStep                             columns per step: kLanes, or 2·kLanes for bf16 pairs
+//   using InputElement                what inputs(p) reads: float, the caller's inputs, or
+//                                     another type that stage(x, n, out) converts each input
+//                                     row's chunk to once per row block (so the conversion is
+//                                     shared by all its weight rows)
 //   kMaxGroup                         input rows held in accumulators at once
 //   rows_for(n)                       weight rows held at once with n input rows (R·n accumulators)
 //   kRowBlock                         weight rows per pass, a multiple of every rows_for(n)
@@ -10,16 +18,18 @@
 //   kPrefetch, kPrefetchGroups        prefetch weights kPrefetch elements ahead in groups of up to
 //                                     kPrefetchGroups input rows (larger ones are bound by the
 //                                     FMAs, where prefetches only take issue slots)
-//   zero(), fma(w, x, acc), sum(acc)  sum() adds the lanes in a fixed tree
-//   weights(p), weights_tail(p, k)    kLanes (or k < kLanes, rest zero) bf16 widened to f32
-//   inputs(p), inputs_tail(p, k)      kLanes (or k) f32
+//   zero(), fma(w, x, acc), sum(acc)  fma() adds the products of one step's columns into acc;
+//                                     sum() adds the lanes in a fixed tree
+//   weights(p), weights_tail(p, k)    kStep (or k < kStep, rest zero) bf16 weights
+//   inputs(p), inputs_tail(p, k)      kStep (or k) inputs, as the path multiplies them
 //   prefetch(p)
 //
-// Reduction order, the determinism contract: in every output, column c goes to lane c % kLanes
-// (the tail continues the pattern) and each lane adds its columns in increasing order with one
-// fma each; the lanes are then added by sum(). Neither the block shape, the number of input rows,
-// the output rows in the call nor the column chunks change that: accumulators that outlive a
-// chunk are stored and reloaded exactly.
+// Reduction order, the determinism contract: in every output, the columns of each step of kStep
+// go to fixed lanes (column c to lane c % kLanes, or the pair c / 2 % kLanes; the tail continues
+// the pattern) and each lane adds its steps in increasing column order with one fma each; the
+// lanes are then added by sum(). Neither the block shape, the number of input rows, the output
+// rows in the call nor the column chunks change that: accumulators that outlive a chunk are
+// stored and reloaded exactly.
 //
 // All code here is a template of V, and every V lives in an anonymous namespace, so each
 // instantiation is private to the translation unit compiled for its instruction set: no inline
@@ -27,6 +37,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 #include <utility>
 
 #include "kernels/bf16_matrix.h"
@@ -34,33 +45,36 @@
 
 namespace md::kernels::blocked {
 
-// One pass of a register block over a column chunk.
+// One pass of a register block over a column chunk, reading inputs of type X.
+template <class X>
 struct Chunk {
   const uint16_t* w;  // first weight row of the block, at the chunk's first column
   int64_t w_stride;   // elements between weight rows
-  const float* x;     // first input row of the block, at the chunk's first column
+  const X* x;         // first input row of the block, at the chunk's first column
   int64_t x_stride;
-  int64_t len;  // whole vectors in the chunk, in elements
-  int tail;     // columns after len that end the matrix (last chunk only), < kLanes
+  int64_t len;  // whole steps in the chunk, in elements
+  int tail;     // columns after len that end the matrix (last chunk only), < kStep
   bool first;   // accumulators start at zero instead of being reloaded
 };
 
 // R weight rows × N input rows; acc[i * acc_stride + j] carries the accumulators between chunks.
 // Prefetching is left to the first input-row group, the one that pulls the weights from memory.
 template <class V, int R, int N, bool Prefetch>
-void block(const Chunk& c, typename V::Vec* acc, int64_t acc_stride) {
+void block(const Chunk<typename V::InputElement>& c, typename V::Vec* acc, int64_t acc_stride) {
   using Vec = typename V::Vec;
+  using Weights = typename V::Weights;
+  using Inputs = typename V::Inputs;
   Vec a[R][N];
 #pragma GCC unroll 8
   for (int i = 0; i < R; ++i) {
 #pragma GCC unroll 8
     for (int j = 0; j < N; ++j) a[i][j] = c.first ? V::zero() : acc[i * acc_stride + j];
   }
-  for (int64_t k = 0; k < c.len; k += V::kLanes) {
-    Vec wv[R];
+  for (int64_t k = 0; k < c.len; k += V::kStep) {
+    Weights wv[R];
 #pragma GCC unroll 8
     for (int i = 0; i < R; ++i) {
-      // One prefetch per 64-byte line (two vectors of 16 bf16 or four of 8).
+      // One prefetch per 64-byte line (one step of 32 bf16, two of 16 or four of 8).
       if constexpr (Prefetch) {
         if ((k & (32 - 1)) == 0) V::prefetch(c.w + i * c.w_stride + k + V::kPrefetch);
       }
@@ -68,18 +82,18 @@ void block(const Chunk& c, typename V::Vec* acc, int64_t acc_stride) {
     }
 #pragma GCC unroll 8
     for (int j = 0; j < N; ++j) {
-      Vec xv = V::inputs(c.x + j * c.x_stride + k);
+      Inputs xv = V::inputs(c.x + j * c.x_stride + k);
 #pragma GCC unroll 8
       for (int i = 0; i < R; ++i) a[i][j] = V::fma(wv[i], xv, a[i][j]);
     }
   }
   if (c.tail > 0) {
-    Vec wv[R];
+    Weights wv[R];
 #pragma GCC unroll 8
     for (int i = 0; i < R; ++i) wv[i] = V::weights_tail(c.w + i * c.w_stride + c.len, c.tail);
 #pragma GCC unroll 8
     for (int j = 0; j < N; ++j) {
-      Vec xv = V::inputs_tail(c.x + j * c.x_stride + c.len, c.tail);
+      Inputs xv = V::inputs_tail(c.x + j * c.x_stride + c.len, c.tail);
 #pragma GCC unroll 8
       for (int i = 0; i < R; ++i) a[i][j] = V::fma(wv[i], xv, a[i][j]);
     }
@@ -92,7 +106,7 @@ void block(const Chunk& c, typename V::Vec* acc, int64_t acc_stride) {
 }
 
 template <class V>
-using BlockFn = void (*)(const Chunk&, typename V::Vec*, int64_t);
+using BlockFn = void (*)(const Chunk<typename V::InputElement>&, typename V::Vec*, int64_t);
 
 // fn[prefetch][N - 1][R - 1] for R up to rows_for(N) (null beyond): ragged edges of a row block
 // take a shorter block of the same group size.
@@ -131,11 +145,26 @@ constexpr bool row_block_fits() {
 }
 
 template <class V>
+constexpr bool kStagedInputs = !std::is_same_v<typename V::InputElement, float>;
+
+template <class V>
+void tile(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float* x, int64_t x_stride,
+          int64_t n_rows, const MatmulOut& out);
+
+template <class V>
 float dot(const uint16_t* w, const float* x, int64_t n) {
-  int64_t full = n - n % V::kLanes;
-  typename V::Vec acc;
-  block<V, 1, 1, false>(Chunk{w, 0, x, 0, full, static_cast<int>(n - full), true}, &acc, 1);
-  return V::sum(acc);
+  if constexpr (kStagedInputs<V>) {
+    // One output of the tile, so that the inputs are staged as there.
+    float y = 0;
+    tile<V>(Bf16Matrix{w, 1, n}, 0, 1, x, n, 1, MatmulOut{&y, 1, false});
+    return y;
+  } else {
+    int64_t full = n - n % V::kStep;
+    typename V::Vec acc;
+    block<V, 1, 1, false>(Chunk<float>{w, 0, x, 0, full, static_cast<int>(n - full), true}, &acc,
+                          1);
+    return V::sum(acc);
+  }
 }
 
 // Loop nest: kRowBlock weight rows × up to kPass input rows per pass, in groups of kMaxGroup.
@@ -146,18 +175,25 @@ template <class V>
 void tile(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float* x, int64_t x_stride,
           int64_t n_rows, const MatmulOut& out) {
   using Vec = typename V::Vec;
+  using X = typename V::InputElement;
   constexpr int64_t kPass = 2 * V::kMaxGroup;
   static_assert(row_block_fits<V>());
   Vec acc[V::kRowBlock * kPass];
+  // Staged inputs: the pass's rows of the chunk (at most kChunkBytes, see chunk_cols), each with
+  // room for the tail.
+  constexpr int64_t kStagedSize =
+      kStagedInputs<V> ? V::kChunkBytes / sizeof(X) + kPass * V::kStep : 1;
+  [[maybe_unused]] alignas(64) X staged[kStagedSize];
   const int64_t cols = w.cols;
-  const int64_t full = cols - cols % V::kLanes;
+  const int64_t full = cols - cols % V::kStep;
   const int tail = static_cast<int>(cols - full);
   // The chunk's inputs, and with several groups its weights too, must stay in L1 across the pass;
   // beyond that, longer chunks keep the weight streams few and long for the prefetchers.
   const int64_t pass_rows = n_rows < kPass ? n_rows : kPass;
-  const int64_t column_bytes = 4 * pass_rows + (pass_rows > V::kMaxGroup ? 2 * V::kRowBlock : 0);
-  int64_t chunk_cols = V::kChunkBytes / column_bytes / V::kLanes * V::kLanes;
-  if (chunk_cols < V::kLanes) chunk_cols = V::kLanes;
+  const int64_t column_bytes = static_cast<int64_t>(sizeof(X)) * pass_rows +
+                               (pass_rows > V::kMaxGroup ? 2 * V::kRowBlock : 0);
+  int64_t chunk_cols = V::kChunkBytes / column_bytes / V::kStep * V::kStep;
+  if (chunk_cols < V::kStep) chunk_cols = V::kStep;
   for (int64_t r0 = row_begin; r0 < row_end; r0 += V::kRowBlock) {
     const int64_t rows = row_end - r0 < V::kRowBlock ? row_end - r0 : V::kRowBlock;
     for (int64_t n0 = 0; n0 < n_rows; n0 += kPass) {
@@ -165,13 +201,24 @@ void tile(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float* 
       for (int64_t c0 = 0;; c0 += chunk_cols) {
         const int64_t c1 = full - c0 < chunk_cols ? full : c0 + chunk_cols;
         const bool last = c1 == full;
-        Chunk chunk{nullptr, cols, nullptr, x_stride, c1 - c0, last ? tail : 0, c0 == 0};
+        Chunk<X> chunk{nullptr, cols, nullptr, x_stride, c1 - c0, last ? tail : 0, c0 == 0};
+        if constexpr (kStagedInputs<V>) {
+          chunk.x_stride = chunk.len + V::kStep;
+          for (int64_t j = 0; j < ns; ++j) {
+            V::stage(x + (n0 + j) * x_stride + c0, chunk.len + chunk.tail,
+                     staged + j * chunk.x_stride);
+          }
+        }
         for (int64_t j0 = 0; j0 < ns; j0 += V::kMaxGroup) {
           const int group = static_cast<int>(ns - j0 < V::kMaxGroup ? ns - j0 : V::kMaxGroup);
           const int64_t block_rows = V::rows_for(group);
           const bool prefetch = group <= V::kPrefetchGroups && n0 == 0 && j0 == 0;
           const auto& fns = kBlocks<V>.fn[prefetch][group - 1];
-          chunk.x = x + (n0 + j0) * x_stride + c0;
+          if constexpr (kStagedInputs<V>) {
+            chunk.x = staged + j0 * chunk.x_stride;
+          } else {
+            chunk.x = x + (n0 + j0) * x_stride + c0;
+          }
           for (int64_t i0 = 0; i0 < rows; i0 += block_rows) {
             const int64_t rr = rows - i0 < block_rows ? rows - i0 : block_rows;
             chunk.w = w.data + (r0 + i0) * cols + c0;

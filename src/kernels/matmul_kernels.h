@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "kernels/bf16_matrix.h"
 #include "kernels/isa.h"
@@ -21,8 +22,15 @@ struct MatmulKernels {
 extern const MatmulKernels kMatmulScalar;
 extern const MatmulKernels kMatmulAvx2;
 extern const MatmulKernels kMatmulAvx512;
+// The bf16-input path (MatmulInputs::kBf16), matmul_avx512_bf16.cpp, x86-64 only: AVX-512 with
+// AVX512-BF16, which the caller has checked (bf16_inputs_refusal).
+extern const MatmulKernels kMatmulAvx512Bf16;
 
-// The implementation for `isa`, which the caller has checked the CPU supports.
+// The f32-input implementation for `isa`, which the caller has checked the CPU supports.
 const MatmulKernels& matmul_kernels(Isa isa);
+
+// Why MatmulInputs::kBf16 cannot run with the kernels at level `active` on a CPU with or without
+// AVX512-BF16, or "" when it can; set_matmul_inputs' check, exposed for tests.
+std::string bf16_inputs_refusal(Isa active, bool cpu_has_avx512_bf16);
 
 }  // namespace md::kernels

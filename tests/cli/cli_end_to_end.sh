@@ -29,6 +29,16 @@ check bench-bad-shape 1 '' 'unknown synthetic shape' -- "$bin" bench --synthetic
 check bench-spec-synthetic 0 '  8 +[0-9.]+ +[0-9.]+x +[0-9.]+ +[0-9.]+' '' -- "$bin" bench --synthetic qwen38-tiny --draft synthetic --rows 1 --executors mega --seconds 0.05 --prefill-tokens 8 --spec-tokens 8
 check bench-spec-needs-model 1 '' 'needs --model.*--draft synthetic' -- "$bin" bench --synthetic qwen38-tiny --draft /nonexistent --rows 1 --seconds 0.05
 check bench-bad-executor 2 '' 'executors' -- "$bin" bench --synthetic qwen38-tiny --executors warp
+# --matmul-inputs bf16 (vdpbf16ps) runs where the CPU has AVX512-BF16 and is refused (exit 1,
+# before any model loads) where it does not, or where MEGADECODE_ISA forces a lower path.
+check bench-bad-matmul-inputs 2 '' 'matmul-inputs' -- "$bin" bench --synthetic qwen38-tiny --matmul-inputs f16
+if grep -qw avx512_bf16 /proc/cpuinfo 2>/dev/null; then
+  check bench-matmul-inputs-bf16 0 'matmul +bf16 inputs' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1,8 --executors mega --seconds 0.05 --prefill-tokens 8 --matmul-inputs bf16
+else
+  check bench-matmul-inputs-bf16 1 '' 'AVX512-BF16' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --seconds 0.05 --matmul-inputs bf16
+fi
+check bench-matmul-inputs-forced-avx2 1 '' 'bf16 matmul inputs need' -- env MEGADECODE_ISA=avx2 "$bin" bench --synthetic qwen38-tiny --rows 1 --seconds 0.05 --matmul-inputs bf16
+check run-matmul-inputs-forced-avx2 1 '' 'bf16 matmul inputs need' -- env MEGADECODE_ISA=avx2 "$bin" run --model "$work/none" --matmul-inputs bf16 --prompt hi
 
 # tokenize: ids and pieces on stdout, nothing on stdout for errors.
 check tokenize-table 0 '9707 +Hello' '' -- "$bin" tokenize --model "$tok" --text "Hello world"

@@ -7,6 +7,7 @@
 #include "kernel_test_util.h"
 #include "kernels/isa.h"
 #include "kernels/matmul_kernels.h"
+#include "matmul_problem.h"
 
 namespace md::kernels {
 namespace {
@@ -14,27 +15,7 @@ namespace {
 using test::random_bf16;
 using test::random_floats;
 
-// Weights and inputs deliberately misaligned: the weights start one bf16 past an allocation (as
-// a tensor in an mmap'd safetensors file may), the inputs one float past one, and both have
-// padded strides.
-struct Problem {
-  int64_t rows, cols, n, x_stride;
-  std::vector<uint16_t> w_storage;
-  std::vector<float> x_storage;
-  Problem(int64_t r, int64_t c, int64_t batch, uint64_t seed)
-      : rows(r),
-        cols(c),
-        n(batch),
-        x_stride(c + 3),
-        w_storage(random_bf16(static_cast<std::size_t>(r * c + 1), seed)),
-        x_storage(random_floats(static_cast<std::size_t>(batch * x_stride + 1), seed + 1)) {}
-  Bf16Matrix matrix() const { return {w_storage.data() + 1, rows, cols}; }
-  const float* x() const { return x_storage.data() + 1; }
-  double weight(int64_t r, int64_t c) const {
-    return test::widen(w_storage[static_cast<std::size_t>(1 + r * cols + c)]);
-  }
-  double input(int64_t n_row, int64_t c) const { return x()[n_row * x_stride + c]; }
-};
+using Problem = test::MatmulProblem;
 
 // Column counts around the lane widths (8, 16), the column chunk (512) and below one vector.
 constexpr int64_t kColumnCases[] = {1, 5, 7, 8, 9, 15, 16, 17, 31, 64, 77, 512, 519, 1000, 1031};

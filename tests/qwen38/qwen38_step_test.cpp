@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "../support/scoped_matmul_inputs.h"
 #include "base/error.h"
 #include "qwen38_test_util.h"
 
@@ -68,6 +69,21 @@ TEST(Qwen38Step, MatchesTheReferenceForward) {
   }
 }
 
+// With bf16 matmul inputs the program and the reference forward still run the same kernels in
+// the same per-row order: bitwise equal.
+TEST(Qwen38Step, Bf16InputsMatchTheReferenceForwardBitwise) {
+  if (!bf16_matmul_inputs_supported()) GTEST_SKIP() << "bf16 matmul inputs cannot run here";
+  ScopedMatmulInputs bf16(kernels::MatmulInputs::kBf16);
+  for (const std::string& fixture : qwen38_fixture_names()) {
+    std::vector<int32_t> prompt = prompt_of(20, 2);
+    auto mega = decode_run(*model_with(ExecutorKind::kMega, 2, fixture), prompt, 16);
+    auto reference = decode_run(*model_with(ExecutorKind::kReference, 2, fixture), prompt, 16);
+    for (std::size_t s = 0; s < mega.size(); ++s) {
+      ASSERT_TRUE(same_bits(mega[s], reference[s])) << fixture << " step " << s;
+    }
+  }
+}
+
 TEST(Qwen38Step, ProgramArgmaxEqualsArgmaxOfLogits) {
   auto model = model_with(ExecutorKind::kMega, 2);
   auto state = model->new_sequence(64);
@@ -115,7 +131,7 @@ TEST(Qwen38Step, IndependentRowsAtMixedPositionsEqualSingleRows) {
 
 // Verify rows: one pass over 8 tokens equals 8 decode steps bitwise, and commit(k) leaves exactly
 // the state k decode steps leave, for every k; decoding then continues identically.
-TEST(Qwen38Step, VerifyRowsCommitEveryPrefixExactly) {
+void check_verify_rows_commit_every_prefix() {
   for (ExecutorKind executor : {ExecutorKind::kMega, ExecutorKind::kOps}) {
     auto model = model_with(executor, 2);
     std::vector<int32_t> prompt = prompt_of(30, 7);
@@ -157,6 +173,15 @@ TEST(Qwen38Step, VerifyRowsCommitEveryPrefixExactly) {
       ASSERT_TRUE(same_bits(logits, expected)) << "decode after commit(" << k << ")";
     }
   }
+}
+
+TEST(Qwen38Step, VerifyRowsCommitEveryPrefixExactly) { check_verify_rows_commit_every_prefix(); }
+
+// The bf16-input kernels keep the determinism contract: 8 verify rows are 8 decode steps.
+TEST(Qwen38Step, Bf16InputsVerifyRowsCommitEveryPrefixExactly) {
+  if (!bf16_matmul_inputs_supported()) GTEST_SKIP() << "bf16 matmul inputs cannot run here";
+  ScopedMatmulInputs bf16(kernels::MatmulInputs::kBf16);
+  check_verify_rows_commit_every_prefix();
 }
 
 TEST(Qwen38Step, BadStepInputsAreErrors) {

@@ -16,6 +16,12 @@ for model_name in tiny-qwen38-hd256 tiny-qwen38-text; do
   check "run-$model_name" 0 '' "$stats" -- "$bin" run -m "$fixtures/$model_name" -p Hello -n 4 --ignore-eos
 done
 
+# --matmul-inputs bf16 where the CPU has AVX512-BF16 (tests/cli/cli_end_to_end.sh checks the
+# refusals).
+if grep -qw avx512_bf16 /proc/cpuinfo 2>/dev/null; then
+  check run-matmul-inputs-bf16 0 '.' "$stats" -- "$bin" run -m "$model" -p Hello -n 8 --ignore-eos --greedy --matmul-inputs bf16
+fi
+
 # Reproducible sampling with a seed; greedy is deterministic.
 for i in 1 2; do
   "$bin" run -m "$model" -p Hello -n 24 --ignore-eos --seed 7 --temperature 0.9 --top-p 0.95 -q >"$work/seeded$i" 2>/dev/null

@@ -1,0 +1,106 @@
+// Qwen3.8 with bf16 matmul inputs (--matmul-inputs bf16, kernels::MatmulInputs::kBf16) against the
+// transformers float32 goldens. Every activation that enters a weight product is rounded to bf16
+// there, so the logits move by far more than f32 summation order moves them: these tests bound that
+// movement and check that it stays well apart from what a formula change costs. (The step-level
+// determinism with bf16 inputs is in qwen38_step_test.cpp.)
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "../support/scoped_matmul_inputs.h"
+#include "qwen38_test_util.h"
+
+namespace md::test {
+namespace {
+
+constexpr int64_t kCapacity = 512;
+// Rounding an input to bf16 moves it by up to 2^-8 of itself (about 2^-10 on average), so each
+// product's output moves by ~1e-3 of its size, and the ~7 products of each layer add such
+// independent errors to the residual stream layer after layer. Measured per position (max
+// |Δlogit| at the position over the prompt's max |logit|), with either KV cache: median 6.5e-3 to
+// 7.7e-3 per fixture; the worst position 1.3e-2 (tiny-qwen38-hd256), 2.6e-2 (tiny-qwen38) and
+// 7.0e-2 (tiny-qwen38-text, one position of its 150-token prompt, whose 90th percentile is
+// 1e-2). So bf16 inputs need more than the bf16-KV-cache bound (1e-2) at the worst position, while
+// the typical position stays within it:
+constexpr double kTypicalBound = 1e-2;  // the median position, the bf16-KV-cache bound
+constexpr double kWorstBound = 1e-1;    // any position: 1.4x the worst measured
+// The smallest formula change in the negative controls costs 0.57 (measured, bf16 inputs or not):
+// the worst-position bound must stay well below that for the comparison to mean anything.
+constexpr double kFormulaChangeFloor = 3 * kWorstBound;
+
+class Qwen38Bf16InputsGolden : public ::testing::TestWithParam<std::string> {};
+
+// For every position of every golden prompt: max |Δlogit| at the position over the prompt's max
+// |logit| (the golden tests' measure, position by position).
+std::vector<double> position_errors(Qwen38Model& model, const std::vector<GoldenPrompt>& goldens) {
+  std::vector<double> errors;
+  const auto vocab = static_cast<std::size_t>(model.vocab_size());
+  for (const GoldenPrompt& golden : goldens) {
+    auto state = model.new_sequence(kCapacity);
+    std::vector<float> logits;
+    model.forward(*state, golden.ids, LogitRows::kAll, logits);
+    EXPECT_EQ(logits.size(), golden.logits.size());
+    double scale = 0;
+    for (float value : golden.logits) scale = std::max(scale, static_cast<double>(std::abs(value)));
+    for (std::size_t at = 0; at + vocab <= logits.size(); at += vocab) {
+      double diff = 0;
+      for (std::size_t v = at; v < at + vocab; ++v) {
+        diff = std::max(diff, std::abs(static_cast<double>(logits[v]) - golden.logits[v]));
+      }
+      errors.push_back(diff / scale);
+    }
+  }
+  return errors;
+}
+
+double median(std::vector<double> values) {
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2),
+                   values.end());
+  return values[values.size() / 2];
+}
+
+TEST_P(Qwen38Bf16InputsGolden, PromptLogitsStayWithinTheInputRounding) {
+  if (!bf16_matmul_inputs_supported()) GTEST_SKIP() << "bf16 matmul inputs cannot run here";
+  ScopedMatmulInputs bf16(kernels::MatmulInputs::kBf16);
+  std::vector<GoldenPrompt> goldens = load_goldens(GetParam());
+  for (KvCacheType kv : {KvCacheType::kF32, KvCacheType::kBf16}) {
+    const char* cache = kv == KvCacheType::kF32 ? "f32" : "bf16";
+    auto model = load_fixture(GetParam(), kv);
+    std::vector<double> errors = position_errors(*model, goldens);
+    ASSERT_FALSE(errors.empty());
+    double typical = median(errors);
+    double worst = *std::max_element(errors.begin(), errors.end());
+    std::printf(
+        "%s, bf16 matmul inputs, %s KV cache: |dlogit| / max |logit| "
+        "median %.3g, max %.3g\n",
+        GetParam().c_str(), cache, typical, worst);
+    RecordProperty(std::string("median_relative_logit_error_") + cache, std::to_string(typical));
+    RecordProperty(std::string("max_relative_logit_error_") + cache, std::to_string(worst));
+    EXPECT_LE(typical, kTypicalBound) << cache << " KV cache";
+    EXPECT_LE(worst, kWorstBound) << cache << " KV cache";
+  }
+}
+
+// Negative controls: with bf16 inputs a changed formula still lands far beyond the bound.
+TEST_P(Qwen38Bf16InputsGolden, PerturbedFormulasStillFailTheComparison) {
+  if (!bf16_matmul_inputs_supported()) GTEST_SKIP() << "bf16 matmul inputs cannot run here";
+  ScopedMatmulInputs bf16(kernels::MatmulInputs::kBf16);
+  std::vector<GoldenPrompt> goldens = load_goldens(GetParam());
+  for (Qwen38Ablation ablation : {Qwen38Ablation::kSkipConv, Qwen38Ablation::kSkipAttentionGate,
+                                  Qwen38Ablation::kTiledKeyHeads}) {
+    Qwen38Options options;
+    options.ablation = ablation;
+    auto model = load_fixture(GetParam(), KvCacheType::kF32, options);
+    std::vector<double> errors = position_errors(*model, goldens);
+    double worst = *std::max_element(errors.begin(), errors.end());
+    EXPECT_GT(worst, kFormulaChangeFloor)
+        << "ablation " << static_cast<int>(ablation) << " went unnoticed (error " << worst << ")";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Qwen38Bf16InputsGolden,
+                         ::testing::ValuesIn(qwen38_fixture_names()), fixture_test_name);
+
+}  // namespace
+}  // namespace md::test
