@@ -30,6 +30,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include "kernels/avx512_lane_sum.h"
 #include "kernels/matmul_blocked.h"
 #include "kernels/matmul_kernels.h"
 
@@ -101,16 +102,7 @@ struct Avx512Bf16 {
     _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0);
   }
 
-  // Lanes l and l + 8, then l + 4, l + 2, l + 1 (the tree of the AVX-512 path).
-  static float sum(Vec v) {
-    __m256 lo = _mm512_castps512_ps256(v);
-    __m256 hi = _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
-    __m256 s8 = _mm256_add_ps(lo, hi);
-    __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(s8), _mm256_extractf128_ps(s8, 1));
-    __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
-    __m128 s1 = _mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1));
-    return _mm_cvtss_f32(s1);
-  }
+  static float sum(Vec v) { return avx512_lane_sum(v); }
 };
 
 }  // namespace
