@@ -47,6 +47,10 @@ void add_serve_flags(CLI::App& sub, ServeFlags& f) {
   sub.add_option("--default-max-tokens", o.default_max_tokens,
                  "max_tokens when a request gives none (default: chat → the rest of the "
                  "context, completions → 16)");
+  sub.add_option("--spec-max-rows", o.spec_max_rows,
+                 "With --draft: greedy requests speculate while at most this many rows generate, "
+                 "and decode batched beyond (same tokens); sampled requests always speculate")
+      ->check(CLI::Range(int64_t{0}, int64_t{64}));
   sub.add_option("--prefill-chunk", o.prefill_chunk,
                  "Prompt tokens per prefill step between decode steps")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));

@@ -108,6 +108,7 @@ void BatchScheduler::loop() {
       reap_cancelled();
       admit();
       prefill_chunk();
+      plan_speculation();
       decode_step();
       speculative_rounds();
       held_tokens_.store(held_tokens());
@@ -302,12 +303,22 @@ void BatchScheduler::score_prompt_rows(Row& row, std::size_t begin, std::size_t 
   }
 }
 
+void BatchScheduler::plan_speculation() {
+  if (!rounds_) return;
+  int64_t generating = 0;
+  for (const Row& row : rows_) generating += row.stream && row.decoding ? 1 : 0;
+  const bool crowded = generating > options_.spec_max_rows;
+  for (Row& row : rows_) {
+    row.speculating = row.stream && row.decoding && !(crowded && row.decoder->greedy());
+  }
+}
+
 void BatchScheduler::decode_step() {
   std::vector<Row*> active;
   std::vector<SequenceState*> states;
   std::vector<int32_t> tokens;
   for (Row& row : rows_) {
-    if (row.stream && row.decoding && !row.drafter) {
+    if (row.stream && row.decoding && !row.speculating) {
       active.push_back(&row);
       states.push_back(row.state.get());
       tokens.push_back(row.next_token);
@@ -321,6 +332,7 @@ void BatchScheduler::decode_step() {
     return;
   }
   decode_steps_.fetch_add(1);
+  if (rounds_) append_step_taps(active);
   auto vocab = static_cast<std::size_t>(vocab_);
   for (std::size_t r = 0; r < active.size(); ++r) {
     std::span<float> logits(logits_.data() + r * vocab, vocab);
@@ -336,11 +348,20 @@ void BatchScheduler::update_decoded_counts() {
   }
 }
 
+// Rows that decoded plainly keep their drafter's context current: row r of the step's taps.
+void BatchScheduler::append_step_taps(const std::vector<Row*>& rows) {
+  std::span<const float> taps = model_.last_taps();
+  const std::size_t per_row = taps.size() / rows.size();
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    rows[r]->drafter->append_context(taps.subspan(r * per_row, per_row), 1);
+  }
+}
+
 void BatchScheduler::speculative_rounds() {
   if (!rounds_) return;
   bool ran = false;
   for (Row& row : rows_) {
-    if (!row.stream || !row.decoding) continue;
+    if (!row.stream || !row.decoding || !row.speculating) continue;
     run_round(row);
     ran = true;
   }

@@ -52,6 +52,11 @@ struct SchedulerOptions {
   // speculating alone keeps rows batch invariant (a row's rounds depend on its request only).
   const SpeculativeDrafter* drafter = nullptr;
   int64_t block_size = 0;  // rows per round; 0: the drafter's
+  // Greedy rows speculate while at most this many rows are generating; beyond that they join
+  // one plain decode step together, which reads the weights once for all of them. Greedy tokens
+  // are the same either way (verify rows equal decode steps bitwise), so only speed depends on
+  // the load. Sampled rows always speculate: their tokens depend on the acceptance draws.
+  int64_t spec_max_rows = 1;
   // Called on the step thread after every verify round that carried drafts (metrics).
   std::function<void(int64_t drafted, int64_t accepted)> on_round;
 };
@@ -124,6 +129,7 @@ class BatchScheduler {
     std::vector<ScoredToken> prompt_scores;
     std::unique_ptr<SpeculativeDrafter> drafter;  // null: no speculation
     SpeculationStats speculation;
+    bool speculating = false;  // this step: a round (true) or a row of the plain decode step
   };
 
   void loop();
@@ -137,11 +143,14 @@ class BatchScheduler {
   void reap_cancelled();
   void admit();
   void prefill_chunk();
+  // Which decoding rows run a round this step (SchedulerOptions::spec_max_rows).
+  void plan_speculation();
   void decode_step();
   // Speculating rows: one round each, in turn (a verify step holds one sequence).
   void speculative_rounds();
   void run_round(Row& row);
   void update_decoded_counts();
+  void append_step_taps(const std::vector<Row*>& rows);
   // The test hook of SchedulerOptions::fault_after_tokens.
   void check_fault(const Row& row) const;
   // Samples a row's next token from `logits`, pushes it, and frees the row when it finished.

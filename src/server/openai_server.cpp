@@ -310,6 +310,7 @@ void OpenAiServer::serve_model(const ServedModel& model) {
   if (model.drafter != nullptr) {
     scheduler.drafter = model.drafter;
     scheduler.block_size = model.block_size;
+    scheduler.spec_max_rows = ctx.options.spec_max_rows;
     ServerMetrics& metrics = ctx.metrics;
     scheduler.on_round = [&metrics](int64_t drafted, int64_t accepted) {
       metrics.spec_step(static_cast<int>(drafted), static_cast<int>(accepted));

@@ -21,6 +21,9 @@ struct ServerOptions {
   std::size_t max_messages = 4096;
   std::optional<int64_t> default_max_tokens;
   int64_t prefill_chunk = 256;
+  // With a drafter: greedy rows speculate while at most this many rows generate (engine
+  // SchedulerOptions::spec_max_rows); sampled rows always do.
+  int64_t spec_max_rows = 1;
   double shutdown_grace_seconds = 30;
   int read_timeout_seconds = 60;
   int write_timeout_seconds = 60;

@@ -15,6 +15,7 @@
 #include "models/drafters/dflash2/dflash2_drafter.h"
 #include "qwen38_test_util.h"
 #include "scheduler_test_util.h"
+#include "test_drafters.h"
 
 namespace md::test {
 namespace {
@@ -39,6 +40,7 @@ class SpeculativeSchedulerTest : public ::testing::Test {
     o.prefill_chunk = 64;
     if (speculate) {
       o.drafter = drafter_.get();
+      o.spec_max_rows = rows;  // every row speculates (the crowded policy has its own test)
       o.on_round = [this](int64_t drafted, int64_t accepted) {
         std::lock_guard lock(rounds_mutex_);
         ++rounds_seen_;
@@ -199,6 +201,57 @@ TEST_F(SpeculativeSchedulerTest, StopsInsideARoundTruncateLikePlainDecoding) {
   }
   EXPECT_EQ(scheduler.snapshot().running_rows, 0);
   EXPECT_GT(scheduler.snapshot().spec_rounds, 0);
+}
+
+// With spec_max_rows = 1, greedy rows decode together in plain steps while several generate and
+// speculate once one is left, with the same tokens either way. The drafter's context must follow
+// the plain steps too: an oracle drafter (it proposes the true continuation of the position its
+// context says it is at) gets all 7 drafts accepted in every round but the one each request's
+// max_tokens cuts. A sampled request among them speculates throughout and gives what it gives
+// alone.
+TEST_F(SpeculativeSchedulerTest, CrowdedGreedyRowsDecodeTogetherAndKeepTheDrafterCurrent) {
+  std::vector<int32_t> prompt = prompts()[2];
+  BatchScheduler plain(*model_, *tokenizer_, options(1, false));
+  std::vector<int32_t> greedy = run_all(plain, {make_work(prompt, 90, 0.0f, 1)}).at(0).ids;
+  std::vector<int32_t> truth = prompt;
+  truth.insert(truth.end(), greedy.begin(), greedy.end());
+  OracleDrafter oracle(truth, kTestBlock, model_->vocab_size());  // never wrong
+
+  engine::SchedulerOptions o = options(4, false);
+  o.drafter = &oracle;
+  o.spec_max_rows = 1;
+  int64_t cut_rounds = 0, rounds = 0;
+  o.on_round = [&](int64_t drafted, int64_t accepted) {
+    ++rounds;
+    cut_rounds += accepted < drafted ? 1 : 0;
+  };
+  std::vector<ChoiceWork> works{make_work(prompt, 20, 0.0f, 1), make_work(prompt, 50, 0.0f, 1),
+                                make_work(prompt, 90, 0.0f, 1)};
+  {
+    BatchScheduler scheduler(*model_, *tokenizer_, o);
+    std::vector<ChoiceResult> got = run_all(scheduler, works);
+    for (std::size_t r = 0; r < works.size(); ++r) {
+      auto n = static_cast<std::ptrdiff_t>(works[r].request.max_tokens);
+      EXPECT_EQ(got[r].ids, std::vector<int32_t>(greedy.begin(), greedy.begin() + n)) << r;
+    }
+    engine::SchedulerSnapshot s = scheduler.snapshot();
+    EXPECT_EQ(s.spec_rounds, rounds);
+    // The 90-token request is alone for its last ~40 tokens: rounds of 8 there, plain steps of
+    // two or three rows before.
+    EXPECT_GE(rounds, 3) << "a lone greedy row should speculate";
+    EXPECT_GT(s.decode_steps, rounds + 10) << "crowded greedy rows should decode together";
+    EXPECT_LE(cut_rounds, 3) << "the drafter's context fell behind the plain steps";
+  }
+
+  // A sampled request speculates whatever the load, so its tokens are its own.
+  ChoiceWork sampled = make_work(prompts()[1], 30, 0.9f, 77);
+  BatchScheduler solo(*model_, *tokenizer_, o);
+  std::vector<int32_t> alone = run_all(solo, {sampled}).at(0).ids;
+  BatchScheduler crowded(*model_, *tokenizer_, o);
+  works.push_back(sampled);
+  std::vector<ChoiceResult> got = run_all(crowded, works);
+  EXPECT_EQ(got.back().ids, alone);
+  EXPECT_EQ(got[2].ids, greedy);
 }
 
 }  // namespace
