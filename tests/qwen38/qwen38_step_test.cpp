@@ -99,33 +99,48 @@ TEST(Qwen38Step, ProgramArgmaxEqualsArgmaxOfLogits) {
 
 // Independent rows: three sequences at different positions decoded in one step give exactly what
 // each gives alone (a row's arithmetic never depends on the other rows).
+// Three sequences decoded together give each row's logits and drafter taps exactly as that
+// sequence decoded alone — on the program and on the reference path (whose multi-row decode is
+// one forward per sequence and must keep every row's taps).
 TEST(Qwen38Step, IndependentRowsAtMixedPositionsEqualSingleRows) {
-  auto model = model_with(ExecutorKind::kMega, 2);
-  std::vector<std::vector<int32_t>> prompts = {prompt_of(3, 4), prompt_of(40, 5), prompt_of(17, 6)};
-  std::vector<std::unique_ptr<SequenceState>> batch, alone;
-  std::vector<int32_t> next;
-  std::vector<float> logits;
-  for (const auto& prompt : prompts) {
-    batch.push_back(model->new_sequence(128));
-    alone.push_back(model->new_sequence(128));
-    model->forward(*batch.back(), prompt, LogitRows::kLast, logits);
-    model->forward(*alone.back(), prompt, LogitRows::kLast, logits);
-    next.push_back(argmax(logits.data(), model->vocab_size()));
-  }
-  for (int step = 0; step < 6; ++step) {
-    std::vector<SequenceState*> states = {batch[0].get(), batch[1].get(), batch[2].get()};
-    std::vector<float> batched;
-    model->decode(states, next, batched);
-    std::vector<int32_t> following;
-    for (std::size_t r = 0; r < 3; ++r) {
-      SequenceState* one = alone[r].get();
-      model->decode(std::span(&one, 1), std::span(&next[r], 1), logits);
-      std::vector<float> row(batched.begin() + static_cast<std::ptrdiff_t>(r * model->vocab_size()),
-                             batched.begin() + static_cast<std::ptrdiff_t>((r + 1) * model->vocab_size()));
-      ASSERT_TRUE(same_bits(row, logits)) << "row " << r << " step " << step;
-      following.push_back(argmax(logits.data(), model->vocab_size()));
+  for (ExecutorKind executor : {ExecutorKind::kMega, ExecutorKind::kReference}) {
+    SCOPED_TRACE(executor == ExecutorKind::kMega ? "mega" : "reference");
+    auto model = model_with(executor, 2);
+    model->set_tap_layers({1, 5});
+    const auto vocab = static_cast<std::ptrdiff_t>(model->vocab_size());
+    std::vector<std::vector<int32_t>> prompts = {prompt_of(3, 4), prompt_of(40, 5),
+                                                 prompt_of(17, 6)};
+    std::vector<std::unique_ptr<SequenceState>> batch, alone;
+    std::vector<int32_t> next;
+    std::vector<float> logits;
+    for (const auto& prompt : prompts) {
+      batch.push_back(model->new_sequence(128));
+      alone.push_back(model->new_sequence(128));
+      model->forward(*batch.back(), prompt, LogitRows::kLast, logits);
+      model->forward(*alone.back(), prompt, LogitRows::kLast, logits);
+      next.push_back(argmax(logits.data(), model->vocab_size()));
     }
-    next = following;
+    for (int step = 0; step < 6; ++step) {
+      std::vector<SequenceState*> states = {batch[0].get(), batch[1].get(), batch[2].get()};
+      std::vector<float> batched;
+      model->decode(states, next, batched);
+      const std::vector<float> batched_taps = model->last_taps();
+      ASSERT_EQ(batched_taps.size(), 3u * 2u * static_cast<std::size_t>(model->config().hidden_size));
+      const auto tap_row = static_cast<std::ptrdiff_t>(batched_taps.size() / 3);
+      std::vector<int32_t> following;
+      for (std::size_t r = 0; r < 3; ++r) {
+        SequenceState* one = alone[r].get();
+        model->decode(std::span(&one, 1), std::span(&next[r], 1), logits);
+        const auto at = static_cast<std::ptrdiff_t>(r);
+        std::vector<float> row(batched.begin() + at * vocab, batched.begin() + (at + 1) * vocab);
+        ASSERT_TRUE(same_bits(row, logits)) << "row " << r << " step " << step;
+        std::vector<float> taps(batched_taps.begin() + at * tap_row,
+                                batched_taps.begin() + (at + 1) * tap_row);
+        ASSERT_TRUE(same_bits(taps, model->last_taps())) << "taps of row " << r << " step " << step;
+        following.push_back(argmax(logits.data(), model->vocab_size()));
+      }
+      next = following;
+    }
   }
 }
 

@@ -52,6 +52,9 @@ class Qwen38Model final : public LanguageModel {
   void commit(SequenceState& state, int64_t rows_kept) override;
   // Taps are written by forward() (every row) and by verify()/decode() steps (one sequence).
   void set_tap_layers(std::vector<int64_t> layers) override;
+  // decode() on the reference path.
+  void decode_reference(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
+                        std::vector<float>& logits);
   const std::vector<float>& last_taps() const override { return last_taps_; }
   TargetView target_view() const override;
 
