@@ -19,6 +19,7 @@ check not-implemented-pack 3 '' 'not implemented yet' -- "$bin" pack
 check serve-without-model 1 '' 'no --model given.*default model' -- env MEGADECODE_MODEL= MEGADECODE_ROOT="$work" "$bin" serve --port 0
 check serve-bad-port 2 '' 'port' -- "$bin" serve --port 70000
 check serve-bad-tool-format 2 '' 'tool-call-format' -- "$bin" serve --tool-call-format yaml
+check serve-bad-spec-max-rows 2 '' 'spec-max-rows' -- "$bin" serve --spec-max-rows -1
 
 # bench: a bounded run on the built-in cache-resident shape, human and machine output.
 check bench-table 0 'bandwidth .* GB/s read.*' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1,2 --seconds 0.05 --prefill-tokens 8 -t 2
