@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/golden_math.h"
 #include "io/checkpoint.h"
 #include "io/safetensors_file.h"
 #include "models/common/config_files.h"
@@ -51,14 +52,6 @@ std::string fixture(const std::string& family, const std::string& name) {
   return "";
 }
 
-template <typename T>
-std::vector<T> values(const SafetensorsFile& file, const std::string& name) {
-  const TensorView* view = file.find(name);
-  if (view == nullptr) throw std::runtime_error("golden tensor missing: " + name);
-  std::vector<T> out(view->nbytes / sizeof(T));
-  std::memcpy(out.data(), view->data, view->nbytes);
-  return out;
-}
 
 kernels::Bf16Matrix matrix(const Checkpoint& checkpoint, const std::string& name) {
   const TensorView& t = checkpoint.at(name);
@@ -69,12 +62,6 @@ double max_abs(const float* a, const float* b, std::size_t n) {
   double diff = 0;
   for (std::size_t i = 0; i < n; ++i) diff = std::max(diff, std::abs(double{a[i]} - b[i]));
   return diff;
-}
-
-double max_magnitude(const float* b, std::size_t n) {
-  double scale = 0;
-  for (std::size_t i = 0; i < n; ++i) scale = std::max(scale, std::abs(double{b[i]}));
-  return scale;
 }
 
 class DFlash2Golden : public ::testing::Test {
@@ -91,10 +78,10 @@ class DFlash2Golden : public ::testing::Test {
     target_.num_layers = 8;
     golden_ = std::make_unique<SafetensorsFile>(std::string(MD_SOURCE_DIR) +
                                                 "/tests/goldens/dflash2/tiny-dflash2.safetensors");
-    taps_ = values<float>(*golden_, "taps");
-    s_ = values<int32_t>(*golden_, "round.s");
-    anchor_ = values<int32_t>(*golden_, "round.anchor");
-    logits_ = values<float>(*golden_, "round.logits");
+    taps_ = test::tensor_values<float>(*golden_, "taps");
+    s_ = test::tensor_values<int32_t>(*golden_, "round.s");
+    anchor_ = test::tensor_values<int32_t>(*golden_, "round.anchor");
+    logits_ = test::tensor_values<float>(*golden_, "round.logits");
   }
 
   std::unique_ptr<DFlash2Drafter> drafter(DFlash2Ablation ablation = DFlash2Ablation::kNone,
@@ -123,7 +110,7 @@ class DFlash2Golden : public ::testing::Test {
   double logit_error(const std::vector<float>& got, int64_t round) const {
     std::size_t n = static_cast<std::size_t>(kDrafts * kVocab);
     const float* want = golden_logits(round);
-    return max_abs(got.data(), want, n) / max_magnitude(want, n);
+    return test::relative_error(got.data(), want, n);
   }
   // The drafter with the context of round j: taps of positions 0..s-1.
   DraftProposal run_round(DFlash2Drafter& d, int64_t round, float temperature = 0,
@@ -180,21 +167,20 @@ TEST_P(DFlash2GoldenRounds, ContextFeatures) {
     append_as_committed(*d, d->context_length() + 1);
     d->propose(1, 0.0f, {});
   }
-  std::vector<float> want = values<float>(*golden_, "ctx");
+  std::vector<float> want = test::tensor_values<float>(*golden_, "ctx");
   std::vector<float> got;
   for (int64_t p = 0; p < 40; ++p) {
     std::span<const float> f = d->context_feature(p);
     got.insert(got.end(), f.begin(), f.end());
   }
-  EXPECT_LT(max_abs(got.data(), want.data(), want.size()) / max_magnitude(want.data(), want.size()),
-            kFeatureTolerance);
+  EXPECT_LT(test::relative_error(got.data(), want.data(), want.size()), kFeatureTolerance);
 }
 
 TEST_P(DFlash2GoldenRounds, BlockLogitsTopKAndGreedyPath) {
-  std::vector<int32_t> topk = values<int32_t>(*golden_, "round.topk_ids");
-  std::vector<float> gap = values<float>(*golden_, "round.topk_gap");
-  std::vector<float> margin = values<float>(*golden_, "round.greedy_margin");
-  std::vector<int32_t> path = values<int32_t>(*golden_, "round.greedy_path");
+  std::vector<int32_t> topk = test::tensor_values<int32_t>(*golden_, "round.topk_ids");
+  std::vector<float> gap = test::tensor_values<float>(*golden_, "round.topk_gap");
+  std::vector<float> margin = test::tensor_values<float>(*golden_, "round.greedy_margin");
+  std::vector<int32_t> path = test::tensor_values<int32_t>(*golden_, "round.greedy_path");
   // Rounds in order on one drafter (its K/V cache carries over, as in the speculative loop),
   // then in reverse on another (every round truncates: the cache must be rebuilt).
   auto forward = drafter();
@@ -287,15 +273,15 @@ class DFlash2GoldenSelector : public DFlash2Golden {
 };
 
 TEST_F(DFlash2GoldenSelector, WalksTheGoldenRounds) {
-  std::vector<float> rho = values<float>(*golden_, "round.rho");
-  std::vector<int32_t> topk = values<int32_t>(*golden_, "round.topk_ids");
-  std::vector<float> topv = values<float>(*golden_, "round.topk_values");
-  std::vector<float> greedy_scores = values<float>(*golden_, "round.greedy_scores");
-  std::vector<int32_t> greedy_path = values<int32_t>(*golden_, "round.greedy_path");
-  std::vector<float> sampled_scores = values<float>(*golden_, "round.sampled_scores");
-  std::vector<float> sampled_q = values<float>(*golden_, "round.sampled_q");
-  std::vector<int32_t> sampled_path = values<int32_t>(*golden_, "round.sampled_path");
-  std::vector<float> uniform_f = values<float>(*golden_, "round.sampled_uniform");
+  std::vector<float> rho = test::tensor_values<float>(*golden_, "round.rho");
+  std::vector<int32_t> topk = test::tensor_values<int32_t>(*golden_, "round.topk_ids");
+  std::vector<float> topv = test::tensor_values<float>(*golden_, "round.topk_values");
+  std::vector<float> greedy_scores = test::tensor_values<float>(*golden_, "round.greedy_scores");
+  std::vector<int32_t> greedy_path = test::tensor_values<int32_t>(*golden_, "round.greedy_path");
+  std::vector<float> sampled_scores = test::tensor_values<float>(*golden_, "round.sampled_scores");
+  std::vector<float> sampled_q = test::tensor_values<float>(*golden_, "round.sampled_q");
+  std::vector<int32_t> sampled_path = test::tensor_values<int32_t>(*golden_, "round.sampled_path");
+  std::vector<float> uniform_f = test::tensor_values<float>(*golden_, "round.sampled_uniform");
   for (int64_t j = 0; j < kRounds; ++j) {
     SCOPED_TRACE("round " + std::to_string(j));
     auto row0 = static_cast<std::size_t>(j * kDrafts);
@@ -336,13 +322,13 @@ TEST_F(DFlash2GoldenSelector, WalksTheGoldenRounds) {
 }
 
 TEST_F(DFlash2GoldenSelector, ExactTies) {
-  std::vector<float> logits = values<float>(*golden_, "seltie.logits");
-  std::vector<float> rho = values<float>(*golden_, "seltie.rho");
-  std::vector<int32_t> topk = values<int32_t>(*golden_, "seltie.topk_ids");
-  std::vector<float> topv = values<float>(*golden_, "seltie.topk_values");
-  std::vector<float> scores = values<float>(*golden_, "seltie.scores");
-  std::vector<int32_t> path = values<int32_t>(*golden_, "seltie.greedy_path");
-  int32_t anchor = values<int32_t>(*golden_, "seltie.anchor")[0];
+  std::vector<float> logits = test::tensor_values<float>(*golden_, "seltie.logits");
+  std::vector<float> rho = test::tensor_values<float>(*golden_, "seltie.rho");
+  std::vector<int32_t> topk = test::tensor_values<int32_t>(*golden_, "seltie.topk_ids");
+  std::vector<float> topv = test::tensor_values<float>(*golden_, "seltie.topk_values");
+  std::vector<float> scores = test::tensor_values<float>(*golden_, "seltie.scores");
+  std::vector<int32_t> path = test::tensor_values<int32_t>(*golden_, "seltie.greedy_path");
+  int32_t anchor = test::tensor_values<int32_t>(*golden_, "seltie.anchor")[0];
   auto rows = candidates(logits.data());
   for (std::size_t i = 0; i < kDrafts; ++i) {
     for (std::size_t k = 0; k < kTopK; ++k) {
@@ -361,9 +347,9 @@ TEST_F(DFlash2GoldenSelector, ExactTies) {
 }
 
 TEST_P(DFlash2GoldenRounds, SampledProposalsReproduceTheGoldenWalk) {
-  std::vector<float> uniform_f = values<float>(*golden_, "round.sampled_uniform");
-  std::vector<float> q = values<float>(*golden_, "round.sampled_q");
-  std::vector<int32_t> path = values<int32_t>(*golden_, "round.sampled_path");
+  std::vector<float> uniform_f = test::tensor_values<float>(*golden_, "round.sampled_uniform");
+  std::vector<float> q = test::tensor_values<float>(*golden_, "round.sampled_q");
+  std::vector<int32_t> path = test::tensor_values<int32_t>(*golden_, "round.sampled_path");
   auto d = drafter();
   for (int64_t j = 0; j < kRounds; ++j) {
     SCOPED_TRACE("round " + std::to_string(j));
