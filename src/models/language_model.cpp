@@ -8,6 +8,12 @@ namespace md {
 
 void LanguageModel::decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
                            std::vector<float>& logits) {
+  decode_each(states, tokens, logits, [](std::size_t) {});
+}
+
+void LanguageModel::decode_each(std::span<SequenceState* const> states,
+                                std::span<const int32_t> tokens, std::vector<float>& logits,
+                                const std::function<void(std::size_t)>& after_row) {
   if (states.size() != tokens.size()) {
     fail("decode: {} sequences but {} tokens", states.size(), tokens.size());
   }
@@ -17,6 +23,7 @@ void LanguageModel::decode(std::span<SequenceState* const> states, std::span<con
   for (std::size_t i = 0; i < states.size(); ++i) {
     forward(*states[i], tokens.subspan(i, 1), LogitRows::kLast, row);
     std::copy(row.begin(), row.end(), logits.begin() + static_cast<std::ptrdiff_t>(i * vocab));
+    after_row(i);
   }
 }
 

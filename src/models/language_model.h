@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -98,6 +99,12 @@ class LanguageModel {
   virtual const std::vector<float>& last_taps() const;
   // The embedding and output head a drafter borrows, and the geometry it is checked against.
   virtual TargetView target_view() const;
+
+ protected:
+  // decode() as one forward() per sequence; `after_row(i)` runs after sequence i's forward (a
+  // family keeps per-row outputs there, e.g. the drafter taps each forward replaces).
+  void decode_each(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
+                   std::vector<float>& logits, const std::function<void(std::size_t)>& after_row);
 };
 
 }  // namespace md

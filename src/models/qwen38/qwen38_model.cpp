@@ -242,17 +242,10 @@ void Qwen38Model::run_step(Qwen38Step& built, std::vector<float>& logits) {
 // them), so that a drafter of each sequence sees its own.
 void Qwen38Model::decode_reference(std::span<SequenceState* const> states,
                                    std::span<const int32_t> tokens, std::vector<float>& logits) {
-  if (states.size() != tokens.size()) {
-    fail("decode: {} sequences but {} tokens", states.size(), tokens.size());
-  }
-  auto vocab = static_cast<std::size_t>(config_.vocab_size);
-  logits.resize(states.size() * vocab);
-  std::vector<float> row, taps;
-  for (std::size_t i = 0; i < states.size(); ++i) {
-    forward(*states[i], tokens.subspan(i, 1), LogitRows::kLast, row);
-    std::copy(row.begin(), row.end(), logits.begin() + static_cast<std::ptrdiff_t>(i * vocab));
+  std::vector<float> taps;
+  decode_each(states, tokens, logits, [&](std::size_t) {
     taps.insert(taps.end(), last_taps_.begin(), last_taps_.end());
-  }
+  });
   last_taps_ = std::move(taps);
 }
 

@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "kernels/matmul.h"
 #include "kernels/norms.h"
+#include "models/drafters/dflash2/dflash2_head_math.h"
 
 namespace md::dflash2 {
 
@@ -109,8 +110,8 @@ void ContextStore::compute_keys(int64_t first, int64_t end) {
         rope_.angles(position, cos_values.data(), sin_values.data());
         for (int64_t kv = 0; kv < c.num_key_value_heads; ++kv) {
           float* key = k.data() + t * c.kv_dim() + kv * hd;
-          kernels::rms_norm(key, w.k_norm, hd, eps, kernels::NormWeight::kPlain, key);
-          rope_.apply(key, cos_values.data(), sin_values.data());
+          normalise_and_rotate(key, w.k_norm, hd, eps, rope_, cos_values.data(),
+                               sin_values.data());
           int64_t at = (kv * capacity_ + slot(position)) * hd;
           std::copy(key, key + hd, keys_[size(l)].begin() + at);
           const float* value = v.data() + t * c.kv_dim() + kv * hd;

@@ -12,6 +12,7 @@
 #include "models/common/config_files.h"
 #include "models/drafters/dflash2/dflash2_attention.h"
 #include "models/drafters/dflash2/dflash2_conv.h"
+#include "models/drafters/dflash2/dflash2_head_math.h"
 #include "models/drafters/dflash2/dflash2_selector.h"
 #include "models/drafters/dflash2/dflash2_step.h"
 #include "models/model_family.h"
@@ -273,14 +274,12 @@ void DFlash2Drafter::attention_sublayer(int64_t layer, int64_t start, Block& b) 
     // Each block row sits at its own position, as do the context keys (§11.5).
     rope_.angles(start + t, cos_values.data(), sin_values.data());
     for (int64_t head = 0; head < c.num_attention_heads; ++head) {
-      float* q = b.q.data() + t * c.q_dim() + head * hd;
-      kernels::rms_norm(q, w.q_norm, hd, eps, kernels::NormWeight::kPlain, q);
-      rope_.apply(q, cos_values.data(), sin_values.data());
+      dflash2::normalise_and_rotate(b.q.data() + t * c.q_dim() + head * hd, w.q_norm, hd, eps,
+                                    rope_, cos_values.data(), sin_values.data());
     }
     for (int64_t kv = 0; kv < c.num_key_value_heads; ++kv) {
-      float* k = b.k.data() + t * c.kv_dim() + kv * hd;
-      kernels::rms_norm(k, w.k_norm, hd, eps, kernels::NormWeight::kPlain, k);
-      rope_.apply(k, cos_values.data(), sin_values.data());
+      dflash2::normalise_and_rotate(b.k.data() + t * c.kv_dim() + kv * hd, w.k_norm, hd, eps,
+                                    rope_, cos_values.data(), sin_values.data());
     }
   }
   attend_block(layer, start, b);
@@ -306,8 +305,9 @@ void DFlash2Drafter::attend_block(int64_t layer, int64_t start, Block& b) {
       // the window — all of them, before and after t, as the block is bidirectional.
       std::vector<dflash2::KeyRun> runs =
           context_->key_runs(layer, kv, start + t - window + 1, start);
-      int64_t lo = std::max<int64_t>(0, t - window + 1);
-      int64_t hi = causal ? t : std::min(b.rows - 1, t + window - 1);
+      dflash2::BlockRows visible = dflash2::visible_block_rows(t, b.rows, window, causal);
+      int64_t lo = visible.first;
+      int64_t hi = visible.last;
       int64_t offset = lo * c.kv_dim() + kv * hd;
       runs.push_back(
           dflash2::KeyRun{b.k.data() + offset, b.v.data() + offset, hi - lo + 1, c.kv_dim()});

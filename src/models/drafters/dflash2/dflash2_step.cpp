@@ -14,6 +14,7 @@
 #include "kernels/norms.h"
 #include "models/drafters/dflash2/dflash2_attention.h"
 #include "models/drafters/dflash2/dflash2_conv.h"
+#include "models/drafters/dflash2/dflash2_head_math.h"
 #include "program/projection_tiles.h"
 
 namespace md {
@@ -303,9 +304,8 @@ class DFlash2Step::Builder {
       int64_t position = s.first_new_ + r;
       s.rope_.angles(position, cos_values, sin_values);
       float* key = s.context_k_.data() + r * c.kv_dim() + kv * hd;
-      kernels::rms_norm(key, lw.k_norm, hd, static_cast<float>(c.rms_norm_eps),
-                        kernels::NormWeight::kPlain, key);
-      s.rope_.apply(key, cos_values, sin_values);
+      dflash2::normalise_and_rotate(key, lw.k_norm, hd, static_cast<float>(c.rms_norm_eps),
+                                    s.rope_, cos_values, sin_values);
       const float* value = s.context_v_.data() + r * c.kv_dim() + kv * hd;
       int64_t at = s.context_->slot(position) * hd;
       std::copy(key, key + hd, keys + at);
@@ -322,13 +322,11 @@ class DFlash2Step::Builder {
     float* sin_values = scratch + hd / 2;
     for (int64_t t = 0; t < c.block_size; ++t) {
       s.rope_.angles(s.start_ + t, cos_values, sin_values);
-      float* key = s.k_.data() + t * c.kv_dim() + kv * hd;
-      kernels::rms_norm(key, lw.k_norm, hd, eps, kernels::NormWeight::kPlain, key);
-      s.rope_.apply(key, cos_values, sin_values);
+      dflash2::normalise_and_rotate(s.k_.data() + t * c.kv_dim() + kv * hd, lw.k_norm, hd, eps,
+                                    s.rope_, cos_values, sin_values);
       for (int64_t head = kv * group; head < (kv + 1) * group; ++head) {
-        float* q = s.q_.data() + t * c.q_dim() + head * hd;
-        kernels::rms_norm(q, lw.q_norm, hd, eps, kernels::NormWeight::kPlain, q);
-        s.rope_.apply(q, cos_values, sin_values);
+        dflash2::normalise_and_rotate(s.q_.data() + t * c.q_dim() + head * hd, lw.q_norm, hd, eps,
+                                      s.rope_, cos_values, sin_values);
       }
     }
   }
@@ -346,8 +344,9 @@ class DFlash2Step::Builder {
       // Visible: context positions p with (start + t) − p < window, and every block row within
       // the window — before and after t, as the block is bidirectional.
       int64_t count = s.context_->key_runs(layer, kv, s.start_ + t - window + 1, s.start_, runs);
-      int64_t lo = std::max<int64_t>(0, t - window + 1);
-      int64_t hi = std::min(rows - 1, t + window - 1);
+      dflash2::BlockRows visible = dflash2::visible_block_rows(t, rows, window);
+      int64_t lo = visible.first;
+      int64_t hi = visible.last;
       int64_t offset = lo * c.kv_dim() + kv * hd;
       runs[count++] =
           dflash2::KeyRun{s.k_.data() + offset, s.v_.data() + offset, hi - lo + 1, c.kv_dim()};
