@@ -14,7 +14,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kQwenDir = std::string(MD_SHARED_DIR) + "/data/qwen3-tokenizer";
+const std::string kQwenDir = std::string(MD_QWEN3_TOKENIZER_DIR) + "";
 constexpr std::size_t kCorpusBytes = 256 * 1024;  // per kind; keeps a run to a few seconds
 constexpr std::size_t kDocumentBytes = 4096;      // encode() is called per document
 
@@ -81,7 +81,7 @@ Corpus split_documents(const std::string& text) {
 
 const Corpus& corpus(int kind) {
   static const Corpus english =
-      split_documents(gather(fs::path(MD_SHARED_DIR) / "docs", {".md"}, kCorpusBytes));
+      split_documents(gather(fs::path(MD_SOURCE_DIR) / "docs", {".md"}, kCorpusBytes));
   static const Corpus code = split_documents(
       gather(fs::path(__FILE__).parent_path().parent_path() / "src", {".cpp", ".h"}, kCorpusBytes));
   static const Corpus cjk = split_documents(cjk_text(kCorpusBytes));

@@ -8,7 +8,7 @@ strftime_now) and writes inputs plus expected output or expected error to
 <out>/chat_template_goldens.json. The C++ test renders the same inputs and requires
 byte-for-byte equality.
 
-Templates: the real Qwen3 template (shared data), a Qwen3.5/3.8-style and a Kimi-K2-style
+Templates: the real Qwen3 template (tests/data/qwen3-tokenizer), a Qwen3.5/3.8-style and a Kimi-K2-style
 template and a torture template from tests/data/templates/, and the small templates of
 tests/data/templates/snippets.txt (one per "### name" section).
 """
@@ -565,13 +565,12 @@ def run_case(env, source, case):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--shared", required=True, help="the shared data directory")
+    parser.add_argument("--tokenizer-dir", required=True, help="the Qwen3 tokenizer directory (tests/data/qwen3-tokenizer)")
     parser.add_argument("--out", required=True, help="directory for the golden file")
     args = parser.parse_args()
 
-    shared = Path(args.shared)
     qwen3_config = json.loads(
-        (shared / "data" / "qwen3-tokenizer" / "tokenizer_config.json").read_text(encoding="utf-8")
+        (Path(args.tokenizer_dir) / "tokenizer_config.json").read_text(encoding="utf-8")
     )
     templates = {
         "qwen3": qwen3_config["chat_template"],

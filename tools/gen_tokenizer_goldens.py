@@ -13,7 +13,7 @@ Writes into --out/tokenizer/:
                          a tiktoken Encoding built from the Qwen3 ranks with Kimi's pat_str
 
 Deterministic (seeded), offline, a few seconds. Usage:
-  gen_tokenizer_goldens.py --shared ../shared --out build/goldens
+  gen_tokenizer_goldens.py --tokenizer-dir tests/data/qwen3-tokenizer --out build/goldens
 """
 
 import argparse
@@ -523,11 +523,11 @@ def tiktoken_goldens(tokenizer_path, corpus, out_dir):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--shared", required=True, help="the shared/ directory beside the checkout")
+    parser.add_argument("--tokenizer-dir", required=True, help="the Qwen3 tokenizer directory (tests/data/qwen3-tokenizer)")
     parser.add_argument("--out", required=True, help="directory for the goldens")
     args = parser.parse_args()
 
-    tokenizer_path = os.path.join(args.shared, "data", "qwen3-tokenizer", "tokenizer.json")
+    tokenizer_path = os.path.join(args.tokenizer_dir, "tokenizer.json")
     if not os.path.isfile(tokenizer_path):
         sys.exit(f"gen_tokenizer_goldens: {tokenizer_path} not found")
     out_dir = os.path.join(args.out, "tokenizer")

@@ -20,7 +20,8 @@ double sum_of_squares(const float* x, int64_t n) {
 }  // namespace
 
 void rms_norm(const float* x, const uint16_t* w, int64_t n, float eps, NormWeight kind, float* y) {
-  float inv = static_cast<float>(1.0 / std::sqrt(sum_of_squares(x, n) / static_cast<double>(n) + eps));
+  float inv =
+      static_cast<float>(1.0 / std::sqrt(sum_of_squares(x, n) / static_cast<double>(n) + eps));
   for (int64_t i = 0; i < n; ++i) {
     float scale = 1.0f;
     if (w != nullptr) {
@@ -31,8 +32,16 @@ void rms_norm(const float* x, const uint16_t* w, int64_t n, float eps, NormWeigh
   }
 }
 
-void gated_rms_norm(const float* o, const float* z, const uint16_t* w, int64_t n, float eps, float* y) {
-  float inv = static_cast<float>(1.0 / std::sqrt(sum_of_squares(o, n) / static_cast<double>(n) + eps));
+void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y) {
+  float inv =
+      static_cast<float>(1.0 / std::sqrt(sum_of_squares(x, n) / static_cast<double>(n) + eps));
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * inv * w[i];
+}
+
+void gated_rms_norm(const float* o, const float* z, const uint16_t* w, int64_t n, float eps,
+                    float* y) {
+  float inv =
+      static_cast<float>(1.0 / std::sqrt(sum_of_squares(o, n) / static_cast<double>(n) + eps));
   for (int64_t i = 0; i < n; ++i) y[i] = o[i] * inv * bf16_to_f32(w[i]) * silu(z[i]);
 }
 

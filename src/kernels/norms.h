@@ -11,8 +11,12 @@ enum class NormWeight { kZeroCentred, kPlain };
 // y = x / sqrt(mean(x²) + eps) · scale(w). `w` may be null for an unweighted norm. y may alias x.
 void rms_norm(const float* x, const uint16_t* w, int64_t n, float eps, NormWeight kind, float* y);
 
+// The same with a plain f32 weight (GGUF files store norm weights as F32).
+void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y);
+
 // Gated RMSNorm of the GDN output (spec §4): y = rms(o) · w · silu(z), plain weight. y may alias o.
-void gated_rms_norm(const float* o, const float* z, const uint16_t* w, int64_t n, float eps, float* y);
+void gated_rms_norm(const float* o, const float* z, const uint16_t* w, int64_t n, float eps,
+                    float* y);
 
 // x ← x / sqrt(Σ x² + eps), the epsilon added to the sum (not the mean), as in the delta-net
 // reference; then multiplied by `scale`.

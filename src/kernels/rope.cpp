@@ -4,7 +4,8 @@
 
 namespace md::kernels {
 
-Rope::Rope(int64_t rotary_dim, double theta) : rotary_dim_(rotary_dim) {
+Rope::Rope(int64_t rotary_dim, double theta, RopePairing pairing)
+    : rotary_dim_(rotary_dim), pairing_(pairing) {
   int64_t half = rotary_dim / 2;
   inv_freq_.resize(static_cast<std::size_t>(half));
   for (int64_t j = 0; j < half; ++j) {
@@ -26,6 +27,14 @@ void Rope::angles(int64_t position, float* cos_out, float* sin_out) const {
 
 void Rope::apply(float* x, const float* cos_values, const float* sin_values) const {
   int64_t half = rotary_dim_ / 2;
+  if (pairing_ == RopePairing::kAdjacent) {
+    for (int64_t j = 0; j < half; ++j) {
+      float a = x[2 * j], b = x[2 * j + 1];
+      x[2 * j] = a * cos_values[j] - b * sin_values[j];
+      x[2 * j + 1] = b * cos_values[j] + a * sin_values[j];
+    }
+    return;
+  }
   for (int64_t j = 0; j < half; ++j) {
     float a = x[j];
     float b = x[j + half];

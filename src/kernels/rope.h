@@ -1,5 +1,7 @@
-// Rotary position embedding, NeoX "rotate-half" pairing inside the rotary slice: for j < D/2 the
-// pair (x_j, x_{j+D/2}) is rotated by angle p·θ^(-2j/D); dimensions D..head_dim-1 pass through.
+// Rotary position embedding inside the rotary slice of D dimensions: for j < D/2 a pair of
+// elements is rotated by angle p·θ^(-2j/D); dimensions D..head_dim-1 pass through. The pair is
+// (x_j, x_{j+D/2}) in NeoX's "rotate-half" layout (Hugging Face checkpoints) or (x_{2j}, x_{2j+1})
+// for rows stored adjacent-paired (GGUF files from llama.cpp's converter permute q and k rows so).
 #pragma once
 
 #include <cstdint>
@@ -7,9 +9,11 @@
 
 namespace md::kernels {
 
+enum class RopePairing { kHalf, kAdjacent };
+
 class Rope {
  public:
-  Rope(int64_t rotary_dim, double theta);
+  Rope(int64_t rotary_dim, double theta, RopePairing pairing = RopePairing::kHalf);
 
   int64_t rotary_dim() const { return rotary_dim_; }
   // cos and sin of the D/2 angles at `position`, f32 (angle = f32(p) · inv_freq in f32, as the
@@ -20,6 +24,7 @@ class Rope {
 
  private:
   int64_t rotary_dim_;
+  RopePairing pairing_;
   std::vector<float> inv_freq_;
 };
 

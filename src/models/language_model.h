@@ -10,16 +10,17 @@
 #include <string>
 #include <vector>
 
+#include "kernels/kv_cache.h"
 #include "models/drafters/speculative_drafter.h"
+#include "program/executor.h"
 
 namespace md {
 
 // Element type of attention KV caches. Bf16 halves the memory; f32 is for exactness tests.
-enum class KvCacheType { kBf16, kF32 };
+using KvCacheType = kernels::KvCacheType;
 
-// How decode steps run: the fused megakernel program on a persistent team (default), the same
-// program op by op with a barrier after each instruction, or the plain reference forward.
-enum class ExecutorKind { kMega, kOps, kReference };
+// How decode steps run (program/executor.h): the fused program, op by op, or the reference.
+using ExecutorKind = program::ExecutorKind;
 
 struct ModelRunOptions {
   int threads = 0;  // <= 0: one per hardware thread

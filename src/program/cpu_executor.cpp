@@ -38,7 +38,7 @@ void CpuExecutor::run(Program& program) {
     fail("program built for {} workers run on an executor of {}", program.workers(), threads_);
   }
   program_ = &program;
-  step_ = ++program.steps_run;
+  step_ = program.begin_step();
   finished_.store(0, std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();

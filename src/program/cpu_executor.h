@@ -1,6 +1,6 @@
 // Runs a Program with a persistent team of worker threads: a step is one wake-up, after which
-// every worker walks its own schedule from the first layer to the lm_head, waiting only on the
-// completion counters of the instructions it reads. Idle workers sleep on a futex (no CPU).
+// every worker walks the instructions from the first layer to the lm_head, claiming tasks and
+// waiting only for the producer tiles each reads. Idle workers sleep on a futex (no CPU).
 #pragma once
 
 #include <atomic>
@@ -8,11 +8,11 @@
 #include <thread>
 #include <vector>
 
-#include "program/program.h"
+#include "program/executor.h"
 
 namespace md::program {
 
-class CpuExecutor {
+class CpuExecutor final : public Executor {
  public:
   // `threads` workers in total; the calling thread is worker 0.
   explicit CpuExecutor(int threads);
@@ -20,9 +20,9 @@ class CpuExecutor {
   CpuExecutor(const CpuExecutor&) = delete;
   CpuExecutor& operator=(const CpuExecutor&) = delete;
 
-  int threads() const { return threads_; }
-  // Runs one step of `program` (built for threads() workers) and returns when all tasks are done.
-  void run(Program& program);
+  ExecutorKind kind() const override { return ExecutorKind::kMega; }
+  int threads() const override { return threads_; }
+  void run(Program& program) override;
 
  private:
   void worker_loop(int worker);

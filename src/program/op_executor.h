@@ -5,15 +5,16 @@
 #pragma once
 
 #include "base/thread_pool.h"
-#include "program/program.h"
+#include "program/executor.h"
 
 namespace md::program {
 
-class OpExecutor {
+class OpExecutor final : public Executor {
  public:
   explicit OpExecutor(int threads) : pool_(threads) {}
-  int threads() const { return pool_.size(); }
-  void run(Program& program);
+  ExecutorKind kind() const override { return ExecutorKind::kOps; }
+  int threads() const override { return pool_.size(); }
+  void run(Program& program) override;
 
  private:
   ThreadPool pool_;

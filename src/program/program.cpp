@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
-#include <numeric>
-#include <thread>
 
 #include "base/error.h"
+#include "program/cpu_interpreter.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -30,85 +30,255 @@ float* allocate_scratch(std::size_t floats) {
   return p;
 }
 
-void free_scratch(float* p) { std::free(p); }
+void free_scratch(float* p) {
+  std::free(p);
+}
+
+uint64_t now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+// Floats of normalised input rows a worker needs: the widest normalised RowInput times the rows.
+std::size_t normalised_floats(const std::vector<Instruction>& instructions, int64_t max_rows) {
+  int64_t widest = 0;
+  for (const Instruction& ins : instructions) {
+    if (const RowInput* input = row_input(ins);
+        input != nullptr && input->norm != NormKind::kNone) {
+      widest = std::max(widest, input->stride);
+    }
+  }
+  return static_cast<std::size_t>(widest * max_rows);
+}
+
+// While a task waits, its worker asks for this many more weight bytes per spin round.
+constexpr std::size_t kPrefetchBytesPerRound = 256;
+// Spin rounds before a waiting worker sleeps on the producer's counter: a producer in a small
+// model is microseconds away, but a spinning thread steals issue slots from a sibling
+// hyperthread, and a descheduled producer may be a time slice away.
+constexpr int kSpinRounds = 4000;
 
 }  // namespace
 
-Program::Program(std::vector<Instruction> instructions, int workers, std::size_t scratch_floats)
-    : instructions_(std::move(instructions)), workers_(std::max(1, workers)) {
-  auto count = instructions_.size();
-  for (std::size_t i = 0; i < count; ++i) {
+Program::Program(std::vector<Instruction> instructions, std::vector<float*> buffers, int workers,
+                 std::size_t scratch_floats)
+    : instructions_(std::move(instructions)),
+      buffers_(std::move(buffers)),
+      workers_(std::max(1, workers)),
+      step_rows_(static_cast<std::size_t>(kMaxStepRows)) {
+  validate();
+  std::size_t count = instructions_.size();
+  std::size_t total_tasks = 0;
+  for (const Instruction& ins : instructions_) {
+    first_task_.push_back(total_tasks);
+    total_tasks += static_cast<std::size_t>(ins.tasks);
+  }
+  stamps_ = std::make_unique<std::atomic<uint64_t>[]>(std::max<std::size_t>(1, total_tasks));
+  for (std::size_t t = 0; t < total_tasks; ++t) stamps_[t].store(0, std::memory_order_relaxed);
+  done_ = std::make_unique<Counter[]>(count);
+  claims_ = std::make_unique<Counter[]>(count);
+  std::size_t normalised = normalised_floats(instructions_, kMaxStepRows);
+  for (int w = 0; w < workers_; ++w) {
+    scratch_.emplace_back(allocate_scratch(normalised + scratch_floats), free_scratch);
+    float* base = scratch_.back().get();
+    contexts_.push_back({w, base, base + normalised});
+  }
+  profile_.assign(static_cast<std::size_t>(workers_), std::vector<InstructionProfile>(count));
+}
+
+Program::~Program() = default;
+
+void Program::validate() const {
+  auto buffer_ok = [&](BufferId id) {
+    return id == kNoBuffer || (id >= 0 && static_cast<std::size_t>(id) < buffers_.size());
+  };
+  for (std::size_t i = 0; i < instructions_.size(); ++i) {
     const Instruction& ins = instructions_[i];
     if (ins.tasks < 1) fail("program instruction '{}' has no tasks", ins.name);
-    for (int32_t dep : ins.depends_on) {
-      if (dep < 0 || static_cast<std::size_t>(dep) >= i) {
-        fail("program instruction '{}' depends on #{}, which does not come before it", ins.name, dep);
-      }
+    if (!ins.task_waits.empty() && static_cast<int64_t>(ins.task_waits.size()) != ins.tasks) {
+      fail("program instruction '{}' lists waits for {} of its {} tasks", ins.name,
+           ins.task_waits.size(), ins.tasks);
     }
-  }
-  done_ = std::make_unique<Counter[]>(count);
-  schedules_.resize(static_cast<std::size_t>(workers_));
-  // Every worker takes an equal share of every instruction; the leftover tasks of an uneven
-  // split go to the workers with the least work so far, so the step stays balanced overall.
-  std::vector<double> load(static_cast<std::size_t>(workers_), 0.0);
-  for (std::size_t i = 0; i < count; ++i) {
-    const Instruction& ins = instructions_[i];
-    int64_t base = ins.tasks / workers_;
-    int64_t extra = ins.tasks % workers_;
-    std::vector<int> order(static_cast<std::size_t>(workers_));
-    std::iota(order.begin(), order.end(), 0);
-    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
-      return load[static_cast<std::size_t>(a)] < load[static_cast<std::size_t>(b)];
-    });
-    std::vector<int64_t> share(static_cast<std::size_t>(workers_), base);
-    for (int64_t e = 0; e < extra; ++e) ++share[static_cast<std::size_t>(order[static_cast<std::size_t>(e)])];
-    int64_t begin = 0;
-    for (int w = 0; w < workers_; ++w) {
-      int64_t n = share[static_cast<std::size_t>(w)];
-      if (n > 0) {
-        schedules_[static_cast<std::size_t>(w)].push_back({static_cast<int32_t>(i), begin, begin + n});
-        load[static_cast<std::size_t>(w)] += static_cast<double>(n) * ins.cost_per_task;
+    auto check = [&](const Dependency& d) {
+      if (d.producer < 0 || static_cast<std::size_t>(d.producer) >= i) {
+        fail("program instruction '{}' depends on #{}, which does not come before it", ins.name,
+             d.producer);
       }
-      begin += n;
+      const Instruction& producer = instructions_[static_cast<std::size_t>(d.producer)];
+      if (d.begin < 0 || d.end > producer.tasks || d.begin >= d.end) {
+        fail("program instruction '{}' waits for tasks [{}, {}) of '{}', which has {}", ins.name,
+             d.begin, d.end, producer.name, producer.tasks);
+      }
+    };
+    for (const Dependency& d : ins.waits) check(d);
+    for (const auto& list : ins.task_waits) {
+      for (const Dependency& d : list) check(d);
     }
-  }
-  for (int w = 0; w < workers_; ++w) {
-    scratch_.emplace_back(allocate_scratch(scratch_floats), free_scratch);
-    contexts_.push_back({w, scratch_.back().get()});
+    if (int64_t expected = operand_tasks(ins); expected >= 0 && expected != ins.tasks) {
+      fail("program instruction '{}' has {} tasks but operands for {}", ins.name, ins.tasks,
+           expected);
+    }
+    for (BufferId id : buffers_read_or_written(ins)) {
+      if (!buffer_ok(id))
+        fail("program instruction '{}' names buffer #{}, which does not exist", ins.name, id);
+    }
   }
 }
 
-void Program::wait_for(int32_t instruction, uint64_t step) const {
-  // Spin briefly (a producer in a small model is microseconds away), then sleep on the counter:
-  // a spinning thread steals issue slots from a sibling hyperthread that is streaming weights.
-  constexpr int kSpinRounds = 2000;
-  for (int spin = 0; spin < kSpinRounds; ++spin) {
-    if (is_done(instruction, step)) return;
-    cpu_relax();
+void Program::rebind(BufferId id, float* data) {
+  if (id < 0 || static_cast<std::size_t>(id) >= buffers_.size()) fail("no program buffer #{}", id);
+  buffers_[static_cast<std::size_t>(id)] = data;
+}
+
+void Program::set_rows(std::span<const StepRow> rows) {
+  if (rows.empty() || static_cast<int64_t>(rows.size()) > kMaxStepRows) {
+    fail("a step takes 1..{} rows, not {}", kMaxStepRows, rows.size());
   }
-  const auto& counter = done_[static_cast<std::size_t>(instruction)].value;
-  uint64_t target = step * static_cast<uint64_t>(instructions_[static_cast<std::size_t>(instruction)].tasks);
-  for (uint64_t seen = counter.load(std::memory_order_acquire); seen < target;
-       seen = counter.load(std::memory_order_acquire)) {
-    counter.wait(seen, std::memory_order_acquire);
+  std::copy(rows.begin(), rows.end(), step_rows_.begin());
+  rows_ = static_cast<int64_t>(rows.size());
+}
+
+uint64_t Program::begin_step() {
+  // The workers of the previous step have all returned, so nobody is claiming; the executor's
+  // release of the step publishes these stores.
+  for (std::size_t i = 0; i < instructions_.size(); ++i) {
+    claims_[i].value.store(0, std::memory_order_relaxed);
+  }
+  if (profiling_) ++profiled_steps_;
+  return ++steps_run_;
+}
+
+bool Program::satisfied(const Dependency& d, uint64_t step) const {
+  const Instruction& producer = instructions_[static_cast<std::size_t>(d.producer)];
+  if (d.begin == 0 && d.end == producer.tasks) {
+    return done_[static_cast<std::size_t>(d.producer)].value.load(std::memory_order_acquire) >=
+           step * static_cast<uint64_t>(producer.tasks);
+  }
+  std::size_t first = first_task_[static_cast<std::size_t>(d.producer)];
+  for (int64_t t = d.begin; t < d.end; ++t) {
+    if (stamps_[first + static_cast<std::size_t>(t)].load(std::memory_order_acquire) < step)
+      return false;
+  }
+  return true;
+}
+
+void Program::wait_for(const Instruction& ins, int32_t index, int64_t task, uint64_t step) {
+  std::size_t prefetched = 0;
+  const std::size_t prefetch_total = task_weight_bytes(ins, task);
+  auto wait_one = [&](const Dependency& d) {
+    if (satisfied(d, step)) return;
+    for (int spin = 0; spin < kSpinRounds; ++spin) {
+      if (prefetched < prefetch_total) {
+        prefetch_task_weights(ins, task, prefetched, prefetched + kPrefetchBytesPerRound);
+        prefetched += kPrefetchBytesPerRound;
+      } else {
+        cpu_relax();
+      }
+      if (satisfied(d, step)) return;
+    }
+    // Sleep on the producer's completion counter; every completed task bumps and notifies it.
+    auto& counter = done_[static_cast<std::size_t>(d.producer)].value;
+    for (uint64_t seen = counter.load(std::memory_order_acquire); !satisfied(d, step);
+         seen = counter.load(std::memory_order_acquire)) {
+      counter.wait(seen, std::memory_order_acquire);
+    }
+  };
+  for (const Dependency& d : ins.waits) wait_one(d);
+  if (!ins.task_waits.empty()) {
+    for (const Dependency& d : ins.task_waits[static_cast<std::size_t>(task)]) wait_one(d);
+  }
+  (void)index;
+}
+
+void Program::complete(int32_t index, int64_t task, uint64_t step) {
+  auto i = static_cast<std::size_t>(index);
+  stamps_[first_task_[i] + static_cast<std::size_t>(task)].store(step, std::memory_order_release);
+  auto& counter = done_[i].value;
+  counter.fetch_add(1, std::memory_order_release);
+  counter.notify_all();  // cheap unless a worker went to sleep on it
+}
+
+void Program::run_instruction(int worker, int32_t index, uint64_t step) {
+  const Instruction& ins = instructions_[static_cast<std::size_t>(index)];
+  WorkerContext& context = contexts_[static_cast<std::size_t>(worker)];
+  auto& claims = claims_[static_cast<std::size_t>(index)].value;
+  bool prologue_done = false;
+  InstructionProfile* stats =
+      profiling_ ? &profile_[static_cast<std::size_t>(worker)][static_cast<std::size_t>(index)]
+                 : nullptr;
+  for (;;) {
+    auto task = static_cast<int64_t>(claims.fetch_add(1, std::memory_order_relaxed));
+    if (task >= ins.tasks) return;
+    uint64_t start = stats != nullptr ? now_ns() : 0;
+    wait_for(ins, index, task, step);
+    uint64_t ready = stats != nullptr ? now_ns() : 0;
+    if (!prologue_done) {
+      run_prologue(ins, *this, context);
+      prologue_done = true;
+    }
+    run_task(ins, task, *this, context);
+    complete(index, task, step);
+    if (stats != nullptr) {
+      uint64_t end = now_ns();
+      stats->tasks += 1;
+      stats->wait_ns += ready - start;
+      stats->busy_ns += end - ready;
+    }
   }
 }
 
 void Program::run_worker(int worker, uint64_t step) {
-  WorkerContext& context = contexts_[static_cast<std::size_t>(worker)];
-  for (const Assignment& a : schedules_[static_cast<std::size_t>(worker)]) {
-    const Instruction& ins = instructions_[static_cast<std::size_t>(a.instruction)];
-    for (int32_t dep : ins.depends_on) wait_for(dep, step);
-    ins.body(a.begin, a.end, context);
-    mark_done(a.instruction, a.end - a.begin);
+  for (std::size_t i = 0; i < instructions_.size(); ++i) {
+    run_instruction(worker, static_cast<int32_t>(i), step);
   }
 }
 
+void Program::set_profiling(bool on) {
+  profiling_ = on;
+}
+
+void Program::reset_profile() {
+  for (auto& per_worker : profile_)
+    std::fill(per_worker.begin(), per_worker.end(), InstructionProfile{});
+  profiled_steps_ = 0;
+}
+
 std::string Program::describe() const {
-  std::string out = fmt::format("{} instructions, {} workers\n", instructions_.size(), workers_);
-  for (const Instruction& ins : instructions_) {
-    out += fmt::format("  {:<28} {:>6} tasks  cost {:.3g}\n", ins.name, ins.tasks,
-                       ins.cost_per_task * static_cast<double>(ins.tasks));
+  std::size_t bytes = 0;
+  for (const Instruction& ins : instructions_) bytes += weight_bytes(ins);
+  std::string out = fmt::format("{} instructions, {} workers, {:.2f} MB of weights per step\n",
+                                instructions_.size(), workers_, static_cast<double>(bytes) / 1e6);
+  out += fmt::format("  {:>4}  {:<14} {:<28} {:>6} {:>11}  waits for\n", "#", "opcode", "name",
+                     "tasks", "bytes");
+  for (std::size_t i = 0; i < instructions_.size(); ++i) {
+    const Instruction& ins = instructions_[i];
+    std::string waits;
+    for (const Dependency& d : ins.waits) {
+      const Instruction& p = instructions_[static_cast<std::size_t>(d.producer)];
+      waits += d.begin == 0 && d.end == p.tasks
+                   ? fmt::format(" #{} (all)", d.producer)
+                   : fmt::format(" #{}[{},{})", d.producer, d.begin, d.end);
+    }
+    if (!ins.task_waits.empty()) {
+      // Summarised: which producers the tasks read, and how many producer tiles a task waits for.
+      std::vector<int32_t> producers;
+      int64_t most = 0;
+      for (const auto& list : ins.task_waits) {
+        int64_t tiles = 0;
+        for (const Dependency& d : list) {
+          if (std::find(producers.begin(), producers.end(), d.producer) == producers.end()) {
+            producers.push_back(d.producer);
+          }
+          tiles += d.end - d.begin;
+        }
+        most = std::max(most, tiles);
+      }
+      for (int32_t p : producers) waits += fmt::format(" #{} per task", p);
+      waits += fmt::format(" (at most {} tiles)", most);
+    }
+    out += fmt::format("  {:>4}  {:<14} {:<28} {:>6} {:>11} {}\n", i, opcode_name(ins.opcode()),
+                       ins.name, ins.tasks, weight_bytes(ins), waits.empty() ? " -" : waits);
   }
   return out;
 }

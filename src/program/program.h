@@ -1,88 +1,124 @@
-// The megakernel IR: a decode step as a static, ordered list of fused instructions, each split
-// into tasks that were assigned to workers when the program was built. Dependencies are
-// per-instruction completion counters, so a worker waits only for the instructions whose outputs
-// it reads, never at a global barrier. A program is built once per (model, rows, row mode) and
-// run for every step; the executors (cpu_executor.h, op_executor.h) only interpret it.
+// The megakernel program: a decode step as a static, ordered list of plain-data instructions
+// (instruction.h) over activation buffers, built once per (model, rows, row mode) and run for
+// every step by an Executor (executor.h). Within an instruction, workers claim tasks dynamically
+// (a descheduled worker leaves its share to the others); a task waits only for the producer tiles
+// it reads, and while it waits its worker prefetches the task's weight bytes (weights never
+// depend on activations), so the memory system does not idle. Results never depend on which
+// worker ran a task: every task covers fixed output rows and the kernels reduce in a fixed order.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
-#include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "kernels/kv_cache.h"
+#include "program/instruction.h"
+
 namespace md::program {
 
-// What a task body sees: which worker runs it and that worker's private scratch.
+// The state a step's rows read and extend, as the shared instructions see it.
+class StepState {
+ public:
+  virtual ~StepState() = default;
+  virtual kernels::KvCache& kv_cache(int64_t slot) = 0;
+};
+
+// One row of a step: its token, its position and the sequence it extends (verify rows share
+// one sequence at consecutive positions).
+struct StepRow {
+  int32_t token = 0;
+  int64_t position = 0;
+  StepState* state = nullptr;
+};
+
+// What a task body sees: which worker runs it, the normalised input rows of a projection
+// prologue and the worker's private scratch (scratch_floats, 64-byte aligned).
 struct WorkerContext {
   int worker = 0;
-  float* scratch = nullptr;  // scratch_floats per worker, 64-byte aligned
+  float* normalised = nullptr;
+  float* scratch = nullptr;
 };
 
-// Runs tasks [begin, end) of one instruction; an instruction's tasks are independent of each
-// other. Bodies may do a per-range prologue once (e.g. normalise the input rows into scratch).
-using TaskBody = std::function<void(int64_t begin, int64_t end, WorkerContext& context)>;
-
-struct Instruction {
-  std::string name;
-  int64_t tasks = 1;
-  double cost_per_task = 1;        // bytes moved + flops, for balancing
-  std::vector<int32_t> depends_on;  // earlier instructions whose every task must be done
-  TaskBody body;
-};
-
-// A contiguous run of one instruction's tasks owned by one worker.
-struct Assignment {
-  int32_t instruction = 0;
-  int64_t begin = 0;
-  int64_t end = 0;
+// Time and tasks of one instruction on one worker, summed over the profiled steps.
+struct InstructionProfile {
+  uint64_t tasks = 0;
+  uint64_t busy_ns = 0;
+  uint64_t wait_ns = 0;
 };
 
 class Program {
  public:
-  // Builds the schedule for `workers` workers (>= 1) and `scratch_floats` of scratch each.
-  Program(std::vector<Instruction> instructions, int workers, std::size_t scratch_floats);
+  // `buffers[id]` is the storage of BufferId id. `scratch_floats` of private scratch per worker
+  // (besides the normalised input rows, which the program sizes itself). Throws md::Error for a
+  // malformed program: a dependency that is not on an earlier instruction's tasks, a buffer id
+  // out of range, operand lists that do not match the task count.
+  Program(std::vector<Instruction> instructions, std::vector<float*> buffers, int workers,
+          std::size_t scratch_floats);
+  ~Program();
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
 
   int workers() const { return workers_; }
   const std::vector<Instruction>& instructions() const { return instructions_; }
-  // In program order: every worker visits instructions in the order they were added.
-  const std::vector<Assignment>& schedule(int worker) const {
-    return schedules_[static_cast<std::size_t>(worker)];
-  }
-  WorkerContext& context(int worker) { return contexts_[static_cast<std::size_t>(worker)]; }
+  float* buffer(BufferId id) const { return buffers_[static_cast<std::size_t>(id)]; }
+  // Points a buffer at other storage (e.g. the caller's logits), between runs.
+  void rebind(BufferId id, float* data);
 
-  // Completion counters. They only grow: step s is complete for instruction i when
-  // done(i) == s × tasks(i), so nothing is reset between steps.
-  void mark_done(int32_t instruction, int64_t tasks) {
-    auto& counter = done_[static_cast<std::size_t>(instruction)].value;
-    counter.fetch_add(static_cast<uint64_t>(tasks), std::memory_order_release);
-    counter.notify_all();  // cheap unless a worker went to sleep on it
-  }
-  bool is_done(int32_t instruction, uint64_t step) const {
-    const Instruction& ins = instructions_[static_cast<std::size_t>(instruction)];
-    return done_[static_cast<std::size_t>(instruction)].value.load(std::memory_order_acquire) >=
-           step * static_cast<uint64_t>(ins.tasks);
-  }
-  // Runs every task of one worker's schedule for `step` (1-based), waiting on dependencies.
+  // The next run's rows (1..kMaxStepRows), between runs.
+  void set_rows(std::span<const StepRow> rows);
+  int64_t rows() const { return rows_; }
+  const StepRow& row(int64_t n) const { return step_rows_[static_cast<std::size_t>(n)]; }
+
+  // Executors: begin_step() before the workers start (returns the step's number), then every
+  // worker runs run_worker (fused) or, instruction by instruction with a barrier between them,
+  // run_instruction (op by op).
+  uint64_t begin_step();
   void run_worker(int worker, uint64_t step);
+  void run_instruction(int worker, int32_t index, uint64_t step);
 
-  std::string describe() const;  // instructions, tasks and per-worker cost, for --verbose
+  // Per-instruction, per-worker time and wait accounting (off by default: it reads the clock
+  // around every task).
+  void set_profiling(bool on);
+  bool profiling() const { return profiling_; }
+  void reset_profile();
+  // [worker][instruction]
+  const std::vector<std::vector<InstructionProfile>>& profile() const { return profile_; }
+  uint64_t profiled_steps() const { return profiled_steps_; }
 
-  uint64_t steps_run = 0;  // steps started by an executor; the counters' target multiplier
+  // Instructions, opcodes, tasks, weight bytes and dependencies, one line each.
+  std::string describe() const;
 
  private:
   struct alignas(64) Counter {
     std::atomic<uint64_t> value{0};
   };
-  void wait_for(int32_t instruction, uint64_t step) const;
+
+  void validate() const;
+  bool satisfied(const Dependency& dependency, uint64_t step) const;
+  void wait_for(const Instruction& ins, int32_t index, int64_t task, uint64_t step);
+  void complete(int32_t index, int64_t task, uint64_t step);
 
   std::vector<Instruction> instructions_;
+  std::vector<float*> buffers_;
   int workers_;
-  std::vector<std::vector<Assignment>> schedules_;
-  std::unique_ptr<Counter[]> done_;
+  int64_t rows_ = 0;
+  std::vector<StepRow> step_rows_;
+
+  std::vector<std::size_t> first_task_;              // index of instruction i's task 0 in stamps_
+  std::unique_ptr<std::atomic<uint64_t>[]> stamps_;  // step in which each task last completed
+  std::unique_ptr<Counter[]> done_;                  // tasks completed, over all steps
+  std::unique_ptr<Counter[]> claims_;                // tasks claimed in the current step
+  uint64_t steps_run_ = 0;
+
   std::vector<std::unique_ptr<float[], void (*)(float*)>> scratch_;
   std::vector<WorkerContext> contexts_;
+
+  bool profiling_ = false;
+  uint64_t profiled_steps_ = 0;
+  std::vector<std::vector<InstructionProfile>> profile_;
 };
 
 }  // namespace md::program

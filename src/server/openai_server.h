@@ -1,4 +1,4 @@
-// `megadecode serve`: the OpenAI-compatible HTTP server (docs: ../shared/docs/openai-api.md).
+// `megadecode serve`: the OpenAI-compatible HTTP server (contract: docs/openai-api.md).
 // It listens before the model is loaded (GET /health answers 503 model_loading meanwhile), then
 // serves the model through the continuous-batching scheduler. Handlers run on cpp-httplib's
 // worker threads; generation happens on the scheduler's step thread, so the accept loop and the

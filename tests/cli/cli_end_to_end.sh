@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Runs the megadecode binary as a user would and checks exit codes and output streams.
-# Usage: cli_end_to_end.sh BINARY SHARED_DIR SOURCE_DIR
+# Usage: cli_end_to_end.sh BINARY QWEN3_TOKENIZER_DIR SOURCE_DIR
 set -u
-bin="$1"; shared="$2"; source_dir="$3"
-tok="$shared/data/qwen3-tokenizer"
+bin="$1"; tok="$2"; source_dir="$3"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
 

@@ -1,6 +1,12 @@
+#include "program/executor.h"
+
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <numeric>
+#include <set>
+#include <thread>
 
 #include "base/error.h"
 #include "program/cpu_executor.h"
@@ -9,6 +15,21 @@
 
 namespace md::program {
 namespace {
+
+Instruction family(std::string name, int64_t tasks,
+                   std::function<void(int64_t, WorkerContext&)> body,
+                   std::vector<Dependency> waits = {}) {
+  Instruction ins;
+  ins.name = std::move(name);
+  ins.tasks = tasks;
+  ins.operands = FamilyOperands{std::move(body)};
+  ins.waits = std::move(waits);
+  return ins;
+}
+
+Dependency all_of(int32_t producer, int64_t tasks) {
+  return {producer, 0, tasks};
+}
 
 // A three-instruction pipeline whose later stages read what other tasks (and so other workers)
 // wrote: a missing or wrong dependency wait shows up as a wrong result.
@@ -20,16 +41,20 @@ struct Pipeline {
 
   std::vector<Instruction> instructions() {
     std::vector<Instruction> list;
-    list.push_back({"fill", kN / 64, 64, {}, [this](int64_t begin, int64_t end, WorkerContext&) {
-                      for (int64_t t = begin * 64; t < end * 64; ++t) a[t] = t * step_input;
-                    }});
-    list.push_back({"reverse", kN / 32, 32, {0}, [this](int64_t begin, int64_t end, WorkerContext& c) {
-                      c.scratch[0] = 1;  // scratch is private to the worker
-                      for (int64_t t = begin * 32; t < end * 32; ++t) b[t] = a[kN - 1 - t] + 1;
-                    }});
-    list.push_back({"sum", 1, kN, {1}, [this](int64_t, int64_t, WorkerContext&) {
-                      sum = std::accumulate(b.begin(), b.end(), int64_t{0});
-                    }});
+    list.push_back(family("fill", kN / 64, [this](int64_t t, WorkerContext&) {
+      for (int64_t i = t * 64; i < (t + 1) * 64; ++i) a[i] = i * step_input;
+    }));
+    list.push_back(family("reverse", kN / 32,
+                          [this](int64_t t, WorkerContext& c) {
+                            c.scratch[0] = 1;  // scratch is private to the worker
+                            for (int64_t i = t * 32; i < (t + 1) * 32; ++i)
+                              b[i] = a[kN - 1 - i] + 1;
+                          },
+                          {all_of(0, kN / 64)}));
+    list.push_back(family(
+        "sum", 1,
+        [this](int64_t, WorkerContext&) { sum = std::accumulate(b.begin(), b.end(), int64_t{0}); },
+        {all_of(1, kN / 32)}));
     return list;
   }
   int64_t expected() const { return step_input * (kN * (kN - 1) / 2) + kN; }
@@ -38,7 +63,7 @@ struct Pipeline {
 TEST(CpuExecutor, RunsDependentStepsCorrectlyForAnyTeamSize) {
   for (int threads : {1, 2, 3, 4}) {
     Pipeline pipeline;
-    Program program(pipeline.instructions(), threads, 16);
+    Program program(pipeline.instructions(), {}, threads, 16);
     CpuExecutor executor(threads);
     for (int64_t step = 1; step <= 300; ++step) {
       pipeline.step_input = step;
@@ -50,7 +75,7 @@ TEST(CpuExecutor, RunsDependentStepsCorrectlyForAnyTeamSize) {
 
 TEST(OpExecutor, RunsTheSameProgram) {
   Pipeline pipeline;
-  Program program(pipeline.instructions(), 3, 16);
+  Program program(pipeline.instructions(), {}, 3, 16);
   OpExecutor executor(3);
   for (int64_t step = 1; step <= 50; ++step) {
     pipeline.step_input = step;
@@ -59,27 +84,146 @@ TEST(OpExecutor, RunsTheSameProgram) {
   }
 }
 
-TEST(Program, BalancesUnevenInstructionsAcrossWorkers) {
-  std::vector<Instruction> list;
-  auto noop = [](int64_t, int64_t, WorkerContext&) {};
-  for (int i = 0; i < 6; ++i) list.push_back({"one", 1, 10, {}, noop});  // single-task ops
-  Program program(std::move(list), 3, 1);
-  for (int w = 0; w < 3; ++w) EXPECT_EQ(program.schedule(w).size(), 2u) << "worker " << w;
+TEST(Executors, AreChosenInOnePlace) {
+  Executors executors(2);
+  EXPECT_EQ(executors.get(ExecutorKind::kMega).kind(), ExecutorKind::kMega);
+  EXPECT_EQ(executors.get(ExecutorKind::kOps).kind(), ExecutorKind::kOps);
+  EXPECT_EQ(&executors.get(ExecutorKind::kMega), &executors.get(ExecutorKind::kMega));
+  EXPECT_EQ(executors.get(ExecutorKind::kOps).threads(), 2);
+  EXPECT_THROW(make_executor(ExecutorKind::kReference, 1), Error);
 }
 
-TEST(Program, RefusesForwardDependencies) {
+// Consumer task t reads only producer task t. Producer task 1 does not finish until consumer
+// task 0 has run, so a consumer that waited for the whole producer (a chain) would never start:
+// the program must complete, on every team size that can run both at once. The wait is bounded
+// so that a regression fails instead of hanging.
+TEST(CpuExecutor, ATaskWaitsOnlyForTheProducerTilesItReads) {
+  for (int threads : {2, 3}) {
+    std::atomic<bool> consumer_ran{false};
+    std::atomic<bool> timed_out{false};
+    std::vector<int64_t> produced(2), consumed(2);
+    std::vector<Instruction> list;
+    list.push_back(family("produce", 2, [&](int64_t t, WorkerContext&) {
+      produced[static_cast<std::size_t>(t)] = 10 + t;
+      if (t != 1) return;
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (!consumer_ran.load()) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          timed_out = true;
+          return;
+        }
+        std::this_thread::yield();
+      }
+    }));
+    Instruction consume = family("consume", 2, [&](int64_t t, WorkerContext&) {
+      consumed[static_cast<std::size_t>(t)] = produced[static_cast<std::size_t>(t)] * 2;
+      if (t == 0) consumer_ran = true;
+    });
+    consume.task_waits = {{{0, 0, 1}}, {{0, 1, 2}}};
+    list.push_back(std::move(consume));
+    Program program(std::move(list), {}, threads, 1);
+    CpuExecutor executor(threads);
+    executor.run(program);
+    EXPECT_FALSE(timed_out) << threads << " threads: consumer task 0 waited for producer task 1";
+    EXPECT_EQ(consumed, (std::vector<int64_t>{20, 22}));
+  }
+}
+
+// Tasks are claimed, not assigned: while one worker is stuck in a slow task the other takes the
+// rest of the instruction.
+TEST(CpuExecutor, AStalledWorkerLeavesItsShareToTheOthers) {
+  std::vector<int> ran_by(64, -1);
   std::vector<Instruction> list;
-  auto noop = [](int64_t, int64_t, WorkerContext&) {};
-  list.push_back({"a", 1, 1, {1}, noop});
-  list.push_back({"b", 1, 1, {}, noop});
-  EXPECT_THROW(Program(std::move(list), 1, 1), Error);
+  list.push_back(family("uneven", 64, [&](int64_t t, WorkerContext& c) {
+    if (t == 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    ran_by[static_cast<std::size_t>(t)] = c.worker;
+  }));
+  Program program(std::move(list), {}, 2, 1);
+  CpuExecutor executor(2);
+  executor.run(program);
+  int slow = ran_by[0];
+  int64_t by_slow = std::count(ran_by.begin(), ran_by.end(), slow);
+  EXPECT_LT(by_slow, 32) << "the stalled worker still ran half of the tasks";
+  EXPECT_EQ(std::count(ran_by.begin(), ran_by.end(), -1), 0);
+}
+
+TEST(Program, RefusesMalformedPrograms) {
+  auto noop = [](int64_t, WorkerContext&) {};
+  {
+    std::vector<Instruction> list;
+    list.push_back(family("a", 1, noop, {{1, 0, 1}}));
+    list.push_back(family("b", 1, noop));
+    EXPECT_THROW(Program(std::move(list), {}, 1, 1), Error) << "forward dependency";
+  }
+  {
+    std::vector<Instruction> list;
+    list.push_back(family("a", 2, noop));
+    list.push_back(family("b", 1, noop, {{0, 1, 3}}));
+    EXPECT_THROW(Program(std::move(list), {}, 1, 1), Error) << "tasks the producer lacks";
+  }
+  {
+    std::vector<Instruction> list;
+    list.push_back(family("a", 2, noop));
+    Instruction b = family("b", 3, noop);
+    b.task_waits = {{{0, 0, 1}}};
+    list.push_back(std::move(b));
+    EXPECT_THROW(Program(std::move(list), {}, 1, 1), Error) << "waits for 1 of 3 tasks";
+  }
+  {
+    std::vector<Instruction> list;
+    Instruction embed;
+    embed.name = "embed";
+    embed.tasks = 1;
+    embed.operands = EmbedOperands{{}, 3};
+    list.push_back(std::move(embed));
+    EXPECT_THROW(Program(std::move(list), {nullptr}, 1, 1), Error) << "buffer #3 of 1";
+  }
+  {
+    std::vector<Instruction> list;
+    Instruction argmax;
+    argmax.name = "argmax";
+    argmax.tasks = 2;
+    argmax.operands = ArgmaxOperands{};
+    list.push_back(std::move(argmax));
+    EXPECT_THROW(Program(std::move(list), {}, 1, 1), Error) << "operands for 1 task, 2 declared";
+  }
 }
 
 TEST(CpuExecutor, RefusesAProgramBuiltForAnotherTeam) {
   Pipeline pipeline;
-  Program program(pipeline.instructions(), 2, 16);
+  Program program(pipeline.instructions(), {}, 2, 16);
   CpuExecutor executor(3);
   EXPECT_THROW(executor.run(program), Error);
+  OpExecutor ops(3);
+  EXPECT_THROW(ops.run(program), Error);
+}
+
+TEST(Program, ProfileCountsEveryTaskOfEveryStep) {
+  Pipeline pipeline;
+  Program program(pipeline.instructions(), {}, 2, 16);
+  program.set_profiling(true);
+  CpuExecutor executor(2);
+  for (int step = 0; step < 5; ++step) executor.run(program);
+  EXPECT_EQ(program.profiled_steps(), 5u);
+  for (std::size_t i = 0; i < program.instructions().size(); ++i) {
+    uint64_t tasks = 0;
+    for (const auto& worker : program.profile()) tasks += worker[i].tasks;
+    EXPECT_EQ(tasks, 5u * static_cast<uint64_t>(program.instructions()[i].tasks)) << i;
+  }
+  program.reset_profile();
+  EXPECT_EQ(program.profile()[0][0].tasks, 0u);
+}
+
+TEST(Program, DescribesOpcodesTasksAndDependencies) {
+  Pipeline pipeline;
+  std::vector<Instruction> list = pipeline.instructions();
+  list[2].task_waits = {{{1, 3, 7}}};
+  Program program(std::move(list), {}, 1, 16);
+  std::string text = program.describe();
+  EXPECT_NE(text.find("3 instructions, 1 workers"), std::string::npos) << text;
+  EXPECT_NE(text.find("family_kernel"), std::string::npos) << text;
+  EXPECT_NE(text.find("#0 (all)"), std::string::npos) << text;
+  EXPECT_NE(text.find("#1 per task (at most 4 tiles)"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -16,7 +16,8 @@ constexpr double kChunkedBound = 1e-4;
 
 std::vector<int32_t> prompt_of(int64_t length, int seed) {
   std::vector<int32_t> ids;
-  for (int64_t i = 0; i < length; ++i) ids.push_back(static_cast<int32_t>((i * 131 + seed * 17 + 7) % 500));
+  for (int64_t i = 0; i < length; ++i)
+    ids.push_back(static_cast<int32_t>((i * 131 + seed * 17 + 7) % 500));
   return ids;
 }
 
@@ -33,7 +34,8 @@ Outcome prefill(Qwen38Model& model, const std::vector<int32_t>& ids) {
 
 Outcome stepwise(Qwen38Model& model, const std::vector<int32_t>& ids) {
   Outcome run{model.new_sequence(256), {}};
-  for (int32_t id : ids) model.forward(*run.state, std::span(&id, 1), LogitRows::kLast, run.last_logits);
+  for (int32_t id : ids)
+    model.forward(*run.state, std::span(&id, 1), LogitRows::kLast, run.last_logits);
   return run;
 }
 
@@ -45,11 +47,14 @@ double worst_state_error(Qwen38Model& model, SequenceState& a_state, SequenceSta
   for (int64_t i = 0; i < c.num_linear_attention_layers(); ++i) {
     worst = std::max(worst, relative_error(a.gdn(i).recurrent.data(), b.gdn(i).recurrent.data(),
                                            a.gdn(i).recurrent.size()));
-    worst = std::max(worst, relative_error(a.gdn(i).conv.data(), b.gdn(i).conv.data(), a.gdn(i).conv.size()));
+    worst = std::max(
+        worst, relative_error(a.gdn(i).conv.data(), b.gdn(i).conv.data(), a.gdn(i).conv.size()));
   }
   for (int64_t i = 0; i < c.num_full_attention_layers(); ++i) {
-    worst = std::max(worst, relative_error(a.kv(i).k_f32.data(), b.kv(i).k_f32.data(), a.kv(i).k_f32.size()));
-    worst = std::max(worst, relative_error(a.kv(i).v_f32.data(), b.kv(i).v_f32.data(), a.kv(i).v_f32.size()));
+    worst = std::max(worst, relative_error(a.kv(i).keys_f32().data(), b.kv(i).keys_f32().data(),
+                                           a.kv(i).keys_f32().size()));
+    worst = std::max(worst, relative_error(a.kv(i).values_f32().data(), b.kv(i).values_f32().data(),
+                                           a.kv(i).values_f32().size()));
   }
   return worst;
 }
@@ -60,12 +65,15 @@ bool bitwise_equal(const Qwen38Model& model, SequenceState& a_state, SequenceSta
   const Qwen38Config& c = model.config();
   bool equal = true;
   for (int64_t i = 0; i < c.num_linear_attention_layers(); ++i) {
-    equal &= std::memcmp(a.gdn(i).recurrent.data(), b.gdn(i).recurrent.data(), a.gdn(i).recurrent.bytes()) == 0;
+    equal &= std::memcmp(a.gdn(i).recurrent.data(), b.gdn(i).recurrent.data(),
+                         a.gdn(i).recurrent.bytes()) == 0;
     equal &= std::memcmp(a.gdn(i).conv.data(), b.gdn(i).conv.data(), a.gdn(i).conv.bytes()) == 0;
   }
   for (int64_t i = 0; i < c.num_full_attention_layers(); ++i) {
-    equal &= std::memcmp(a.kv(i).k_f32.data(), b.kv(i).k_f32.data(), a.kv(i).k_f32.bytes()) == 0;
-    equal &= std::memcmp(a.kv(i).v_f32.data(), b.kv(i).v_f32.data(), a.kv(i).v_f32.bytes()) == 0;
+    equal &= std::memcmp(a.kv(i).keys_f32().data(), b.kv(i).keys_f32().data(),
+                         a.kv(i).keys_f32().bytes()) == 0;
+    equal &= std::memcmp(a.kv(i).values_f32().data(), b.kv(i).values_f32().data(),
+                         a.kv(i).values_f32().bytes()) == 0;
   }
   return equal;
 }
@@ -96,7 +104,8 @@ TEST_P(Qwen38Prefill, RecurrentBlockIsBitwiseEqualToDecodeSteps) {
   std::vector<int32_t> ids = prompt_of(70, 2);
   Outcome a = prefill(*model, ids);
   Outcome b = stepwise(*model, ids);
-  EXPECT_EQ(0, std::memcmp(a.last_logits.data(), b.last_logits.data(), a.last_logits.size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(a.last_logits.data(), b.last_logits.data(),
+                           a.last_logits.size() * sizeof(float)));
   EXPECT_TRUE(bitwise_equal(*model, *a.state, *b.state));
 }
 
@@ -108,8 +117,9 @@ TEST_P(Qwen38Prefill, TwoSegmentPrefillEqualsOneSegment) {
   std::span<const int32_t> all(ids);
   model->forward(*parts.state, all.subspan(0, 67), LogitRows::kLast, parts.last_logits);
   model->forward(*parts.state, all.subspan(67), LogitRows::kLast, parts.last_logits);
-  EXPECT_LE(relative_error(parts.last_logits.data(), whole.last_logits.data(), whole.last_logits.size()),
-            kChunkedBound);
+  EXPECT_LE(
+      relative_error(parts.last_logits.data(), whole.last_logits.data(), whole.last_logits.size()),
+      kChunkedBound);
   EXPECT_LE(worst_state_error(*model, *parts.state, *whole.state), kChunkedBound);
 }
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "io/safetensors_file.h"
 #include "../support/golden_math.h"
+#include "io/safetensors_file.h"
 #include "models/qwen38/qwen38_model.h"
 #include "models/qwen38/qwen38_state.h"
 
@@ -49,7 +49,8 @@ inline std::vector<GoldenPrompt> load_goldens(const std::string& name) {
   std::vector<GoldenPrompt> prompts;
   for (int i = 0; file.find(fmt::format("p{}.ids", i)) != nullptr; ++i) {
     std::string p = fmt::format("p{}.", i);
-    prompts.push_back({tensor_values<int32_t>(file, p + "ids"), tensor_values<float>(file, p + "logits"),
+    prompts.push_back({tensor_values<int32_t>(file, p + "ids"),
+                       tensor_values<float>(file, p + "logits"),
                        tensor_values<int32_t>(file, p + "greedy"),
                        tensor_values<float>(file, p + "greedy_margin")});
   }
@@ -66,7 +67,6 @@ inline std::unique_ptr<Qwen38Model> load_fixture(const std::string& name, KvCach
   return std::make_unique<Qwen38Model>(qwen38_fixture_dir(name), run, options);
 }
 
-
 inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
@@ -80,16 +80,23 @@ inline bool same_state(const Qwen38Model& model, const SequenceState& a_state,
   if (a.position() != b.position()) return false;
   const Qwen38Config& c = model.config();
   for (int64_t i = 0; i < c.num_linear_attention_layers(); ++i) {
-    if (std::memcmp(a.gdn(i).recurrent.data(), b.gdn(i).recurrent.data(), a.gdn(i).recurrent.bytes()) != 0) return false;
-    if (std::memcmp(a.gdn(i).conv.data(), b.gdn(i).conv.data(), a.gdn(i).conv.bytes()) != 0) return false;
+    if (std::memcmp(a.gdn(i).recurrent.data(), b.gdn(i).recurrent.data(),
+                    a.gdn(i).recurrent.bytes()) != 0)
+      return false;
+    if (std::memcmp(a.gdn(i).conv.data(), b.gdn(i).conv.data(), a.gdn(i).conv.bytes()) != 0)
+      return false;
   }
   // KV slots below the position are the ones ever read.
   for (int64_t i = 0; i < c.num_full_attention_layers(); ++i) {
     for (int64_t kv = 0; kv < c.num_key_value_heads; ++kv) {
       std::size_t offset = static_cast<std::size_t>(kv * a.capacity() * c.head_dim);
       std::size_t bytes = static_cast<std::size_t>(a.position() * c.head_dim) * sizeof(float);
-      if (std::memcmp(a.kv(i).k_f32.data() + offset, b.kv(i).k_f32.data() + offset, bytes) != 0) return false;
-      if (std::memcmp(a.kv(i).v_f32.data() + offset, b.kv(i).v_f32.data() + offset, bytes) != 0) return false;
+      if (std::memcmp(a.kv(i).keys_f32().data() + offset, b.kv(i).keys_f32().data() + offset,
+                      bytes) != 0)
+        return false;
+      if (std::memcmp(a.kv(i).values_f32().data() + offset, b.kv(i).values_f32().data() + offset,
+                      bytes) != 0)
+        return false;
     }
   }
   return true;

@@ -78,7 +78,7 @@ TEST(ChatTemplate, RaiseExceptionSurfacesTheMessage) {
 }
 
 TEST(ChatTemplate, RendersTheRealQwen3Template) {
-  auto t = ChatTemplate::load(std::string(MD_SHARED_DIR) + "/data/qwen3-tokenizer");
+  auto t = ChatTemplate::load(std::string(MD_QWEN3_TOKENIZER_DIR) + "");
   ASSERT_TRUE(t.has_value());
   EXPECT_FALSE(t->bos_token().has_value());  // null in tokenizer_config.json
   EXPECT_EQ(t->eos_token(), "<|im_end|>");

@@ -10,7 +10,7 @@ namespace md {
 namespace {
 
 const Tokenizer& qwen() {
-  static const auto tok = load_tokenizer(std::string(MD_SHARED_DIR) + "/data/qwen3-tokenizer");
+  static const auto tok = load_tokenizer(std::string(MD_QWEN3_TOKENIZER_DIR) + "");
   return *tok;
 }
 

@@ -24,11 +24,8 @@ int iterations(int fallback) {
 
 std::vector<std::string> seed_templates() {
   std::vector<std::string> out;
-  std::string shared_config =
-      std::string(MD_SHARED_DIR) + "/data/qwen3-tokenizer/tokenizer_config.json";
-  if (file_exists(shared_config)) {
-    out.push_back(ordered_json::parse(read_text_file(shared_config))["chat_template"]);
-  }
+  const std::string qwen3_config = std::string(MD_QWEN3_TOKENIZER_DIR) + "/tokenizer_config.json";
+  out.push_back(ordered_json::parse(read_text_file(qwen3_config))["chat_template"]);
   for (const char* name : {"qwen38_style.jinja", "kimi_k2_style.jinja", "torture.jinja"}) {
     out.push_back(read_text_file(std::string(MD_SOURCE_DIR) + "/tests/data/templates/" + name));
   }

@@ -18,7 +18,7 @@ using testing::unhex;
 class Qwen3Goldens : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    tokenizer_ = load_tokenizer(std::string(MD_SHARED_DIR) + "/data/qwen3-tokenizer").release();
+    tokenizer_ = load_tokenizer(std::string(MD_QWEN3_TOKENIZER_DIR) + "").release();
   }
   static void TearDownTestSuite() {
     delete tokenizer_;

@@ -29,8 +29,9 @@ inline std::vector<nlohmann::json> read_jsonl(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
     ADD_FAILURE() << "missing golden file " << path << "; generate it with: .venv/bin/python "
-                  << "tools/gen_tokenizer_goldens.py --shared " << MD_SHARED_DIR << " --out "
-                  << MD_GOLDEN_DIR << " (ctest runs this as the fixture text.tokenizer_goldens)";
+                  << "tools/gen_tokenizer_goldens.py --tokenizer-dir " << MD_QWEN3_TOKENIZER_DIR
+                  << " --out " << MD_GOLDEN_DIR
+                  << " (ctest runs this as the fixture text.tokenizer_goldens)";
     return rows;
   }
   std::string line;

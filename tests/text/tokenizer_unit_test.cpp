@@ -27,7 +27,7 @@ namespace {
 using Json = nlohmann::json;
 
 std::string qwen_json_path() {
-  return std::string(MD_SHARED_DIR) + "/data/qwen3-tokenizer/tokenizer.json";
+  return std::string(MD_QWEN3_TOKENIZER_DIR) + "/tokenizer.json";
 }
 
 // Expects `f` to throw md::Error whose message contains every one of `parts`.
@@ -390,7 +390,7 @@ TEST(TokenizerLoad, MissingFilesAreNamed) {
 }
 
 TEST(TokenizerLoad, QwenDirectoryLoadsTheHfTokenizer) {
-  const auto tok = load_tokenizer(std::string(MD_SHARED_DIR) + "/data/qwen3-tokenizer");
+  const auto tok = load_tokenizer(std::string(MD_QWEN3_TOKENIZER_DIR) + "");
   EXPECT_EQ(tok->vocab_size(), 151669);
   EXPECT_EQ(tok->token_id("<|im_start|>"), 151644);
   EXPECT_EQ(tok->token_id("<|endoftext|>"), 151643);
@@ -404,7 +404,7 @@ TEST(TokenizerLoad, QwenDirectoryLoadsTheHfTokenizer) {
 // Encoding shares the regex scratch pool and keeps per-thread caches: results must not depend on
 // which thread encodes what, or in which order.
 TEST(TokenizerThreads, ConcurrentEncodingMatchesSerialEncoding) {
-  const auto tok = load_tokenizer(std::string(MD_SHARED_DIR) + "/data/qwen3-tokenizer");
+  const auto tok = load_tokenizer(std::string(MD_QWEN3_TOKENIZER_DIR) + "");
   const char* parts[] = {"Hello",
                          " world",
                          "'s",

@@ -12,7 +12,7 @@
 #include "kernels/bf16_matrix.h"
 
 namespace md::program {
-class CpuExecutor;
+class Executor;
 }
 
 namespace md {
@@ -27,7 +27,7 @@ struct TargetView {
   // The target's persistent worker team, or null: a drafter that runs fused programs runs them
   // on it, so that no second team spins beside the target's while the other one works (the
   // drafter and the target take turns on one thread).
-  program::CpuExecutor* executor = nullptr;
+  program::Executor* executor = nullptr;
 };
 
 struct DraftProposal {
@@ -62,8 +62,8 @@ class SpeculativeDrafter {
   // itself is not context yet: its taps arrive with the verify step). temperature <= 0: the
   // greedy walk; otherwise each draft position i samples with uniforms[i-1] in [0, 1) and q
   // holds its distribution. keep_logits fills DraftProposal::logits.
-  virtual DraftProposal propose(int32_t anchor, float temperature,
-                                std::span<const double> uniforms, bool keep_logits = false) = 0;
+  virtual DraftProposal propose(int32_t anchor, float temperature, std::span<const double> uniforms,
+                                bool keep_logits = false) = 0;
 
   // A drafter for another sequence (the server gives each row its own): same weights, empty
   // context. The two must not run concurrently unless the implementation says otherwise.

@@ -10,8 +10,8 @@
 #include "kernels/attention.h"
 #include "kernels/gguf_dequant.h"
 #include "kernels/gguf_matmul.h"
+#include "kernels/norms.h"
 #include "models/llama/llama_gguf_config.h"
-#include "models/llama/llama_math.h"
 #include "models/model_config.h"
 
 namespace md {
@@ -21,6 +21,13 @@ namespace {
 using Buffer = std::vector<float>;
 Buffer buffer(int64_t n) {
   return Buffer(static_cast<std::size_t>(n));
+}
+
+// y = x / rms(x) · w for each of `rows` rows (GGUF norm weights are f32).
+void rms_norm_rows(const float* x, const std::vector<float>& w, int64_t rows, int64_t width,
+                   float eps, float* y) {
+  for (int64_t t = 0; t < rows; ++t)
+    kernels::rms_norm(x + t * width, w.data(), width, eps, y + t * width);
 }
 
 LlamaConfig hf_config(const std::string& directory) {
@@ -42,9 +49,10 @@ LlamaGgufModel::LlamaGgufModel(const std::string& path, const ModelRunOptions& o
       config_(gguf_ ? parse_llama_gguf_config(*gguf_) : hf_config(path)),
       weights_(gguf_ ? bind_llama_gguf_weights(*gguf_, config_)
                      : bind_llama_hf_weights(*checkpoint_, config_, hf_qk)),
-      inv_freq_(llama::rope_inv_freq(config_.head_dim, config_.rope_theta)),
+      rope_(config_.head_dim, config_.rope_theta, kernels::RopePairing::kAdjacent),
       pool_(std::make_unique<ThreadPool>(options.threads)),
-      executor_(options.executor) {}
+      executor_(options.executor),
+      executors_(pool_->size()) {}
 
 std::string LlamaGgufModel::description() const {
   return fmt::format("llama {} layers, hidden {}, vocab {} ({})", config_.num_layers,
@@ -132,19 +140,14 @@ void LlamaGgufModel::attention(std::span<const Row> rows, const LlamaLayerWeight
   for (int64_t t = 0; t < n; ++t) {
     const Row& row = rows[static_cast<std::size_t>(t)];
     longest = std::max(longest, row.position + 1);
-    llama::rope_angles(row.position, inv_freq_, angles.data(), angles.data() + hd / 2);
+    rope_.angles(row.position, angles.data(), angles.data() + hd / 2);
     for (int64_t h = 0; h < c.num_attention_heads; ++h) {
-      llama::rope_adjacent(q.data() + t * c.q_dim() + h * hd, hd, angles.data(),
-                           angles.data() + hd / 2);
+      rope_.apply(q.data() + t * c.q_dim() + h * hd, angles.data(), angles.data() + hd / 2);
     }
     for (int64_t g = 0; g < c.num_key_value_heads; ++g) {
       float* key = k.data() + t * c.kv_dim() + g * hd;
-      llama::rope_adjacent(key, hd, angles.data(), angles.data() + hd / 2);
-      const int64_t offset = (g * row.state->capacity() + row.position) * hd;
-      std::memcpy(row.state->keys[li].data() + offset, key,
-                  static_cast<std::size_t>(hd) * sizeof(float));
-      std::memcpy(row.state->values[li].data() + offset, v.data() + t * c.kv_dim() + g * hd,
-                  static_cast<std::size_t>(hd) * sizeof(float));
+      rope_.apply(key, angles.data(), angles.data() + hd / 2);
+      row.state->kv[li].write(g, row.position, key, v.data() + t * c.kv_dim() + g * hd);
     }
   }
   Buffer attended = buffer(n * c.q_dim()), scores = buffer(longest);
@@ -152,10 +155,9 @@ void LlamaGgufModel::attention(std::span<const Row> rows, const LlamaLayerWeight
   for (int64_t t = 0; t < n; ++t) {
     const Row& row = rows[static_cast<std::size_t>(t)];
     for (int64_t h = 0; h < c.num_attention_heads; ++h) {
-      const int64_t offset = h / c.gqa_group() * row.state->capacity() * hd;
-      kernels::attend(q.data() + t * c.q_dim() + h * hd, row.state->keys[li].data() + offset,
-                      row.state->values[li].data() + offset, row.position + 1, hd, hd, scale,
-                      scores.data(), attended.data() + t * c.q_dim() + h * hd);
+      row.state->kv[li].attend(h / c.gqa_group(), row.position + 1,
+                               q.data() + t * c.q_dim() + h * hd, scale, scores.data(),
+                               attended.data() + t * c.q_dim() + h * hd);
     }
   }
   matmuls({{&layer.o, hidden, true}}, attended.data(), n);
@@ -183,16 +185,16 @@ void LlamaGgufModel::run(std::span<const Row> rows, std::span<const int32_t> tok
   Buffer gate = buffer(n * c.intermediate_size), up = buffer(n * c.intermediate_size);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const LlamaLayerWeights& layer = weights_.layers[static_cast<std::size_t>(i)];
-    llama::rms_norm_rows(hidden.data(), layer.attn_norm, n, h, eps, normed.data());
+    rms_norm_rows(hidden.data(), layer.attn_norm, n, h, eps, normed.data());
     attention(rows, layer, i, normed.data(), hidden.data());
-    llama::rms_norm_rows(hidden.data(), layer.ffn_norm, n, h, eps, normed.data());
+    rms_norm_rows(hidden.data(), layer.ffn_norm, n, h, eps, normed.data());
     matmuls({{&layer.gate, gate.data()}, {&layer.up, up.data()}}, normed.data(), n);
     for (std::size_t j = 0; j < gate.size(); ++j) gate[j] = kernels::silu(gate[j]) * up[j];
     matmuls({{&layer.down, hidden.data(), true}}, gate.data(), n);
   }
   const int64_t out_rows = n - first_logit_row;
-  llama::rms_norm_rows(hidden.data() + first_logit_row * h, weights_.output_norm, out_rows, h, eps,
-                       normed.data());
+  rms_norm_rows(hidden.data() + first_logit_row * h, weights_.output_norm, out_rows, h, eps,
+                normed.data());
   logits.resize(static_cast<std::size_t>(out_rows * c.vocab_size));
   matmuls({{&weights_.output, logits.data()}}, normed.data(), out_rows);
 }
@@ -244,18 +246,12 @@ void LlamaGgufModel::run_step(std::span<LlamaState* const> rows, std::span<const
     if (step->max_rows() == n) built = step.get();
   }
   if (built == nullptr) {
-    steps_.push_back(std::make_unique<LlamaStep>(config_, weights_, inv_freq_, n, pool_->size(),
+    steps_.push_back(std::make_unique<LlamaStep>(config_, weights_, rope_, n, pool_->size(),
                                                  config_.max_position_embeddings));
     built = steps_.back().get();
   }
   built->prepare(rows, tokens, logits);
-  if (executor_ == ExecutorKind::kOps) {
-    if (!ops_) ops_ = std::make_unique<program::OpExecutor>(pool_->size());
-    ops_->run(built->program());
-  } else {
-    if (!mega_) mega_ = std::make_unique<program::CpuExecutor>(pool_->size());
-    mega_->run(built->program());
-  }
+  executors_.get(executor_).run(built->program());
   built->finish();
   for (int64_t r = 0; r < n; ++r) last_greedy_.push_back(built->greedy(r));
 }

@@ -18,13 +18,13 @@
 #include "base/thread_pool.h"
 #include "io/checkpoint.h"
 #include "io/gguf_file.h"
+#include "kernels/rope.h"
 #include "models/language_model.h"
 #include "models/llama/llama_config.h"
 #include "models/llama/llama_gguf_weights.h"
 #include "models/llama/llama_hf_weights.h"
 #include "models/llama/llama_step.h"
-#include "program/cpu_executor.h"
-#include "program/op_executor.h"
+#include "program/executor.h"
 
 namespace md {
 
@@ -96,11 +96,10 @@ class LlamaGgufModel final : public LanguageModel {
   std::unique_ptr<Checkpoint> checkpoint_;
   LlamaConfig config_;
   LlamaGgufWeights weights_;
-  std::vector<float> inv_freq_;
+  kernels::Rope rope_;  // adjacent pairs: llama.cpp's converter permuted q and k rows so
   std::unique_ptr<ThreadPool> pool_;
   ExecutorKind executor_;
-  std::unique_ptr<program::CpuExecutor> mega_;
-  std::unique_ptr<program::OpExecutor> ops_;
+  program::Executors executors_;
   std::vector<std::unique_ptr<LlamaStep>> steps_;  // built on first use, per row count
   std::vector<int32_t> last_greedy_;
 };

@@ -4,11 +4,12 @@
 // (the GGUF GEMV kernels read those formats too), with one exception, q_proj and k_proj:
 //
 // HF applies RoPE in the rotate-half convention (dimension i pairs with i + head_dim/2), while the
-// kernels (llama_math.h) pair adjacent dimensions (2i, 2i+1), as llama.cpp does because its
-// converter permutes the q/k rows when writing GGUF. We copy q_proj and k_proj into owned memory
-// permuted the same way: per head, output row 2i <- row i and row 2i+1 <- row i + head_dim/2.
-// Both conventions then rotate the same pairs by the same angle (frequency i); the permutation is
-// the same for q and k of a head, so q.k is unchanged and the result is exact, not approximate.
+// kernels (kernels::Rope with RopePairing::kAdjacent) pair adjacent dimensions (2i, 2i+1), as
+// llama.cpp does because its converter permutes the q/k rows when writing GGUF. We copy q_proj and
+// k_proj into owned memory permuted the same way: per head, output row 2i <- row i and row 2i+1 <-
+// row i + head_dim/2. Both conventions then rotate the same pairs by the same angle (frequency i);
+// the permutation is the same for q and k of a head, so q.k is unchanged and the result is exact,
+// not approximate.
 #pragma once
 
 #include "io/checkpoint.h"

@@ -1,23 +1,22 @@
-// The state of one Llama sequence: an f32 KV cache per layer, [kv heads][capacity][head_dim]
-// (written by the reference forward and by the step program alike).
+// The state of one Llama sequence: a KV cache per layer (f32: the goldens' exactness holds with
+// it; kernels/kv_cache.h), written by the reference forward and by the step program alike.
 #pragma once
 
 #include <memory>
 #include <vector>
 
-#include "base/zeroed_array.h"
+#include "kernels/kv_cache.h"
 #include "models/language_model.h"
 #include "models/llama/llama_config.h"
+#include "program/program.h"
 
 namespace md {
 
-class LlamaState final : public SequenceState {
+class LlamaState final : public SequenceState, public program::StepState {
  public:
   LlamaState(const LlamaConfig& c, int64_t capacity) : SequenceState(capacity) {
-    auto n = static_cast<std::size_t>(c.kv_dim() * capacity);
     for (int64_t i = 0; i < c.num_layers; ++i) {
-      keys.emplace_back(n);
-      values.emplace_back(n);
+      kv.emplace_back(kernels::KvCacheType::kF32, c.num_key_value_heads, capacity, c.head_dim);
     }
   }
   void reset() override { position_ = 0; }
@@ -25,11 +24,14 @@ class LlamaState final : public SequenceState {
     return std::make_unique<LlamaState>(*this);
   }
   std::size_t bytes() const override {
-    return keys.size() * 2 * (keys.empty() ? 0 : keys[0].bytes());
+    std::size_t total = 0;
+    for (const kernels::KvCache& cache : kv) total += cache.bytes();
+    return total;
   }
+  kernels::KvCache& kv_cache(int64_t layer) override { return kv[static_cast<std::size_t>(layer)]; }
   void advance(int64_t n) { position_ += n; }
 
-  std::vector<ZeroedArray<float>> keys, values;
+  std::vector<kernels::KvCache> kv;  // per layer
 };
 
 }  // namespace md

@@ -15,12 +15,14 @@ namespace md {
 namespace {
 
 using Buffer = std::vector<float>;
-Buffer buffer(int64_t n) { return Buffer(static_cast<std::size_t>(n)); }
+Buffer buffer(int64_t n) {
+  return Buffer(static_cast<std::size_t>(n));
+}
 
 // Norms and RoPE on every query and key head of every row, then the K/V cache writes.
 void prepare_rows(const Qwen38LayerContext& ctx, const Qwen38AttentionWeights& w,
-                  Qwen38KvCache& cache, int64_t capacity, int64_t first_position, Buffer& qg,
-                  Buffer& k, const Buffer& v, int64_t rows) {
+                  kernels::KvCache& cache, int64_t first_position, Buffer& qg, Buffer& k,
+                  const Buffer& v, int64_t rows) {
   const Qwen38Config& c = ctx.config;
   int64_t hd = c.head_dim;
   auto eps = static_cast<float>(c.rms_norm_eps);
@@ -38,7 +40,7 @@ void prepare_rows(const Qwen38LayerContext& ctx, const Qwen38AttentionWeights& w
       float* key = k.data() + t * c.kv_dim() + kv * hd;
       qwen38::normalise_and_rotate(key, w.k_norm, hd, eps, ctx.rope, cos_values.data(),
                                    sin_values.data());
-      cache.write((kv * capacity + position) * hd, key, v.data() + t * c.kv_dim() + kv * hd, hd);
+      cache.write(kv, position, key, v.data() + t * c.kv_dim() + kv * hd);
     }
   }
 }
@@ -46,8 +48,8 @@ void prepare_rows(const Qwen38LayerContext& ctx, const Qwen38AttentionWeights& w
 }  // namespace
 
 void gated_attention_forward(const Qwen38LayerContext& ctx, const Qwen38AttentionWeights& w,
-                             Qwen38KvCache& cache, int64_t capacity, int64_t first_position,
-                             const float* x, int64_t rows, float* out) {
+                             kernels::KvCache& cache, int64_t first_position, const float* x,
+                             int64_t rows, float* out) {
   const Qwen38Config& c = ctx.config;
   int64_t hd = c.head_dim;
   Buffer qg = buffer(rows * c.q_proj_dim());
@@ -56,7 +58,7 @@ void gated_attention_forward(const Qwen38LayerContext& ctx, const Qwen38Attentio
   kernels::matmul(w.q_proj, x, rows, qg.data(), ctx.pool);
   kernels::matmul(w.k_proj, x, rows, k.data(), ctx.pool);
   kernels::matmul(w.v_proj, x, rows, v.data(), ctx.pool);
-  prepare_rows(ctx, w, cache, capacity, first_position, qg, k, v, rows);
+  prepare_rows(ctx, w, cache, first_position, qg, k, v, rows);
 
   Buffer attended = buffer(rows * c.attn_output_dim());
   float scale = 1.0f / std::sqrt(static_cast<float>(hd));
@@ -71,7 +73,7 @@ void gated_attention_forward(const Qwen38LayerContext& ctx, const Qwen38Attentio
       const float* q = qg.data() + t * c.q_proj_dim() + h * 2 * hd;
       const float* gate = q + hd;
       float* o = attended.data() + t * c.attn_output_dim() + h * hd;
-      cache.attend(kv * capacity * hd, first_position + t + 1, q, hd, scale, scores.data(), o);
+      cache.attend(kv, first_position + t + 1, q, scale, scores.data(), o);
       if (gated) {
         qwen38::apply_output_gate(o, gate, hd);
       }

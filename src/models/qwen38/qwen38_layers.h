@@ -28,7 +28,7 @@ void gated_deltanet_forward(const Qwen38LayerContext& ctx, const Qwen38GdnWeight
 // Rows sit at positions first_position..first_position+rows-1; their K/V are written into the
 // cache before any row attends, and row t attends to slots [0, first_position + t].
 void gated_attention_forward(const Qwen38LayerContext& ctx, const Qwen38AttentionWeights& w,
-                             Qwen38KvCache& cache, int64_t capacity, int64_t first_position,
-                             const float* x, int64_t rows, float* out);
+                             kernels::KvCache& cache, int64_t first_position, const float* x,
+                             int64_t rows, float* out);
 
 }  // namespace md

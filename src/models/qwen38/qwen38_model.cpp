@@ -17,7 +17,9 @@ namespace md {
 namespace {
 
 using Buffer = std::vector<float>;
-Buffer buffer(int64_t n) { return Buffer(static_cast<std::size_t>(n)); }
+Buffer buffer(int64_t n) {
+  return Buffer(static_cast<std::size_t>(n));
+}
 
 Qwen38Config read_config(const std::string& directory) {
   return parse_qwen38_config(read_config_files(directory));
@@ -48,7 +50,7 @@ Qwen38Model::Qwen38Model(const std::string& directory, const ModelRunOptions& ru
       rope_(config_.rotary_dim(), config_.rope_theta),
       pool_(std::make_unique<ThreadPool>(run_options.threads)),
       threads_(pool_->size()),
-      mega_(std::make_unique<program::CpuExecutor>(threads_)) {}
+      executors_(std::make_unique<program::Executors>(threads_)) {}
 
 Qwen38Model::Qwen38Model(std::string name, Qwen38Config config, Qwen38Weights weights,
                          const ModelRunOptions& run_options, const Qwen38Options& options)
@@ -60,7 +62,7 @@ Qwen38Model::Qwen38Model(std::string name, Qwen38Config config, Qwen38Weights we
       rope_(config_.rotary_dim(), config_.rope_theta),
       pool_(std::make_unique<ThreadPool>(run_options.threads)),
       threads_(pool_->size()),
-      mega_(std::make_unique<program::CpuExecutor>(threads_)) {}
+      executors_(std::make_unique<program::Executors>(threads_)) {}
 
 namespace {
 
@@ -78,7 +80,8 @@ std::size_t Qwen38Model::decode_weight_bytes() const {
     total += matrix_bytes(l.gate_proj) + matrix_bytes(l.up_proj) + matrix_bytes(l.down_proj);
     if (c.is_full_attention(i)) {
       const Qwen38AttentionWeights& a = l.attention;
-      total += matrix_bytes(a.q_proj) + matrix_bytes(a.k_proj) + matrix_bytes(a.v_proj) + matrix_bytes(a.o_proj);
+      total += matrix_bytes(a.q_proj) + matrix_bytes(a.k_proj) + matrix_bytes(a.v_proj) +
+               matrix_bytes(a.o_proj);
     } else {
       const Qwen38GdnWeights& g = l.gdn;
       total += matrix_bytes(g.in_proj_qkv) + matrix_bytes(g.in_proj_z) + matrix_bytes(g.in_proj_a) +
@@ -105,7 +108,9 @@ std::size_t Qwen38Model::state_bytes_per_token() const {
   return Qwen38State::bytes_per_token(config_, run_options_.kv_cache);
 }
 
-std::size_t Qwen38Model::state_bytes_fixed() const { return Qwen38State::fixed_bytes(config_); }
+std::size_t Qwen38Model::state_bytes_fixed() const {
+  return Qwen38State::fixed_bytes(config_);
+}
 
 std::unique_ptr<SequenceState> Qwen38Model::new_sequence(int64_t capacity) const {
   if (capacity <= 0 || capacity > config_.max_position_embeddings) {
@@ -119,9 +124,10 @@ void Qwen38Model::check_tokens(const SequenceState& state, std::span<const int32
   if (tokens.empty()) fail("forward needs at least one token");
   auto count = static_cast<int64_t>(tokens.size());
   if (state.position() + count > state.capacity()) {
-    fail("context full: {} tokens already in the sequence + {} new exceed the context of {} "
-         "tokens (raise --context)",
-         state.position(), count, state.capacity());
+    fail(
+        "context full: {} tokens already in the sequence + {} new exceed the context of {} "
+        "tokens (raise --context)",
+        state.position(), count, state.capacity());
   }
   for (int32_t token : tokens) {
     if (token < 0 || token >= config_.vocab_size) {
@@ -153,8 +159,7 @@ void Qwen38Model::run_layers(Qwen38State& state, std::span<const int32_t> tokens
     normalise_rows(hidden, layer.input_layernorm, rows, width, eps, normed.data());
     if (config_.is_full_attention(i)) {
       gated_attention_forward(ctx, layer.attention, state.kv(config_.full_attention_ordinal(i)),
-                              state.capacity(), state.position(), normed.data(), rows,
-                              mixed.data());
+                              state.position(), normed.data(), rows, mixed.data());
     } else {
       gated_deltanet_forward(ctx, layer.gdn, state.gdn(config_.linear_attention_ordinal(i)),
                              normed.data(), rows, mixed.data());
@@ -184,12 +189,13 @@ void Qwen38Model::set_tap_layers(std::vector<int64_t> layers) {
 }
 
 TargetView Qwen38Model::target_view() const {
-  return TargetView{weights_.embed_tokens, weights_.lm_head, config_.hidden_size,
-                    config_.vocab_size, config_.num_layers, mega_.get()};
+  return TargetView{weights_.embed_tokens, weights_.lm_head,
+                    config_.hidden_size,   config_.vocab_size,
+                    config_.num_layers,    &executors_->get(ExecutorKind::kMega)};
 }
 
-void Qwen38Model::forward(SequenceState& sequence, std::span<const int32_t> tokens,
-                          LogitRows which, std::vector<float>& logits) {
+void Qwen38Model::forward(SequenceState& sequence, std::span<const int32_t> tokens, LogitRows which,
+                          std::vector<float>& logits) {
   check_tokens(sequence, tokens);
   auto& state = dynamic_cast<Qwen38State&>(sequence);
   int64_t rows = static_cast<int64_t>(tokens.size());
@@ -197,7 +203,8 @@ void Qwen38Model::forward(SequenceState& sequence, std::span<const int32_t> toke
   Buffer hidden = buffer(rows * width);
   for (int64_t t = 0; t < rows; ++t) {
     const uint16_t* embedding = weights_.embed_tokens.row(tokens[static_cast<std::size_t>(t)]);
-    for (int64_t d = 0; d < width; ++d) hidden[static_cast<std::size_t>(t * width + d)] = bf16_to_f32(embedding[d]);
+    for (int64_t d = 0; d < width; ++d)
+      hidden[static_cast<std::size_t>(t * width + d)] = bf16_to_f32(embedding[d]);
   }
   run_layers(state, tokens, hidden.data());
   state.advance(rows);
@@ -221,18 +228,13 @@ Qwen38Step& Qwen38Model::step(int64_t rows, RowMode mode) {
 }
 
 void Qwen38Model::run_step(Qwen38Step& built, std::vector<float>& logits) {
-  if (run_options_.executor == ExecutorKind::kOps) {
-    if (!ops_) ops_ = std::make_unique<program::OpExecutor>(threads_);
-    ops_->run(built.program());
-  } else {
-    mega_->run(built.program());
-  }
+  executors_->get(run_options_.executor).run(built.program());
   built.finish();
   int64_t rows = built.rows();
   logits.assign(built.logits(0), built.logits(0) + rows * config_.vocab_size);
   if (!tap_layers_.empty()) {
     last_taps_.assign(built.taps(), built.taps() + rows * static_cast<int64_t>(tap_layers_.size()) *
-                                                      config_.hidden_size);
+                                                       config_.hidden_size);
   }
   last_greedy_.resize(static_cast<std::size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) last_greedy_[static_cast<std::size_t>(r)] = built.greedy(r);
@@ -243,9 +245,8 @@ void Qwen38Model::run_step(Qwen38Step& built, std::vector<float>& logits) {
 void Qwen38Model::decode_reference(std::span<SequenceState* const> states,
                                    std::span<const int32_t> tokens, std::vector<float>& logits) {
   std::vector<float> taps;
-  decode_each(states, tokens, logits, [&](std::size_t) {
-    taps.insert(taps.end(), last_taps_.begin(), last_taps_.end());
-  });
+  decode_each(states, tokens, logits,
+              [&](std::size_t) { taps.insert(taps.end(), last_taps_.begin(), last_taps_.end()); });
   last_taps_ = std::move(taps);
 }
 

@@ -13,8 +13,7 @@
 #include "models/qwen38/qwen38_options.h"
 #include "models/qwen38/qwen38_step.h"
 #include "models/qwen38/qwen38_weights.h"
-#include "program/cpu_executor.h"
-#include "program/op_executor.h"
+#include "program/executor.h"
 
 namespace md {
 
@@ -87,8 +86,8 @@ class Qwen38Model final : public LanguageModel {
   Qwen38Step& step(int64_t rows, RowMode mode);
   void run_step(Qwen38Step& step, std::vector<float>& logits);
   int threads_ = 1;
-  std::unique_ptr<program::CpuExecutor> mega_;  // the persistent team (idle workers sleep)
-  std::unique_ptr<program::OpExecutor> ops_;
+  // The persistent team (idle workers sleep) and the op-by-op twin; the drafter shares the team.
+  std::unique_ptr<program::Executors> executors_;
   std::vector<std::unique_ptr<Qwen38Step>> steps_;  // built on first use, per (rows, mode)
   std::vector<int32_t> last_greedy_;
   std::vector<int64_t> tap_layers_;

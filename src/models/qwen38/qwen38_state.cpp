@@ -7,47 +7,14 @@
 
 namespace md {
 
-void Qwen38KvCache::write(int64_t offset, const float* k, const float* v, int64_t n) {
-  if (k_f32.size() != 0) {
-    std::copy(k, k + n, k_f32.data() + offset);
-    std::copy(v, v + n, v_f32.data() + offset);
-    return;
-  }
-  for (int64_t d = 0; d < n; ++d) {
-    k_bf16[static_cast<std::size_t>(offset + d)] = f32_to_bf16(k[d]);
-    v_bf16[static_cast<std::size_t>(offset + d)] = f32_to_bf16(v[d]);
-  }
-}
-
-void Qwen38KvCache::attend(int64_t offset, int64_t n_keys, const float* q, int64_t head_dim,
-                           float scale, float* scores, float* out) const {
-  if (k_f32.size() != 0) {
-    kernels::attend(q, k_f32.data() + offset, v_f32.data() + offset, n_keys, head_dim, head_dim,
-                    scale, scores, out);
-  } else {
-    kernels::attend(q, k_bf16.data() + offset, v_bf16.data() + offset, n_keys, head_dim, head_dim,
-                    scale, scores, out);
-  }
-}
-
 Qwen38State::Qwen38State(const Qwen38Config& config, int64_t capacity, KvCacheType kv_type)
     : SequenceState(capacity), kv_type_(kv_type) {
-  auto kv_elements = static_cast<std::size_t>(config.kv_dim() * capacity);
   for (int64_t i = 0; i < config.num_full_attention_layers(); ++i) {
-    Qwen38KvCache cache;
-    if (kv_type == KvCacheType::kBf16) {
-      cache.k_bf16 = ZeroedArray<uint16_t>(kv_elements);
-      cache.v_bf16 = ZeroedArray<uint16_t>(kv_elements);
-    } else {
-      cache.k_f32 = ZeroedArray<float>(kv_elements);
-      cache.v_f32 = ZeroedArray<float>(kv_elements);
-    }
-    kv_.push_back(std::move(cache));
+    kv_.emplace_back(kv_type, config.num_key_value_heads, capacity, config.head_dim);
   }
   auto conv = static_cast<std::size_t>(config.conv_dim() * (config.linear_conv_kernel - 1));
-  auto recurrent = static_cast<std::size_t>(config.linear_num_value_heads *
-                                            config.linear_value_head_dim *
-                                            config.linear_key_head_dim);
+  auto recurrent = static_cast<std::size_t>(
+      config.linear_num_value_heads * config.linear_value_head_dim * config.linear_key_head_dim);
   for (int64_t i = 0; i < config.num_linear_attention_layers(); ++i) {
     gdn_.push_back({ZeroedArray<float>(conv), ZeroedArray<float>(recurrent)});
   }
@@ -68,8 +35,8 @@ std::unique_ptr<SequenceState> Qwen38State::clone() const {
 
 std::size_t Qwen38State::bytes() const {
   std::size_t total = 0;
-  for (const Qwen38KvCache& cache : kv_) {
-    total += cache.k_bf16.bytes() + cache.v_bf16.bytes() + cache.k_f32.bytes() + cache.v_f32.bytes();
+  for (const kernels::KvCache& cache : kv_) {
+    total += cache.bytes();
   }
   for (const Qwen38GdnState& state : gdn_) total += state.conv.bytes() + state.recurrent.bytes();
   return total;

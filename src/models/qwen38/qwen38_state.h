@@ -7,29 +7,19 @@
 #include <vector>
 
 #include "base/zeroed_array.h"
+#include "kernels/kv_cache.h"
 #include "models/language_model.h"
 #include "models/qwen38/qwen38_config.h"
+#include "program/program.h"
 
 namespace md {
-
-struct Qwen38KvCache {
-  // [kv heads][capacity][head_dim]; slot = position. One of the two is allocated.
-  ZeroedArray<uint16_t> k_bf16, v_bf16;
-  ZeroedArray<float> k_f32, v_f32;
-
-  // Stores n elements of a key and a value at element offset `offset`.
-  void write(int64_t offset, const float* k, const float* v, int64_t n);
-  // Softmax attention of q over the n_keys rows starting at `offset` (rows head_dim apart).
-  void attend(int64_t offset, int64_t n_keys, const float* q, int64_t head_dim, float scale,
-              float* scores, float* out) const;
-};
 
 struct Qwen38GdnState {
   ZeroedArray<float> conv;       // [conv_dim][kernel - 1], oldest first
   ZeroedArray<float> recurrent;  // [value heads][value dim][key dim]
 };
 
-class Qwen38State final : public SequenceState {
+class Qwen38State final : public SequenceState, public program::StepState {
  public:
   Qwen38State(const Qwen38Config& config, int64_t capacity, KvCacheType kv_type);
 
@@ -38,8 +28,11 @@ class Qwen38State final : public SequenceState {
   std::size_t bytes() const override;
 
   KvCacheType kv_type() const { return kv_type_; }
-  Qwen38KvCache& kv(int64_t attention_ordinal) { return kv_[static_cast<std::size_t>(attention_ordinal)]; }
-  const Qwen38KvCache& kv(int64_t attention_ordinal) const {
+  kernels::KvCache& kv(int64_t attention_ordinal) {
+    return kv_[static_cast<std::size_t>(attention_ordinal)];
+  }
+  kernels::KvCache& kv_cache(int64_t attention_ordinal) override { return kv(attention_ordinal); }
+  const kernels::KvCache& kv(int64_t attention_ordinal) const {
     return kv_[static_cast<std::size_t>(attention_ordinal)];
   }
   Qwen38GdnState& gdn(int64_t gdn_ordinal) { return gdn_[static_cast<std::size_t>(gdn_ordinal)]; }
@@ -54,7 +47,7 @@ class Qwen38State final : public SequenceState {
 
  private:
   KvCacheType kv_type_;
-  std::vector<Qwen38KvCache> kv_;
+  std::vector<kernels::KvCache> kv_;
   std::vector<Qwen38GdnState> gdn_;
 };
 

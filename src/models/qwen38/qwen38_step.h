@@ -1,8 +1,11 @@
-// The Qwen3.8 decode step lowered to one megakernel Program (ARCHITECTURE.md "Program and
-// executors"): embedding, every layer as a few fused instructions (normalise→projection tiles,
-// delta-net core per key head, attention per KV head, projection tiles with the residual add,
-// gate/up tiles with SiLU·mul), the lm_head tiles with per-tile argmax, and the argmax reduction.
-// Built once per (rows, row mode) and run for every step.
+// The Qwen3.8 decode step lowered to one megakernel Program on the shared layer library
+// (models/common/step_builder.h): embedding and RoPE angles; per Gated DeltaNet layer the norm
+// fused into the qkv|z|b|a tiles, the delta-net core per key head (waiting only for its own
+// channels' tiles), out tiles with the residual add; per attention layer the norm fused into the
+// q|k|v tiles, gated attention per KV head, o tiles with the residual add; per layer the norm fused
+// into gate|up tiles with SiLU·mul and down tiles with the residual add (and the drafter's taps);
+// then the lm_head tiles with per-tile argmax and the argmax reduction. Built once per (rows, row
+// mode) and run for every step.
 #pragma once
 
 #include <array>
@@ -18,6 +21,8 @@
 
 namespace md {
 
+class StepBuilder;
+
 // Independent rows: B different sequences, one token each at its own position. Verify rows: B
 // consecutive tokens of one sequence, the delta-net state chained row to row with a snapshot
 // kept after every row so that any prefix can be committed (speculative decoding).
@@ -25,7 +30,7 @@ enum class RowMode { kIndependent, kVerify };
 
 class Qwen38Step {
  public:
-  static constexpr int64_t kMaxRows = 8;
+  static constexpr int64_t kMaxRows = program::kMaxStepRows;
 
   // `tap_layers`: 0-based layers whose post-layer residual (after the MLP add) every run copies
   // out for a speculative drafter, [rows][tap_layers.size() * H].
@@ -44,7 +49,7 @@ class Qwen38Step {
   // After the executor ran: advances the positions (verify: by all rows, until commit).
   void finish();
 
-  int64_t rows() const { return rows_; }
+  int64_t rows() const { return program_->rows(); }
   const SequenceState* last_state() const { return states_[0]; }
   const float* logits(int64_t row) const { return logits_.data() + row * vocab_; }
   int32_t greedy(int64_t row) const { return greedy_[static_cast<std::size_t>(row)]; }
@@ -57,8 +62,16 @@ class Qwen38Step {
   void commit(Qwen38State& state, int64_t rows_kept);
 
  private:
+  struct Buffers {
+    program::BufferId hidden, gdn_proj, gdn_core, q, k, v, attended, gate, up, angles, logits, taps;
+  };
   void build(int workers);
-  int32_t add(std::vector<program::Instruction>& list, program::Instruction instruction);
+  int32_t add_delta_net(StepBuilder& b, int64_t layer, int32_t residual);
+  int32_t add_attention(StepBuilder& b, int64_t layer, int32_t residual, int32_t angles);
+  int32_t add_mlp(StepBuilder& b, int64_t layer, int32_t residual);
+  // The delta-net core of key head `kh` for every row (conv, q/k norms, gates, recurrent step,
+  // gated norm), with the verify snapshots.
+  void delta_net_head(const Qwen38GdnWeights& w, int64_t ordinal, int64_t kh, float* conv_out);
 
   const Qwen38Config& config_;
   const Qwen38Weights& weights_;
@@ -70,19 +83,19 @@ class Qwen38Step {
   std::vector<int64_t> tap_layers_;
   std::unique_ptr<program::Program> program_;
 
-  // Step inputs, read by the instruction bodies.
-  int64_t rows_ = 0;
-  std::array<int32_t, kMaxRows> tokens_{};
+  Buffers ids_{};
+  // Step inputs the delta-net bodies read (the shared instructions read the program's rows).
   std::array<Qwen38State*, kMaxRows> states_{};
-  std::array<int64_t, kMaxRows> positions_{};
   int64_t verify_start_ = 0;
 
   // Activations (f32, [rows][width]).
-  std::vector<float> hidden_, gdn_proj_, gdn_core_, attn_q_, attn_k_, attn_v_, attn_out_, mlp_act_;
+  std::vector<float> hidden_, gdn_proj_, gdn_core_, attn_q_, attn_k_, attn_v_, attn_out_, gate_,
+      up_;
+  std::vector<float> angles_;
   std::vector<float> logits_;
   std::vector<float> taps_;
-  std::vector<float> tile_max_;     // [lm_head tiles][rows]
-  std::vector<int32_t> tile_arg_;   // [lm_head tiles][rows]
+  std::vector<float> tile_max_;    // [lm_head tiles][rows]
+  std::vector<int32_t> tile_arg_;  // [lm_head tiles][rows]
   std::array<int32_t, kMaxRows> greedy_{};
   // Verify snapshots: [gdn layer][snapshot 0..rows] (0 = before the block).
   std::vector<std::vector<Qwen38GdnState>> snapshots_;

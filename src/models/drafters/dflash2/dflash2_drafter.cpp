@@ -16,8 +16,7 @@
 #include "models/drafters/dflash2/dflash2_selector.h"
 #include "models/drafters/dflash2/dflash2_step.h"
 #include "models/model_family.h"
-#include "program/cpu_executor.h"
-#include "program/op_executor.h"
+#include "program/executor.h"
 
 namespace md {
 
@@ -124,24 +123,18 @@ struct DFlash2Drafter::Shared {
     if (step == nullptr) {
       int workers = pool->size();
       step = std::make_unique<DFlash2Step>(config, weights, target, rope, workers);
-      if (options.executor == ExecutorKind::kOps) {
-        ops = std::make_unique<program::OpExecutor>(workers);
-      } else if (target.executor != nullptr && target.executor->threads() == workers) {
-        mega = target.executor;
+      bool shared_team = target.executor != nullptr && target.executor->threads() == workers &&
+                         target.executor->kind() == options.executor;
+      if (shared_team) {
+        executor = target.executor;
       } else {
-        own_mega = std::make_unique<program::CpuExecutor>(workers);
-        mega = own_mega.get();
+        own = std::make_unique<program::Executors>(workers);
+        executor = &own->get(options.executor);
       }
     }
     return *step;
   }
-  void run(program::Program& program) {
-    if (ops != nullptr) {
-      ops->run(program);
-    } else {
-      mega->run(program);
-    }
-  }
+  void run(program::Program& program) { executor->run(program); }
 
   DFlash2Config config;
   TargetView target;
@@ -151,9 +144,8 @@ struct DFlash2Drafter::Shared {
   kernels::Rope rope;
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<DFlash2Step> step;
-  program::CpuExecutor* mega = nullptr;
-  std::unique_ptr<program::CpuExecutor> own_mega;
-  std::unique_ptr<program::OpExecutor> ops;
+  program::Executor* executor = nullptr;
+  std::unique_ptr<program::Executors> own;
 };
 
 DFlash2Drafter::DFlash2Drafter(const std::string& directory, const TargetView& target, int threads,
@@ -161,8 +153,7 @@ DFlash2Drafter::DFlash2Drafter(const std::string& directory, const TargetView& t
     : DFlash2Drafter(std::make_shared<Shared>(directory, target, threads, options)) {}
 
 DFlash2Drafter::DFlash2Drafter(DFlash2Config config, DFlash2Weights weights,
-                               const TargetView& target, int threads,
-                               const DFlash2Options& options)
+                               const TargetView& target, int threads, const DFlash2Options& options)
     : DFlash2Drafter(std::make_shared<Shared>(std::move(config), std::move(weights), target,
                                               threads, options)) {}
 
@@ -278,8 +269,8 @@ void DFlash2Drafter::attention_sublayer(int64_t layer, int64_t start, Block& b) 
                                     rope_, cos_values.data(), sin_values.data());
     }
     for (int64_t kv = 0; kv < c.num_key_value_heads; ++kv) {
-      dflash2::normalise_and_rotate(b.k.data() + t * c.kv_dim() + kv * hd, w.k_norm, hd, eps,
-                                    rope_, cos_values.data(), sin_values.data());
+      dflash2::normalise_and_rotate(b.k.data() + t * c.kv_dim() + kv * hd, w.k_norm, hd, eps, rope_,
+                                    cos_values.data(), sin_values.data());
     }
   }
   attend_block(layer, start, b);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -21,8 +22,20 @@ namespace md {
 
 namespace {
 
-using program::Instruction;
 using program::WorkerContext;
+
+// A DFlash2 instruction as this builder writes it: a body over a task range. Each becomes a
+// family-kernel instruction of the program (one task per call); its DFlash2-specific pieces (the
+// block conv, the windowed block attention, the context store) are not in the shared layer
+// library yet.
+using TaskBody = std::function<void(int64_t begin, int64_t end, WorkerContext& context)>;
+struct Instruction {
+  std::string name;
+  int64_t tasks = 1;
+  double cost_per_task = 1;
+  std::vector<int32_t> unused;
+  TaskBody body;
+};
 
 using program::kTilesPerWorker;
 using program::projection_tile_rows;
@@ -30,7 +43,6 @@ using program::projection_tile_rows;
 std::size_t size(int64_t n) {
   return static_cast<std::size_t>(n);
 }
-
 
 // One output-row tile of a projection, written at out[row][r] with the matrix's row count as
 // the stride. With `context_out` set the tile is also applied to the round's new context rows
@@ -86,13 +98,23 @@ class DFlash2Step::Builder {
     // Scratch: a projection's normalised input rows, or attention's angles and scores.
     std::size_t attention_floats = size(c_.head_dim + c_.sliding_window + rows_);
     std::size_t scratch = std::max(size(rows_ * hidden_), attention_floats);
-    return std::make_unique<program::Program>(std::move(list_), workers_, scratch);
+    return std::make_unique<program::Program>(std::move(list_), std::vector<float*>{}, workers_,
+                                              scratch);
   }
 
  private:
   int32_t add(Instruction instruction, std::vector<int32_t> depends_on) {
-    instruction.depends_on = std::move(depends_on);
-    list_.push_back(std::move(instruction));
+    program::Instruction lowered;
+    lowered.name = std::move(instruction.name);
+    lowered.tasks = instruction.tasks;
+    for (int32_t producer : depends_on) {
+      lowered.waits.push_back({producer, 0, list_[size(producer)].tasks});
+    }
+    lowered.operands = program::FamilyOperands{
+        [body = std::move(instruction.body)](int64_t task, WorkerContext& context) {
+          body(task, task + 1, context);
+        }};
+    list_.push_back(std::move(lowered));
     return static_cast<int32_t>(list_.size() - 1);
   }
 
@@ -304,8 +326,8 @@ class DFlash2Step::Builder {
       int64_t position = s.first_new_ + r;
       s.rope_.angles(position, cos_values, sin_values);
       float* key = s.context_k_.data() + r * c.kv_dim() + kv * hd;
-      dflash2::normalise_and_rotate(key, lw.k_norm, hd, static_cast<float>(c.rms_norm_eps),
-                                    s.rope_, cos_values, sin_values);
+      dflash2::normalise_and_rotate(key, lw.k_norm, hd, static_cast<float>(c.rms_norm_eps), s.rope_,
+                                    cos_values, sin_values);
       const float* value = s.context_v_.data() + r * c.kv_dim() + kv * hd;
       int64_t at = s.context_->slot(position) * hd;
       std::copy(key, key + hd, keys + at);
@@ -436,7 +458,7 @@ class DFlash2Step::Builder {
   int64_t rows_;
   int64_t hidden_;
   float eps_;
-  std::vector<Instruction> list_;
+  std::vector<program::Instruction> list_;
   int32_t context_fc_ = -1;     // the new context rows' fc tiles
   int32_t context_ready_ = -1;  // after it their features are final
 };

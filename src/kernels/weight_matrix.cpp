@@ -1,0 +1,54 @@
+#include "kernels/weight_matrix.h"
+
+#include <algorithm>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace md::kernels {
+
+WeightMatrix WeightMatrix::of(const Bf16Matrix& m) {
+  return {WeightFormat::kBf16,
+          GgmlType::kBF16,
+          reinterpret_cast<const std::uint8_t*>(m.data),
+          m.rows,
+          m.cols,
+          static_cast<std::size_t>(m.cols) * 2};
+}
+
+WeightMatrix WeightMatrix::of(const GgufMatrix& m) {
+  return {WeightFormat::kGguf, m.type, m.data, m.rows, m.cols, m.row_bytes};
+}
+
+std::string_view WeightMatrix::format_name() const {
+  if (format == WeightFormat::kBf16) return "bf16";
+  return ggml_type_info(gguf_type).name;
+}
+
+void weight_tile(const WeightMatrix& w, int64_t row_begin, int64_t row_end, const float* x,
+                 int64_t x_stride, int64_t n_rows, const MatmulOut& out) {
+  if (w.format == WeightFormat::kBf16) {
+    Bf16Matrix m{reinterpret_cast<const uint16_t*>(w.data), w.rows, w.cols};
+    matmul_tile(m, row_begin, row_end, x, x_stride, n_rows, out);
+    return;
+  }
+  GgufMatrix m{w.gguf_type, w.data, w.rows, w.cols, w.row_bytes};
+  gguf_matmul_tile(m, row_begin, row_end, x, x_stride, n_rows, out);
+}
+
+void prefetch_rows(const WeightMatrix& w, int64_t row_begin, int64_t row_end, std::size_t from,
+                   std::size_t to) {
+#if defined(__x86_64__)
+  // The rows of a tile are contiguous in every format, so the range is one run of bytes.
+  const std::uint8_t* base = w.row(row_begin);
+  to = std::min(to, w.bytes(row_begin, row_end));
+  for (std::size_t at = from & ~std::size_t{63}; at < to; at += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(base + at), _MM_HINT_T1);
+  }
+#else
+  (void)w, (void)row_begin, (void)row_end, (void)from, (void)to;
+#endif
+}
+
+}  // namespace md::kernels

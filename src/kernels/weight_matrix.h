@@ -1,0 +1,52 @@
+// One format-tagged weight matrix and its single tile entry: whatever the checkpoint format
+// (bf16 tensors read in place, or GGUF blocks: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K), a
+// program's projection reads it through weight_tile(), and a waiting worker prefetches it through
+// prefetch_rows(). Later formats (fp8, MXFP4, NVFP4, int8) are further WeightFormat values.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "base/ggml_type.h"
+#include "kernels/bf16_matrix.h"
+#include "kernels/gguf_matmul.h"
+#include "kernels/matmul.h"
+
+namespace md::kernels {
+
+enum class WeightFormat : std::uint8_t { kBf16, kGguf };
+
+struct WeightMatrix {
+  WeightFormat format = WeightFormat::kBf16;
+  GgmlType gguf_type = GgmlType::kBF16;  // kGguf only
+  const std::uint8_t* data = nullptr;
+  int64_t rows = 0;  // outputs
+  int64_t cols = 0;  // inputs
+  std::size_t row_bytes = 0;
+
+  static WeightMatrix of(const Bf16Matrix& m);
+  static WeightMatrix of(const GgufMatrix& m);
+
+  const std::uint8_t* row(int64_t r) const {
+    return data + static_cast<std::size_t>(r) * row_bytes;
+  }
+  std::size_t bytes(int64_t row_begin, int64_t row_end) const {
+    return static_cast<std::size_t>(row_end - row_begin) * row_bytes;
+  }
+  // The format's name for listings: "bf16", "Q4_1", …
+  std::string_view format_name() const;
+};
+
+// For output rows [row_begin, row_end) and input rows n in [0, n_rows): out.y[n·stride + r]
+// (+)= Σ_c W[r][c] · x[n·x_stride + c], with the format's kernel and its reduction-order contract
+// (matmul.h for bf16, gguf_matmul.h for GGUF blocks).
+void weight_tile(const WeightMatrix& w, int64_t row_begin, int64_t row_end, const float* x,
+                 int64_t x_stride, int64_t n_rows, const MatmulOut& out);
+
+// Asks the memory system for the cache lines of bytes [from, to) of rows [row_begin, row_end)
+// (offsets within that byte range, so that a waiting worker can issue a few lines at a time).
+void prefetch_rows(const WeightMatrix& w, int64_t row_begin, int64_t row_end, std::size_t from,
+                   std::size_t to);
+
+}  // namespace md::kernels

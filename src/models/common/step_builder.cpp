@@ -1,0 +1,152 @@
+#include "models/common/step_builder.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "program/projection_tiles.h"
+
+namespace md {
+
+using program::Dependency;
+using program::Instruction;
+using program::Tile;
+
+program::BufferId StepBuilder::buffer(float* data) {
+  buffers_.push_back(data);
+  return static_cast<program::BufferId>(buffers_.size() - 1);
+}
+
+int32_t StepBuilder::add(Instruction instruction) {
+  instructions_.push_back(std::move(instruction));
+  return static_cast<int32_t>(instructions_.size() - 1);
+}
+
+Dependency StepBuilder::all(int32_t producer) const {
+  return {producer, 0, instructions_[static_cast<std::size_t>(producer)].tasks};
+}
+
+std::vector<Dependency> StepBuilder::tiles_writing(int32_t producer, program::BufferId buffer,
+                                                   int64_t begin, int64_t end) const {
+  const auto& tiles = std::get<program::ProjectionOperands>(
+                          instructions_[static_cast<std::size_t>(producer)].operands)
+                          .tiles;
+  std::vector<Dependency> runs;
+  for (std::size_t t = 0; t < tiles.size(); ++t) {
+    const Tile& tile = tiles[t];
+    bool overlaps = tile.out == buffer && tile.out_offset + tile.begin < end &&
+                    tile.out_offset + tile.end > begin;
+    if (!overlaps) continue;
+    auto task = static_cast<int64_t>(t);
+    if (!runs.empty() && runs.back().end == task) {
+      runs.back().end = task + 1;
+    } else {
+      runs.push_back({producer, task, task + 1});
+    }
+  }
+  if (runs.empty()) fail("step builder: no tile of #{} writes the columns a task reads", producer);
+  return runs;
+}
+
+void StepBuilder::add_tiles(std::vector<Tile>& tiles, const kernels::WeightMatrix& w,
+                            program::BufferId out, int64_t offset, int64_t stride,
+                            bool accumulate) const {
+  int64_t tile = program::projection_tile_rows(w.rows, workers_, grain_);
+  for (int64_t r = 0; r < w.rows; r += tile) {
+    Tile t;
+    t.weight = w;
+    t.begin = r;
+    t.end = std::min(w.rows, r + tile);
+    t.out = out;
+    t.out_offset = offset;
+    t.out_stride = stride;
+    t.accumulate = accumulate;
+    tiles.push_back(t);
+  }
+}
+
+program::RowInput StepBuilder::rows(program::BufferId buffer, int64_t stride) {
+  program::RowInput input;
+  input.buffer = buffer;
+  input.stride = stride;
+  return input;
+}
+
+program::RowInput StepBuilder::normalised(program::BufferId buffer, int64_t width,
+                                          program::NormKind norm, const void* weight, float eps) {
+  program::RowInput input = rows(buffer, width);
+  input.norm = norm;
+  input.norm_weight = weight;
+  input.eps = eps;
+  return input;
+}
+
+int32_t StepBuilder::projection(std::string name, program::RowInput input, std::vector<Tile> tiles,
+                                std::vector<Dependency> waits) {
+  auto tasks = static_cast<int64_t>(tiles.size());
+  return add({std::move(name),
+              tasks,
+              program::ProjectionOperands{input, std::move(tiles)},
+              std::move(waits),
+              {}});
+}
+
+int32_t StepBuilder::gate_up_silu(std::string name, program::RowInput input,
+                                  const kernels::WeightMatrix& gate,
+                                  const kernels::WeightMatrix& up, program::BufferId gate_out,
+                                  program::BufferId up_out, std::vector<Dependency> waits) {
+  program::GateUpOperands op{input, {}, {}};
+  add_tiles(op.gate, gate, gate_out, 0, gate.rows, false);
+  add_tiles(op.up, up, up_out, 0, up.rows, false);
+  auto tasks = static_cast<int64_t>(op.gate.size());
+  return add({std::move(name), tasks, std::move(op), std::move(waits), {}});
+}
+
+int32_t StepBuilder::attention(std::string name, const program::AttentionOperands& op, int32_t qkv,
+                               std::vector<Dependency> waits) {
+  const int64_t hd = op.head_dim, group = op.heads / op.kv_heads;
+  const int64_t q_width = op.output_gate ? 2 * hd : hd;
+  std::vector<std::vector<Dependency>> task_waits;
+  for (int64_t g = 0; g < op.kv_heads; ++g) {
+    std::vector<Dependency> reads =
+        tiles_writing(qkv, op.q, g * group * q_width, (g + 1) * group * q_width);
+    for (program::BufferId kv : {op.k, op.v}) {
+      auto more = tiles_writing(qkv, kv, g * hd, (g + 1) * hd);
+      reads.insert(reads.end(), more.begin(), more.end());
+    }
+    task_waits.push_back(std::move(reads));
+  }
+  return add({std::move(name), op.kv_heads, op, std::move(waits), std::move(task_waits)});
+}
+
+int32_t StepBuilder::lm_head_argmax(program::RowInput input, const kernels::WeightMatrix& w,
+                                    program::BufferId logits, int64_t min_tile,
+                                    std::vector<float>& tile_max, std::vector<int32_t>& tile_arg,
+                                    int32_t* greedy, std::vector<Dependency> waits) {
+  const int64_t tile = std::max(min_tile, program::projection_tile_rows(w.rows, workers_, grain_));
+  const int64_t tiles = (w.rows + tile - 1) / tile;
+  tile_max.assign(static_cast<std::size_t>(tiles * program::kMaxStepRows), 0.0f);
+  tile_arg.assign(static_cast<std::size_t>(tiles * program::kMaxStepRows), 0);
+  program::LmHeadOperands op{input, {}, tile_max.data(), tile_arg.data()};
+  for (int64_t r = 0; r < w.rows; r += tile) {
+    Tile t;
+    t.weight = w;
+    t.begin = r;
+    t.end = std::min(w.rows, r + tile);
+    t.out = logits;
+    t.out_stride = w.rows;
+    op.tiles.push_back(t);
+  }
+  int32_t head = add({"lm_head+argmax", tiles, std::move(op), std::move(waits), {}});
+  return add({"argmax",
+              1,
+              program::ArgmaxOperands{tile_max.data(), tile_arg.data(), tiles, greedy},
+              {all(head)},
+              {}});
+}
+
+std::unique_ptr<program::Program> StepBuilder::build(std::size_t scratch_floats) {
+  return std::make_unique<program::Program>(std::move(instructions_), std::move(buffers_), workers_,
+                                            scratch_floats);
+}
+
+}  // namespace md

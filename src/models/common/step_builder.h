@@ -1,0 +1,74 @@
+// The shared layer library's lowering side: what every family's step builder calls to turn its
+// layer order into program instructions (projection tiles with a norm prologue and a residual
+// epilogue, gated MLP, attention per KV head, lm_head with per-tile argmax and the reduction),
+// with each task's dependencies on exactly the producer tiles it reads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/weight_matrix.h"
+#include "program/program.h"
+
+namespace md {
+
+class StepBuilder {
+ public:
+  // `grain`: tiles start at multiples of it (a kernel family's register block).
+  StepBuilder(int workers, int64_t grain = 1) : workers_(workers), grain_(grain) {}
+
+  int workers() const { return workers_; }
+
+  // A buffer of the program over `data` (or, unbound yet, nullptr: rebind before running).
+  program::BufferId buffer(float* data);
+  program::BufferId buffer(std::vector<float>& storage) { return buffer(storage.data()); }
+
+  // Appends an instruction; returns its index.
+  int32_t add(program::Instruction instruction);
+
+  // Waits for every task of `producer`.
+  program::Dependency all(int32_t producer) const;
+  // The tiles of projection `producer` that write columns [begin, end) of `buffer` (at most one
+  // contiguous run per matrix the instruction holds).
+  std::vector<program::Dependency> tiles_writing(int32_t producer, program::BufferId buffer,
+                                                 int64_t begin, int64_t end) const;
+
+  // Output-row tiles of `w` written at out[n·stride + offset + r] (accumulated when `accumulate`).
+  void add_tiles(std::vector<program::Tile>& tiles, const kernels::WeightMatrix& w,
+                 program::BufferId out, int64_t offset, int64_t stride, bool accumulate) const;
+
+  // Rows of a buffer as they are, or normalised in the prologue.
+  static program::RowInput rows(program::BufferId buffer, int64_t stride);
+  static program::RowInput normalised(program::BufferId buffer, int64_t width,
+                                      program::NormKind norm, const void* weight, float eps);
+
+  int32_t projection(std::string name, program::RowInput input, std::vector<program::Tile> tiles,
+                     std::vector<program::Dependency> waits);
+  // silu(x·gateᵀ) · (x·upᵀ) into `gate_out` (`up_out` is the up half's scratch), [rows][I].
+  int32_t gate_up_silu(std::string name, program::RowInput input, const kernels::WeightMatrix& gate,
+                       const kernels::WeightMatrix& up, program::BufferId gate_out,
+                       program::BufferId up_out, std::vector<program::Dependency> waits);
+  // Attention per KV head; head g's task waits for the tiles of `qkv` that write its queries
+  // (and gates), its key and its value, besides `waits`.
+  int32_t attention(std::string name, const program::AttentionOperands& operands, int32_t qkv,
+                    std::vector<program::Dependency> waits);
+  // The lm_head tiles (at least `min_tile` rows each) with their per-tile argmax, then the
+  // reduction to one greedy token per row. `tile_max` / `tile_arg` are resized to fit. Returns
+  // the reduction's index.
+  int32_t lm_head_argmax(program::RowInput input, const kernels::WeightMatrix& w,
+                         program::BufferId logits, int64_t min_tile, std::vector<float>& tile_max,
+                         std::vector<int32_t>& tile_arg, int32_t* greedy,
+                         std::vector<program::Dependency> waits);
+
+  std::unique_ptr<program::Program> build(std::size_t scratch_floats);
+
+ private:
+  int workers_;
+  int64_t grain_;
+  std::vector<float*> buffers_;
+  std::vector<program::Instruction> instructions_;
+};
+
+}  // namespace md
