@@ -2,16 +2,19 @@
 // directory or a built-in synthetic shape, with the machine's read bandwidth measured in the same
 // run so that every figure is also a fraction of the hardware limit.
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "base/error.h"
 #include "cli/commands.h"
 #include "cli/model_session.h"
+#include "cli/program_profile.h"
+#include "kernels/isa.h"
 #include "kernels/memory_bandwidth.h"
 #include "models/drafters/dflash2/dflash2_drafter.h"
 #include "models/drafters/dflash2/dflash2_synthetic.h"
@@ -35,9 +38,11 @@ struct BenchOptions {
   int64_t prefill_tokens = 128;
   int64_t context = 1024;
   bool json = false;
-  std::string draft;             // speculative figures with this drafter
-  int64_t spec_tokens = 96;      // tokens generated per acceptance length
+  std::string draft;         // speculative figures with this drafter
+  int64_t spec_tokens = 96;  // tokens generated per acceptance length
   std::string matmul_inputs = "f32";
+  bool verbose = false;  // list the 1-row step program
+  bool profile = false;  // per-instruction tables, one profiled pass per (executor, rows)
 };
 
 // Speculative decoding at one forced acceptance length (τ = accept), one sequence.
@@ -72,7 +77,8 @@ std::size_t resident_bytes() {
 
 std::vector<int32_t> synthetic_prompt(int64_t length, int64_t vocab, int seed) {
   std::vector<int32_t> ids;
-  for (int64_t i = 0; i < length; ++i) ids.push_back(static_cast<int32_t>((i * 7919 + seed * 104729) % vocab));
+  for (int64_t i = 0; i < length; ++i)
+    ids.push_back(static_cast<int32_t>((i * 7919 + seed * 104729) % vocab));
   return ids;
 }
 
@@ -107,7 +113,8 @@ DecodeFigure measure_decode(LanguageModel& model, const BenchOptions& options, i
     figure.seconds += since(start);
     ++figure.steps;
     for (int r = 0; r < rows; ++r) {
-      tokens[static_cast<std::size_t>(r)] = static_cast<int32_t>((tokens[static_cast<std::size_t>(r)] * 13 + 5) % model.vocab_size());
+      tokens[static_cast<std::size_t>(r)] =
+          static_cast<int32_t>((tokens[static_cast<std::size_t>(r)] * 13 + 5) % model.vocab_size());
     }
   }
   return figure;
@@ -128,15 +135,23 @@ SpecFigure measure_speculation(LanguageModel& model, const Tokenizer& tokenizer,
   (void)generator.generate(request, nullptr);  // warm-up: steps built, pages touched
   engine::GenerationResult result = generator.generate(request, nullptr);
   const engine::SpeculationStats& spec = result.stats.speculation;
-  return SpecFigure{accept, result.stats.generated_tokens - 1, result.stats.decode_seconds,
-                    spec.rounds, spec.draft_seconds, spec.verify_seconds};
+  return SpecFigure{accept,
+                    result.stats.generated_tokens - 1,
+                    result.stats.decode_seconds,
+                    spec.rounds,
+                    spec.draft_seconds,
+                    spec.verify_seconds};
 }
 
 // "--draft synthetic": a random-weight drafter shaped for the target (dflash2_synthetic.h).
-std::unique_ptr<SpeculativeDrafter> open_drafter(LanguageModel& model, const BenchOptions& options) {
-  if (options.draft == "synthetic") return make_synthetic_dflash2(model.target_view(), options.threads);
+std::unique_ptr<SpeculativeDrafter> open_drafter(LanguageModel& model,
+                                                 const BenchOptions& options) {
+  if (options.draft == "synthetic")
+    return make_synthetic_dflash2(model.target_view(), options.threads);
   if (options.model.empty()) {
-    fail("--draft DIR needs --model (the drafter's target); a synthetic target takes --draft synthetic");
+    fail(
+        "--draft DIR needs --model (the drafter's target); a synthetic target takes --draft "
+        "synthetic");
   }
   return load_dflash2_drafter(resolve_model_source(options.draft).directory, model.target_view(),
                               options.threads);
@@ -157,9 +172,10 @@ std::vector<SpecFigure> speculation_figures(LanguageModel& model, const BenchOpt
 
 void print_speculation(const std::vector<SpecFigure>& figures) {
   const SpecFigure& plain = figures.front();
-  fmt::print("\nspeculative decoding, 1 sequence, forced acceptance length τ (target-only: {:.1f} "
-             "tok/s)\n",
-             plain.tokens_per_second());
+  fmt::print(
+      "\nspeculative decoding, 1 sequence, forced acceptance length τ (target-only: {:.1f} "
+      "tok/s)\n",
+      plain.tokens_per_second());
   fmt::print("{:>3} {:>10} {:>8} {:>14} {:>15}\n", "τ", "tok/s", "speedup", "draft ms/round",
              "verify ms/round");
   for (std::size_t i = 1; i < figures.size(); ++i) {
@@ -197,7 +213,8 @@ std::unique_ptr<LanguageModel> open_model(const BenchOptions& options, std::stri
 }
 
 int run_bench(const BenchOptions& options) {
-  if (!options.model.empty() && !options.synthetic.empty()) fail("--model and --synthetic exclude each other");
+  if (!options.model.empty() && !options.synthetic.empty())
+    fail("--model and --synthetic exclude each other");
   for (int rows : options.rows) {
     if (rows < 1 || rows > 8) fail("--rows: {} is outside 1..8", rows);
   }
@@ -213,11 +230,24 @@ int run_bench(const BenchOptions& options) {
   double step_bytes = static_cast<double>(model->decode_weight_bytes());
 
   std::vector<DecodeFigure> figures;
+  std::vector<std::string> profiles;
   for (const std::string& executor : options.executors) {
     if (!model->set_executor(parse_executor(executor))) {
       fail("--executors: {} has no '{}' executor", name, executor);
     }
-    for (int rows : options.rows) figures.push_back(measure_decode(*model, options, rows, executor));
+    for (int rows : options.rows) {
+      figures.push_back(measure_decode(*model, options, rows, executor));
+      program::Program* program = executor == "reference" ? nullptr : model->decode_program(rows);
+      if (!options.profile || program == nullptr) continue;
+      // A separate pass: the clock reads around every task must not touch the figures above.
+      program->reset_profile();
+      program->set_profiling(true);
+      (void)measure_decode(*model, options, rows, executor);
+      program->set_profiling(false);
+      profiles.push_back(
+          fmt::format("profile: {} executor, {} row(s)\n{}", executor, rows,
+                      format_profile(*program, bandwidth, figures.back().step_ms() / 1e3)));
+    }
   }
   model->set_executor(ExecutorKind::kMega);
   auto prefill_state = model->new_sequence(std::max(options.context, options.prefill_tokens + 1));
@@ -231,31 +261,41 @@ int run_bench(const BenchOptions& options) {
   if (!options.draft.empty()) spec = speculation_figures(*model, options);
 
   if (options.json) {
-    nlohmann::ordered_json out{{"model", name},
-                               {"threads", threads},
-                               {"matmul_inputs", options.matmul_inputs},
-                               {"load_seconds", load_seconds},
-                               {"read_bandwidth_bytes_per_s", bandwidth},
-                               {"read_bandwidth_one_thread_bytes_per_s", bandwidth_one},
-                               {"decode_weight_bytes_per_step", step_bytes},
-                               {"prefill_tokens", options.prefill_tokens},
-                               {"prefill_tokens_per_s", static_cast<double>(options.prefill_tokens) / prefill_seconds},
-                               {"resident_bytes", resident},
-                               {"weight_bytes", model->weight_bytes()},
-                               {"live_state_bytes", prefill_state->bytes()}};
+    nlohmann::ordered_json out{
+        {"model", name},
+        {"threads", threads},
+        {"matmul_inputs", options.matmul_inputs},
+        {"load_seconds", load_seconds},
+        {"read_bandwidth_bytes_per_s", bandwidth},
+        {"read_bandwidth_one_thread_bytes_per_s", bandwidth_one},
+        {"decode_weight_bytes_per_step", step_bytes},
+        {"prefill_tokens", options.prefill_tokens},
+        {"prefill_tokens_per_s", static_cast<double>(options.prefill_tokens) / prefill_seconds},
+        {"resident_bytes", resident},
+        {"weight_bytes", model->weight_bytes()},
+        {"live_state_bytes", prefill_state->bytes()}};
     nlohmann::ordered_json decode = nlohmann::ordered_json::array();
     for (const DecodeFigure& f : figures) {
       double gbs = step_bytes / (f.step_ms() / 1e3);
-      decode.push_back({{"executor", f.executor}, {"rows", f.rows}, {"steps", f.steps},
-                        {"tokens_per_s", f.tokens_per_second()}, {"step_ms", f.step_ms()},
-                        {"weight_bytes_per_s", gbs}, {"fraction_of_bandwidth", gbs / bandwidth}});
+      decode.push_back({{"executor", f.executor},
+                        {"rows", f.rows},
+                        {"steps", f.steps},
+                        {"tokens_per_s", f.tokens_per_second()},
+                        {"step_ms", f.step_ms()},
+                        {"weight_bytes_per_s", gbs},
+                        {"fraction_of_bandwidth", gbs / bandwidth}});
     }
     out["decode"] = decode;
     if (!spec.empty()) out["speculative"] = speculation_json(spec);
     fmt::print("{}\n", out.dump(2));
     return kExitOk;
   }
+  program::Program* listed = model->decode_program(1);
   fmt::print("model      {} (loaded in {:.1f} s)\n", name, load_seconds);
+  fmt::print("           {}\n", model->description());
+  fmt::print("kernels    {} path, weights {}; executors {}\n", kernels::active_isa(),
+             listed != nullptr ? weight_formats(*listed) : std::string("(no step program)"),
+             fmt::join(options.executors, ", "));
   fmt::print("threads    {}\n", threads);
   if (options.matmul_inputs != "f32") fmt::print("matmul     {} inputs\n", options.matmul_inputs);
   fmt::print("bandwidth  {:.2f} GB/s read with {} threads ({:.2f} GB/s with 1), measured now\n",
@@ -275,7 +315,8 @@ int run_bench(const BenchOptions& options) {
       if (f.rows == rows && f.executor == "ops") ops = &f;
     }
     if (mega && ops) {
-      fmt::print("mega / ops at {} rows: {:.2f}x\n", rows, mega->tokens_per_second() / ops->tokens_per_second());
+      fmt::print("mega / ops at {} rows: {:.2f}x\n", rows,
+                 mega->tokens_per_second() / ops->tokens_per_second());
     }
   }
   fmt::print("\nprefill    {} tokens in {:.1f} ms: {:.1f} tok/s (chunked reference forward)\n",
@@ -283,13 +324,18 @@ int run_bench(const BenchOptions& options) {
              static_cast<double>(options.prefill_tokens) / prefill_seconds);
   double mib = 1 << 20;
   std::size_t live_state = prefill_state->bytes();
-  fmt::print("memory     {:.1f} MiB resident = weights {:.1f} + sequence state {:.1f} + other {:.1f} "
-             "MiB\n",
-             static_cast<double>(resident) / mib, static_cast<double>(model->weight_bytes()) / mib,
-             static_cast<double>(live_state) / mib,
-             (static_cast<double>(resident) - static_cast<double>(model->weight_bytes()) -
-              static_cast<double>(live_state)) / mib);
+  fmt::print(
+      "memory     {:.1f} MiB resident = weights {:.1f} + sequence state {:.1f} + other {:.1f} "
+      "MiB\n",
+      static_cast<double>(resident) / mib, static_cast<double>(model->weight_bytes()) / mib,
+      static_cast<double>(live_state) / mib,
+      (static_cast<double>(resident) - static_cast<double>(model->weight_bytes()) -
+       static_cast<double>(live_state)) /
+          mib);
   if (!spec.empty()) print_speculation(spec);
+  for (const std::string& table : profiles) fmt::print("\n{}", table);
+  if (options.verbose && listed != nullptr)
+    fmt::print("\nstep program, 1 row: {}", listed->describe());
   return kExitOk;
 }
 
@@ -303,17 +349,25 @@ CommandAction add_bench_command(CLI::App& app) {
   sub->add_option("--synthetic", options->synthetic,
                   "Built-in shape with random weights: qwen38-0.8b, qwen38-tiny (default "
                   "qwen38-0.8b when no --model)");
-  sub->add_option("--rows", options->rows, "Decode batch sizes (independent sequences)")->delimiter(',');
+  sub->add_option("--rows", options->rows, "Decode batch sizes (independent sequences)")
+      ->delimiter(',');
   sub->add_option("--executors", options->executors, "Executors to compare")
       ->delimiter(',')
       ->check(CLI::IsMember({"mega", "ops", "reference"}));
   sub->add_option("-t,--threads", options->threads, "Worker threads (default: all cores)");
-  sub->add_option("--seconds", options->seconds, "Time per measurement")->check(CLI::Range(0.05, 60.0));
-  sub->add_option("--prefill-tokens", options->prefill_tokens, "Prompt length for the prefill figure")
+  sub->add_option("--seconds", options->seconds, "Time per measurement")
+      ->check(CLI::Range(0.05, 60.0));
+  sub->add_option("--prefill-tokens", options->prefill_tokens,
+                  "Prompt length for the prefill figure")
       ->check(CLI::Range(1, 65536));
   sub->add_option("-c,--context", options->context, "Context of each benchmark sequence")
       ->check(CLI::Range(32, 262144));
   sub->add_flag("--json", options->json, "Machine-readable output");
+  sub->add_flag("-v,--verbose", options->verbose,
+                "List the 1-row step program (opcodes, tasks, bytes, dependencies)");
+  sub->add_flag(
+      "--profile", options->profile,
+      "Per-instruction time, bytes, GB/s and waits per worker (an extra pass per measurement)");
   sub->add_option("--draft", options->draft,
                   "Also measure speculative decoding with this drafter at forced acceptance "
                   "lengths 1..block: a directory or org/name for --model, 'synthetic' for a "

@@ -81,6 +81,12 @@ class LanguageModel {
   // Switches how decode steps run; false when the family has no such executor (every family
   // has the reference).
   virtual bool set_executor(ExecutorKind executor) { return executor == ExecutorKind::kReference; }
+  // The fused program a decode step of `rows` independent sequences runs (built now if it was
+  // not yet), for listings and profiles; null for families without one.
+  virtual program::Program* decode_program(int64_t rows) {
+    (void)rows;
+    return nullptr;
+  }
   // Weight bytes one decode step streams (for bandwidth figures); 0 when unknown.
   virtual std::size_t decode_weight_bytes() const { return 0; }
   // All weight bytes the model keeps resident (mapped or in memory); 0 when unknown.

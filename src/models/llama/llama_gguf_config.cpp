@@ -17,9 +17,10 @@ int64_t positive(const GgufFile& file, std::string_view key) {
 void check_rope(const GgufFile& file, const LlamaConfig& config) {
   int64_t rotary = file.integer_or("llama.rope.dimension_count", config.head_dim);
   if (rotary != config.head_dim) {
-    fail("{}: 'llama.rope.dimension_count' is {} but the head dimension is {}: partial rotary "
-         "embeddings are not supported for llama",
-         file.path(), rotary, config.head_dim);
+    fail(
+        "{}: 'llama.rope.dimension_count' is {} but the head dimension is {}: partial rotary "
+        "embeddings are not supported for llama",
+        file.path(), rotary, config.head_dim);
   }
   std::string scaling = file.string_or("llama.rope.scaling.type", "none");
   if (scaling != "none") {
@@ -33,7 +34,8 @@ std::vector<int64_t> stop_ids(const GgufFile& file, int64_t vocab) {
   for (const char* key : {"tokenizer.ggml.eos_token_id", "tokenizer.ggml.eot_token_id"}) {
     if (file.find(key) == nullptr) continue;
     int64_t id = file.integer(key);
-    if (id < 0 || id >= vocab) fail("{}: '{}' is {}, outside the vocabulary of {}", file.path(), key, id, vocab);
+    if (id < 0 || id >= vocab)
+      fail("{}: '{}' is {}, outside the vocabulary of {}", file.path(), key, id, vocab);
     if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
   }
   return ids;
@@ -44,9 +46,10 @@ std::vector<int64_t> stop_ids(const GgufFile& file, int64_t vocab) {
 LlamaConfig parse_llama_gguf_config(const GgufFile& file) {
   std::string architecture = file.string("general.architecture");
   if (architecture != "llama") {
-    fail("{}: 'general.architecture' is \"{}\"; megadecode reads GGUF files of architecture "
-         "\"llama\"",
-         file.path(), architecture);
+    fail(
+        "{}: 'general.architecture' is \"{}\"; megadecode reads GGUF files of architecture "
+        "\"llama\"",
+        file.path(), architecture);
   }
   LlamaConfig config;
   config.num_layers = positive(file, "llama.block_count");
@@ -74,7 +77,9 @@ LlamaConfig parse_llama_gguf_config(const GgufFile& file) {
   config.vocab_size = file.find("llama.vocab_size") != nullptr
                           ? positive(file, "llama.vocab_size")
                           : (token_list != nullptr ? static_cast<int64_t>(token_list->size()) : 0);
-  if (config.vocab_size <= 0) fail("{}: neither 'llama.vocab_size' nor 'tokenizer.ggml.tokens' gives the vocabulary size", file.path());
+  if (config.vocab_size <= 0)
+    fail("{}: neither 'llama.vocab_size' nor 'tokenizer.ggml.tokens' gives the vocabulary size",
+         file.path());
   // llama.cpp ties the output projection to the embedding by leaving output.weight out.
   config.tie_word_embeddings = file.tensor("output.weight") == nullptr;
   config.eos_token_ids = stop_ids(file, config.vocab_size);

@@ -238,18 +238,24 @@ std::vector<LlamaState*> LlamaGgufModel::decode_rows(std::span<SequenceState* co
   return rows;
 }
 
+LlamaStep& LlamaGgufModel::step(int64_t rows) {
+  for (auto& built : steps_) {
+    if (built->max_rows() == rows) return *built;
+  }
+  steps_.push_back(std::make_unique<LlamaStep>(config_, weights_, rope_, rows, pool_->size(),
+                                               config_.max_position_embeddings));
+  return *steps_.back();
+}
+
+program::Program* LlamaGgufModel::decode_program(int64_t rows) {
+  if (rows < 1 || rows > LlamaStep::kMaxRows) return nullptr;
+  return &step(rows).program();
+}
+
 void LlamaGgufModel::run_step(std::span<LlamaState* const> rows, std::span<const int32_t> tokens,
                               float* logits) {
   const auto n = static_cast<int64_t>(rows.size());
-  LlamaStep* built = nullptr;
-  for (auto& step : steps_) {
-    if (step->max_rows() == n) built = step.get();
-  }
-  if (built == nullptr) {
-    steps_.push_back(std::make_unique<LlamaStep>(config_, weights_, rope_, n, pool_->size(),
-                                                 config_.max_position_embeddings));
-    built = steps_.back().get();
-  }
+  LlamaStep* built = &step(n);
   built->prepare(rows, tokens, logits);
   executors_.get(executor_).run(built->program());
   built->finish();

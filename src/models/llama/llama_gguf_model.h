@@ -57,6 +57,7 @@ class LlamaGgufModel final : public LanguageModel {
   }
   ExecutorKind executor() const { return executor_; }
   std::size_t decode_weight_bytes() const override;
+  program::Program* decode_program(int64_t rows) override;
   std::size_t weight_bytes() const override;
 
   const LlamaConfig& config() const { return config_; }
@@ -79,6 +80,8 @@ class LlamaGgufModel final : public LanguageModel {
   // The decode rows, checked (distinct sequences with room for one more token) before any change.
   std::vector<LlamaState*> decode_rows(std::span<SequenceState* const> states,
                                        std::span<const int32_t> tokens) const;
+  // The step program for `rows` rows, built on first use.
+  LlamaStep& step(int64_t rows);
   // Runs the rows through the step program for their count, writing their logits to `logits`.
   void run_step(std::span<LlamaState* const> rows, std::span<const int32_t> tokens, float* logits);
   // Runs the rows through the model; writes logits of rows [first_logit_row, rows).

@@ -227,6 +227,11 @@ Qwen38Step& Qwen38Model::step(int64_t rows, RowMode mode) {
   return *steps_.back();
 }
 
+program::Program* Qwen38Model::decode_program(int64_t rows) {
+  if (rows < 1 || rows > Qwen38Step::kMaxRows) return nullptr;
+  return &step(rows, RowMode::kIndependent).program();
+}
+
 void Qwen38Model::run_step(Qwen38Step& built, std::vector<float>& logits) {
   executors_->get(run_options_.executor).run(built.program());
   built.finish();

@@ -63,6 +63,7 @@ class Qwen38Model final : public LanguageModel {
   // Weight bytes a decode step streams (every matrix but the embedding table) and in total.
   std::size_t decode_weight_bytes() const override;
   std::size_t weight_bytes() const override;
+  program::Program* decode_program(int64_t rows) override;
   bool set_executor(ExecutorKind executor) override {
     run_options_.executor = executor;
     return true;
