@@ -82,37 +82,40 @@ void prepare_head(float* x, const uint16_t* norm, const AttentionOperands& op,
   if (op.rope != nullptr) op.rope->apply(x, angles, angles + op.rope->rotary_dim() / 2);
 }
 
-void attention(const AttentionOperands& op, int64_t g, const Program& program,
-               const WorkerContext& context) {
-  const int64_t hd = op.head_dim, group = op.heads / op.kv_heads, rows = program.rows();
-  const int64_t q_width = op.output_gate ? 2 * hd : hd;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const float* angles = op.rope != nullptr ? program.buffer(op.angles) : nullptr;
-  const int64_t angle_stride = op.rope != nullptr ? op.rope->rotary_dim() : 0;
+const float* row_angles(const AttentionOperands& op, const Program& program, int64_t n) {
+  if (op.rope == nullptr) return nullptr;
+  return program.buffer(op.angles) + n * op.rope->rotary_dim();
+}
+
+void kv_append(const AttentionOperands& op, int64_t g, const Program& program) {
+  const int64_t hd = op.head_dim;
   float* k = program.buffer(op.k);
   const float* v = program.buffer(op.v);
-  // Every row's key and value are cached before any row attends (verify rows attend to earlier
-  // rows of the block).
-  for (int64_t n = 0; n < rows; ++n) {
+  for (int64_t n = 0; n < program.rows(); ++n) {
     const StepRow& row = program.row(n);
     float* key = k + n * op.kv_stride + g * hd;
-    prepare_head(key, op.k_norm, op, angles + n * angle_stride);
+    prepare_head(key, op.k_norm, op, row_angles(op, program, n));
     row.state->kv_cache(op.cache_slot).write(g, row.position, key, v + n * op.kv_stride + g * hd);
   }
+}
+
+void attention(const AttentionOperands& op, int64_t h, const Program& program,
+               const WorkerContext& context) {
+  const int64_t hd = op.head_dim, g = h / (op.heads / op.kv_heads);
+  const int64_t q_width = op.output_gate ? 2 * hd : hd;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   float* q = program.buffer(op.q);
   float* out = program.buffer(op.out);
-  for (int64_t n = 0; n < rows; ++n) {
+  for (int64_t n = 0; n < program.rows(); ++n) {
     const StepRow& row = program.row(n);
-    const kernels::KvCache& cache = row.state->kv_cache(op.cache_slot);
-    for (int64_t h = g * group; h < (g + 1) * group; ++h) {
-      float* query = q + n * op.q_stride + h * q_width;
-      prepare_head(query, op.q_norm, op, angles + n * angle_stride);
-      float* o = out + n * op.out_stride + h * hd;
-      cache.attend(g, row.position + 1, query, scale, context.scratch, o);
-      if (op.output_gate) {
-        const float* gate = query + hd;
-        for (int64_t d = 0; d < hd; ++d) o[d] *= kernels::sigmoid(gate[d]);
-      }
+    float* query = q + n * op.q_stride + h * q_width;
+    prepare_head(query, op.q_norm, op, row_angles(op, program, n));
+    float* o = out + n * op.out_stride + h * hd;
+    row.state->kv_cache(op.cache_slot)
+        .attend(g, row.position + 1, query, scale, context.scratch, o);
+    if (op.output_gate) {
+      const float* gate = query + hd;
+      for (int64_t d = 0; d < hd; ++d) o[d] *= kernels::sigmoid(gate[d]);
     }
   }
 }
@@ -181,8 +184,10 @@ int64_t operand_tasks(const Instruction& ins) {
       const auto& op = std::get<GateUpOperands>(ins.operands);
       return op.gate.size() == op.up.size() ? static_cast<int64_t>(op.gate.size()) : -2;
     }
+    case Opcode::kKvAppend:
+      return std::get<KvAppendOperands>(ins.operands).attention.kv_heads;
     case Opcode::kAttention:
-      return std::get<AttentionOperands>(ins.operands).kv_heads;
+      return std::get<AttentionOperands>(ins.operands).heads;
     case Opcode::kArgmax:
       return 1;
     default:
@@ -216,9 +221,14 @@ std::vector<BufferId> buffers_read_or_written(const Instruction& ins) {
       tiles(std::get<GateUpOperands>(ins.operands).gate);
       tiles(std::get<GateUpOperands>(ins.operands).up);
       break;
+    case Opcode::kKvAppend: {
+      const auto& op = std::get<KvAppendOperands>(ins.operands).attention;
+      ids.insert(ids.end(), {op.k, op.v, op.angles});
+      break;
+    }
     case Opcode::kAttention: {
       const auto& op = std::get<AttentionOperands>(ins.operands);
-      ids.insert(ids.end(), {op.q, op.k, op.v, op.out, op.angles});
+      ids.insert(ids.end(), {op.q, op.out, op.angles});
       break;
     }
     default:
@@ -270,6 +280,9 @@ void run_task(const Instruction& ins, int64_t task, const Program& program,
     }
     case Opcode::kGateUpSilu:
       gate_up(std::get<GateUpOperands>(ins.operands), task, program, context);
+      return;
+    case Opcode::kKvAppend:
+      kv_append(std::get<KvAppendOperands>(ins.operands).attention, task, program);
       return;
     case Opcode::kAttention:
       attention(std::get<AttentionOperands>(ins.operands), task, program, context);

@@ -12,6 +12,8 @@ std::string_view opcode_name(Opcode op) {
       return "projection";
     case Opcode::kGateUpSilu:
       return "gate_up_silu";
+    case Opcode::kKvAppend:
+      return "kv_append";
     case Opcode::kAttention:
       return "attention";
     case Opcode::kLmHeadArgmax:

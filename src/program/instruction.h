@@ -85,9 +85,10 @@ struct GateUpOperands {
   std::vector<Tile> gate, up;
 };
 
-// kAttention: one task per KV head g, over every step row: the keys and values of all rows are
-// cached first (verify rows attend to earlier rows of the block), then each of the group's query
-// heads is (normalised,) rotated, attends over positions 0..position, and is (gated).
+// kKvAppend: one task per KV head g: every step row's key of head g is (normalised,) rotated and
+// cached with its value at the row's position. kAttention: one task per query head h, over every
+// step row: the query is (normalised,) rotated, attends over positions 0..position of its KV head
+// (verify rows see the earlier rows of the block: all were appended first), and is (gated).
 struct AttentionOperands {
   BufferId q = kNoBuffer, k = kNoBuffer, v = kNoBuffer, out = kNoBuffer;
   int64_t q_stride = 0, kv_stride = 0, out_stride = 0;  // per row
@@ -101,6 +102,10 @@ struct AttentionOperands {
   BufferId angles = kNoBuffer;  // kRopeAngles output; rope rotates q and k with them
   const kernels::Rope* rope = nullptr;
   int64_t cache_slot = 0;  // StepState::kv_cache(slot)
+};
+
+struct KvAppendOperands {
+  AttentionOperands attention;
 };
 
 // kLmHeadArgmax: one task per vocabulary tile: logits[n][begin, end) and that tile's max and
@@ -128,14 +133,16 @@ struct FamilyOperands {
 };
 
 // The variant's alternatives are in Opcode order.
-using Operands = std::variant<EmbedOperands, RopeOperands, ProjectionOperands, GateUpOperands,
-                              AttentionOperands, LmHeadOperands, ArgmaxOperands, FamilyOperands>;
+using Operands =
+    std::variant<EmbedOperands, RopeOperands, ProjectionOperands, GateUpOperands, KvAppendOperands,
+                 AttentionOperands, LmHeadOperands, ArgmaxOperands, FamilyOperands>;
 
 enum class Opcode : uint8_t {
   kEmbed,
   kRopeAngles,
   kProjection,
   kGateUpSilu,
+  kKvAppend,
   kAttention,
   kLmHeadArgmax,
   kArgmax,

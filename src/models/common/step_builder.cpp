@@ -105,17 +105,24 @@ int32_t StepBuilder::attention(std::string name, const program::AttentionOperand
                                std::vector<Dependency> waits) {
   const int64_t hd = op.head_dim, group = op.heads / op.kv_heads;
   const int64_t q_width = op.output_gate ? 2 * hd : hd;
-  std::vector<std::vector<Dependency>> task_waits;
+  // KV head g's append reads the tiles of its key and value.
+  std::vector<std::vector<Dependency>> append_waits;
   for (int64_t g = 0; g < op.kv_heads; ++g) {
-    std::vector<Dependency> reads =
-        tiles_writing(qkv, op.q, g * group * q_width, (g + 1) * group * q_width);
-    for (program::BufferId kv : {op.k, op.v}) {
-      auto more = tiles_writing(qkv, kv, g * hd, (g + 1) * hd);
-      reads.insert(reads.end(), more.begin(), more.end());
-    }
-    task_waits.push_back(std::move(reads));
+    std::vector<Dependency> reads = tiles_writing(qkv, op.k, g * hd, (g + 1) * hd);
+    auto values = tiles_writing(qkv, op.v, g * hd, (g + 1) * hd);
+    reads.insert(reads.end(), values.begin(), values.end());
+    append_waits.push_back(std::move(reads));
   }
-  return add({std::move(name), op.kv_heads, op, std::move(waits), std::move(task_waits)});
+  int32_t append = add({name + ".kv_append", op.kv_heads, program::KvAppendOperands{op}, waits,
+                        std::move(append_waits)});
+  // Query head h reads the tiles of its query (and gate) and its KV head's append.
+  std::vector<std::vector<Dependency>> head_waits;
+  for (int64_t h = 0; h < op.heads; ++h) {
+    std::vector<Dependency> reads = tiles_writing(qkv, op.q, h * q_width, (h + 1) * q_width);
+    reads.push_back({append, h / group, h / group + 1});
+    head_waits.push_back(std::move(reads));
+  }
+  return add({std::move(name), op.heads, op, std::move(waits), std::move(head_waits)});
 }
 
 int32_t StepBuilder::lm_head_argmax(program::RowInput input, const kernels::WeightMatrix& w,

@@ -50,8 +50,9 @@ class StepBuilder {
   int32_t gate_up_silu(std::string name, program::RowInput input, const kernels::WeightMatrix& gate,
                        const kernels::WeightMatrix& up, program::BufferId gate_out,
                        program::BufferId up_out, std::vector<program::Dependency> waits);
-  // Attention per KV head; head g's task waits for the tiles of `qkv` that write its queries
-  // (and gates), its key and its value, besides `waits`.
+  // Attention: a KV append per KV head (waiting for the tiles of `qkv` that write its key and
+  // value), then one task per query head (waiting for its query and gate tiles and its KV head's
+  // append), both besides `waits`. Returns the attention instruction.
   int32_t attention(std::string name, const program::AttentionOperands& operands, int32_t qkv,
                     std::vector<program::Dependency> waits);
   // The lm_head tiles (at least `min_tile` rows each) with their per-tile argmax, then the
