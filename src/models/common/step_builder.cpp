@@ -48,9 +48,9 @@ std::vector<Dependency> StepBuilder::tiles_writing(int32_t producer, program::Bu
 }
 
 void StepBuilder::add_tiles(std::vector<Tile>& tiles, const kernels::WeightMatrix& w,
-                            program::BufferId out, int64_t offset, int64_t stride,
-                            bool accumulate) const {
-  int64_t tile = program::projection_tile_rows(w.rows, workers_, grain_);
+                            program::BufferId out, int64_t offset, int64_t stride, bool accumulate,
+                            int64_t min_tile) const {
+  int64_t tile = std::max(min_tile, program::projection_tile_rows(w.rows, workers_, grain_));
   for (int64_t r = 0; r < w.rows; r += tile) {
     Tile t;
     t.weight = w;
@@ -129,20 +129,13 @@ int32_t StepBuilder::lm_head_argmax(program::RowInput input, const kernels::Weig
                                     program::BufferId logits, int64_t min_tile,
                                     std::vector<float>& tile_max, std::vector<int32_t>& tile_arg,
                                     int32_t* greedy, std::vector<Dependency> waits) {
-  const int64_t tile = std::max(min_tile, program::projection_tile_rows(w.rows, workers_, grain_));
-  const int64_t tiles = (w.rows + tile - 1) / tile;
+  program::LmHeadOperands op{input, {}, nullptr, nullptr};
+  add_tiles(op.tiles, w, logits, 0, w.rows, false, min_tile);
+  const auto tiles = static_cast<int64_t>(op.tiles.size());
   tile_max.assign(static_cast<std::size_t>(tiles * program::kMaxStepRows), 0.0f);
   tile_arg.assign(static_cast<std::size_t>(tiles * program::kMaxStepRows), 0);
-  program::LmHeadOperands op{input, {}, tile_max.data(), tile_arg.data()};
-  for (int64_t r = 0; r < w.rows; r += tile) {
-    Tile t;
-    t.weight = w;
-    t.begin = r;
-    t.end = std::min(w.rows, r + tile);
-    t.out = logits;
-    t.out_stride = w.rows;
-    op.tiles.push_back(t);
-  }
+  op.tile_max = tile_max.data();
+  op.tile_arg = tile_arg.data();
   int32_t head = add({"lm_head+argmax", tiles, std::move(op), std::move(waits), {}});
   return add({"argmax",
               1,

@@ -35,9 +35,11 @@ class StepBuilder {
   std::vector<program::Dependency> tiles_writing(int32_t producer, program::BufferId buffer,
                                                  int64_t begin, int64_t end) const;
 
-  // Output-row tiles of `w` written at out[n·stride + offset + r] (accumulated when `accumulate`).
+  // Output-row tiles of `w` (at least `min_tile` rows each) written at out[n·stride + offset + r]
+  // (accumulated when `accumulate`).
   void add_tiles(std::vector<program::Tile>& tiles, const kernels::WeightMatrix& w,
-                 program::BufferId out, int64_t offset, int64_t stride, bool accumulate) const;
+                 program::BufferId out, int64_t offset, int64_t stride, bool accumulate,
+                 int64_t min_tile = 0) const;
 
   // Rows of a buffer as they are, or normalised in the prologue.
   static program::RowInput rows(program::BufferId buffer, int64_t stride);

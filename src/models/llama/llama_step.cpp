@@ -90,20 +90,19 @@ int32_t LlamaStep::add_layer(StepBuilder& b, int64_t layer, int32_t residual, in
       StepBuilder::normalised(ids_.hidden, H, NormKind::kF32Plain, w.attn_norm.data(), eps),
       std::move(qkv), {b.all(residual)});
 
-  program::AttentionOperands attention;
-  attention.q = ids_.q;
-  attention.k = ids_.k;
-  attention.v = ids_.v;
-  attention.out = ids_.attended;
-  attention.q_stride = c.q_dim();
-  attention.kv_stride = c.kv_dim();
-  attention.out_stride = c.q_dim();
-  attention.heads = c.num_attention_heads;
-  attention.kv_heads = c.num_key_value_heads;
-  attention.head_dim = c.head_dim;
-  attention.angles = ids_.angles;
-  attention.rope = &rope_;
-  attention.cache_slot = layer;
+  const program::AttentionOperands attention{.q = ids_.q,
+                                             .k = ids_.k,
+                                             .v = ids_.v,
+                                             .out = ids_.attended,
+                                             .q_stride = c.q_dim(),
+                                             .kv_stride = c.kv_dim(),
+                                             .out_stride = c.q_dim(),
+                                             .heads = c.num_attention_heads,
+                                             .kv_heads = c.num_key_value_heads,
+                                             .head_dim = c.head_dim,
+                                             .angles = ids_.angles,
+                                             .rope = &rope_,
+                                             .cache_slot = layer};
   int32_t attended = b.attention(tag + "attention", attention, qkv_at, {b.all(angles)});
 
   std::vector<program::Tile> o;

@@ -222,24 +222,24 @@ int32_t Qwen38Step::add_attention(StepBuilder& b, int64_t layer, int32_t residua
       StepBuilder::normalised(ids_.hidden, H, NormKind::kBf16ZeroCentred, lw.input_layernorm, eps),
       std::move(tiles), {b.all(residual)});
 
-  program::AttentionOperands op;
-  op.q = ids_.q;
-  op.k = ids_.k;
-  op.v = ids_.v;
-  op.out = ids_.attended;
-  op.q_stride = c.q_proj_dim();
-  op.kv_stride = c.kv_dim();
-  op.out_stride = c.attn_output_dim();
-  op.heads = c.num_attention_heads;
-  op.kv_heads = c.num_key_value_heads;
-  op.head_dim = c.head_dim;
-  op.output_gate = true;
-  op.q_norm = w.q_norm;
-  op.k_norm = w.k_norm;
-  op.norm_eps = eps;
-  op.angles = ids_.angles;
-  op.rope = &rope_;
-  op.cache_slot = c.full_attention_ordinal(layer);
+  // Gated attention: each query head is [q | gate]; q and k get a zero-centred RMSNorm before RoPE.
+  const program::AttentionOperands op{.q = ids_.q,
+                                      .k = ids_.k,
+                                      .v = ids_.v,
+                                      .out = ids_.attended,
+                                      .q_stride = c.q_proj_dim(),
+                                      .kv_stride = c.kv_dim(),
+                                      .out_stride = c.attn_output_dim(),
+                                      .heads = c.num_attention_heads,
+                                      .kv_heads = c.num_key_value_heads,
+                                      .head_dim = c.head_dim,
+                                      .output_gate = true,
+                                      .q_norm = w.q_norm,
+                                      .k_norm = w.k_norm,
+                                      .norm_eps = eps,
+                                      .angles = ids_.angles,
+                                      .rope = &rope_,
+                                      .cache_slot = c.full_attention_ordinal(layer)};
   int32_t attended = b.attention(tag + "attention", op, qkv, {b.all(angles)});
 
   std::vector<program::Tile> out;
