@@ -8,7 +8,7 @@
 #include <set>
 #include <vector>
 
-#include "program/cpu_interpreter.h"
+#include "program/instruction.h"
 
 namespace md::cli {
 
@@ -115,16 +115,12 @@ std::string format_profile(const program::Program& program, double bandwidth, do
 
 std::string weight_formats(const program::Program& program) {
   std::set<std::string> formats;
-  auto add = [&](const std::vector<program::Tile>& tiles) {
-    for (const program::Tile& t : tiles) formats.insert(std::string(t.weight.format_name()));
-  };
   for (const program::Instruction& ins : program.instructions()) {
-    if (const auto* p = std::get_if<program::ProjectionOperands>(&ins.operands)) add(p->tiles);
-    if (const auto* p = std::get_if<program::GateUpOperands>(&ins.operands)) {
-      add(p->gate);
-      add(p->up);
+    for (int64_t t = 0; t < ins.tasks; ++t) {
+      for (const program::Tile* tile : program::task_tiles(ins, t)) {
+        formats.insert(std::string(tile->weight.format_name()));
+      }
     }
-    if (const auto* p = std::get_if<program::LmHeadOperands>(&ins.operands)) add(p->tiles);
   }
   std::string out;
   for (const std::string& f : formats) out += (out.empty() ? "" : ", ") + f;

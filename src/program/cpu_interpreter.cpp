@@ -155,89 +155,13 @@ void argmax(const ArgmaxOperands& op, const Program& program) {
   }
 }
 
-void prefetch_tile(const Tile& tile, std::size_t from, std::size_t to) {
-  kernels::prefetch_rows(tile.weight, tile.begin, tile.end, from, to);
-}
-
 }  // namespace
 
-const RowInput* row_input(const Instruction& ins) {
-  switch (ins.opcode()) {
-    case Opcode::kProjection:
-      return &std::get<ProjectionOperands>(ins.operands).input;
-    case Opcode::kGateUpSilu:
-      return &std::get<GateUpOperands>(ins.operands).input;
-    case Opcode::kLmHeadArgmax:
-      return &std::get<LmHeadOperands>(ins.operands).input;
-    default:
-      return nullptr;
-  }
-}
-
-int64_t operand_tasks(const Instruction& ins) {
-  switch (ins.opcode()) {
-    case Opcode::kProjection:
-      return static_cast<int64_t>(std::get<ProjectionOperands>(ins.operands).tiles.size());
-    case Opcode::kLmHeadArgmax:
-      return static_cast<int64_t>(std::get<LmHeadOperands>(ins.operands).tiles.size());
-    case Opcode::kGateUpSilu: {
-      const auto& op = std::get<GateUpOperands>(ins.operands);
-      return op.gate.size() == op.up.size() ? static_cast<int64_t>(op.gate.size()) : -2;
-    }
-    case Opcode::kKvAppend:
-      return std::get<KvAppendOperands>(ins.operands).attention.kv_heads;
-    case Opcode::kAttention:
-      return std::get<AttentionOperands>(ins.operands).heads;
-    case Opcode::kArgmax:
-      return 1;
-    default:
-      return -1;
-  }
-}
-
-std::vector<BufferId> buffers_read_or_written(const Instruction& ins) {
-  std::vector<BufferId> ids;
-  auto tiles = [&](const std::vector<Tile>& list) {
-    for (const Tile& t : list) {
-      ids.push_back(t.out);
-      ids.push_back(t.copy_to);
-    }
-  };
-  if (const RowInput* input = row_input(ins)) ids.push_back(input->buffer);
-  switch (ins.opcode()) {
-    case Opcode::kEmbed:
-      ids.push_back(std::get<EmbedOperands>(ins.operands).out);
-      break;
-    case Opcode::kRopeAngles:
-      ids.push_back(std::get<RopeOperands>(ins.operands).out);
-      break;
-    case Opcode::kProjection:
-      tiles(std::get<ProjectionOperands>(ins.operands).tiles);
-      break;
-    case Opcode::kLmHeadArgmax:
-      tiles(std::get<LmHeadOperands>(ins.operands).tiles);
-      break;
-    case Opcode::kGateUpSilu:
-      tiles(std::get<GateUpOperands>(ins.operands).gate);
-      tiles(std::get<GateUpOperands>(ins.operands).up);
-      break;
-    case Opcode::kKvAppend: {
-      const auto& op = std::get<KvAppendOperands>(ins.operands).attention;
-      ids.insert(ids.end(), {op.k, op.v, op.angles});
-      break;
-    }
-    case Opcode::kAttention: {
-      const auto& op = std::get<AttentionOperands>(ins.operands);
-      ids.insert(ids.end(), {op.q, op.out, op.angles});
-      break;
-    }
-    default:
-      break;
-  }
-  return ids;
-}
-
 void run_prologue(const Instruction& ins, const Program& program, WorkerContext& context) {
+  if (const auto* family = std::get_if<FamilyOperands>(&ins.operands)) {
+    if (family->prologue) family->prologue(context);
+    return;
+  }
   const RowInput* input = row_input(ins);
   if (input == nullptr || input->norm == NormKind::kNone) return;
   const int64_t width = input->stride;
@@ -300,24 +224,15 @@ void run_task(const Instruction& ins, int64_t task, const Program& program,
 }
 
 void prefetch_task_weights(const Instruction& ins, int64_t task, std::size_t from, std::size_t to) {
-  switch (ins.opcode()) {
-    case Opcode::kProjection:
-      prefetch_tile(std::get<ProjectionOperands>(ins.operands).tiles[at(task)], from, to);
-      return;
-    case Opcode::kLmHeadArgmax:
-      prefetch_tile(std::get<LmHeadOperands>(ins.operands).tiles[at(task)], from, to);
-      return;
-    case Opcode::kGateUpSilu: {
-      const auto& op = std::get<GateUpOperands>(ins.operands);
-      const Tile& gate = op.gate[at(task)];
-      std::size_t gate_bytes = gate.weight.bytes(gate.begin, gate.end);
-      if (from < gate_bytes) prefetch_tile(gate, from, to);
-      if (to > gate_bytes)
-        prefetch_tile(op.up[at(task)], from > gate_bytes ? from - gate_bytes : 0, to - gate_bytes);
-      return;
+  // [from, to) counts bytes across the task's tiles in the order it reads them.
+  std::size_t first = 0;
+  for (const Tile* tile : task_tiles(ins, task)) {
+    std::size_t bytes = tile->weight.bytes(tile->begin, tile->end);
+    if (from < first + bytes && to > first) {
+      kernels::prefetch_rows(tile->weight, tile->begin, tile->end, from > first ? from - first : 0,
+                             to - first);
     }
-    default:
-      return;
+    first += bytes;
   }
 }
 

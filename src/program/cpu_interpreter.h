@@ -3,21 +3,13 @@
 #pragma once
 
 #include <cstddef>
-#include <vector>
 
 #include "program/program.h"
 
 namespace md::program {
 
-// The RowInput of a projection-like instruction, or null.
-const RowInput* row_input(const Instruction& ins);
-// How many tasks the operands describe (tiles, ...), or -1 where the opcode leaves it free.
-int64_t operand_tasks(const Instruction& ins);
-// Every buffer id the operands name (for validation).
-std::vector<BufferId> buffers_read_or_written(const Instruction& ins);
-
 // Normalises the step's input rows into context.normalised when the instruction has a norm
-// prologue; nothing otherwise.
+// prologue, or runs a family kernel's own prologue; nothing otherwise.
 void run_prologue(const Instruction& ins, const Program& program, WorkerContext& context);
 void run_task(const Instruction& ins, int64_t task, const Program& program, WorkerContext& context);
 

@@ -5,6 +5,7 @@
 // executors".
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -127,9 +128,11 @@ struct ArgmaxOperands {
 };
 
 // kFamilyKernel: a family-specific body that the shared layer library does not express yet
-// (it cannot be interpreted by another executor; `weight_bytes` still feeds the profile).
+// (it cannot be interpreted by another executor). `prologue`, when set, runs once per worker and
+// instruction before the worker's first task, as a norm prologue does.
 struct FamilyOperands {
   std::function<void(int64_t task, WorkerContext& context)> body;
+  std::function<void(WorkerContext& context)> prologue;
 };
 
 // The variant's alternatives are in Opcode order.
@@ -167,8 +170,26 @@ struct Instruction {
   Opcode opcode() const { return static_cast<Opcode>(operands.index()); }
 };
 
-// Weight bytes task `task` of `ins` streams (what a waiting worker prefetches).
+// The weight tiles task `task` of `ins` streams, in the order it reads them: one for a projection
+// or lm_head task, gate then up for a gate_up task, none for the other opcodes.
+struct TaskTiles {
+  std::array<const Tile*, 2> tiles{};
+  int count = 0;
+  const Tile* const* begin() const { return tiles.data(); }
+  const Tile* const* end() const { return tiles.data() + count; }
+};
+TaskTiles task_tiles(const Instruction& ins, int64_t task);
+
+// Weight bytes task `task` of `ins` streams (what a waiting worker prefetches), and all tasks'.
 std::size_t task_weight_bytes(const Instruction& ins, int64_t task);
 std::size_t weight_bytes(const Instruction& ins);
+
+// The RowInput of a projection-like instruction, or null.
+const RowInput* row_input(const Instruction& ins);
+// How many tasks the operands describe (tiles, heads, ...), or -1 where the opcode leaves it
+// free (-2: operand lists that disagree with each other).
+int64_t operand_tasks(const Instruction& ins);
+// Every buffer id the operands name (for validation).
+std::vector<BufferId> buffers_named(const Instruction& ins);
 
 }  // namespace md::program

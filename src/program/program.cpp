@@ -119,7 +119,7 @@ void Program::validate() const {
       fail("program instruction '{}' has {} tasks but operands for {}", ins.name, ins.tasks,
            expected);
     }
-    for (BufferId id : buffers_read_or_written(ins)) {
+    for (BufferId id : buffers_named(ins)) {
       if (!buffer_ok(id))
         fail("program instruction '{}' names buffer #{}, which does not exist", ins.name, id);
     }
@@ -163,11 +163,17 @@ bool Program::satisfied(const Dependency& d, uint64_t step) const {
   return true;
 }
 
-void Program::wait_for(const Instruction& ins, int32_t index, int64_t task, uint64_t step) {
+void Program::wait_for(const Instruction& ins, int64_t task, uint64_t step) {
+  // Only a task that has to wait prefetches its weights: a ready one streams them right away.
   std::size_t prefetched = 0;
-  const std::size_t prefetch_total = task_weight_bytes(ins, task);
+  std::size_t prefetch_total = 0;
+  bool waited = false;
   auto wait_one = [&](const Dependency& d) {
     if (satisfied(d, step)) return;
+    if (!waited) {
+      prefetch_total = task_weight_bytes(ins, task);
+      waited = true;
+    }
     for (int spin = 0; spin < kSpinRounds; ++spin) {
       if (prefetched < prefetch_total) {
         prefetch_task_weights(ins, task, prefetched, prefetched + kPrefetchBytesPerRound);
@@ -188,7 +194,6 @@ void Program::wait_for(const Instruction& ins, int32_t index, int64_t task, uint
   if (!ins.task_waits.empty()) {
     for (const Dependency& d : ins.task_waits[static_cast<std::size_t>(task)]) wait_one(d);
   }
-  (void)index;
 }
 
 void Program::complete(int32_t index, int64_t task, uint64_t step) {
@@ -211,7 +216,7 @@ void Program::run_instruction(int worker, int32_t index, uint64_t step) {
     auto task = static_cast<int64_t>(claims.fetch_add(1, std::memory_order_relaxed));
     if (task >= ins.tasks) return;
     uint64_t start = stats != nullptr ? now_ns() : 0;
-    wait_for(ins, index, task, step);
+    wait_for(ins, task, step);
     uint64_t ready = stats != nullptr ? now_ns() : 0;
     if (!prologue_done) {
       run_prologue(ins, *this, context);

@@ -98,7 +98,7 @@ class Program {
 
   void validate() const;
   bool satisfied(const Dependency& dependency, uint64_t step) const;
-  void wait_for(const Instruction& ins, int32_t index, int64_t task, uint64_t step);
+  void wait_for(const Instruction& ins, int64_t task, uint64_t step);
   void complete(int32_t index, int64_t task, uint64_t step);
 
   std::vector<Instruction> instructions_;

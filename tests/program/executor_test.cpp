@@ -22,7 +22,7 @@ Instruction family(std::string name, int64_t tasks,
   Instruction ins;
   ins.name = std::move(name);
   ins.tasks = tasks;
-  ins.operands = FamilyOperands{std::move(body)};
+  ins.operands = FamilyOperands{std::move(body), {}};
   ins.waits = std::move(waits);
   return ins;
 }

@@ -1,13 +1,11 @@
 #include "models/llama/llama_gguf_model.h"
 
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <variant>
 
 #include "base/error.h"
 #include "kernels/activations.h"
-#include "kernels/attention.h"
 #include "kernels/gguf_dequant.h"
 #include "kernels/gguf_matmul.h"
 #include "kernels/norms.h"

@@ -145,7 +145,7 @@ int32_t Qwen38Step::add_delta_net(StepBuilder& b, int64_t layer, int32_t residua
   };
   int32_t core = b.add({tag + "delta_net",
                         c.linear_num_key_heads,
-                        program::FamilyOperands{body},
+                        program::FamilyOperands{body, {}},
                         {},
                         std::move(task_waits)});
 
@@ -270,7 +270,6 @@ int32_t Qwen38Step::add_mlp(StepBuilder& b, int64_t layer, int32_t residual) {
       tile.copy_stride = static_cast<int64_t>(tap_layers_.size()) * H;
     }
   }
-  (void)I;
   return b.projection(tag + "down+residual", StepBuilder::rows(ids_.gate, I), std::move(down),
                       {b.all(gate_up)});
 }

@@ -29,11 +29,10 @@ using program::WorkerContext;
 // block conv, the windowed block attention, the context store) are not in the shared layer
 // library yet.
 using TaskBody = std::function<void(int64_t begin, int64_t end, WorkerContext& context)>;
+using Prologue = std::function<void(WorkerContext& context)>;
 struct Instruction {
   std::string name;
   int64_t tasks = 1;
-  double cost_per_task = 1;
-  std::vector<int32_t> unused;
   TaskBody body;
 };
 
@@ -53,12 +52,6 @@ struct Tile {
   float* out = nullptr;
   float* context_out = nullptr;
 };
-
-double tile_cost(const std::vector<Tile>& tiles) {
-  double bytes = 0;
-  for (const Tile& t : tiles) bytes += static_cast<double>((t.end - t.begin) * t.matrix->cols * 2);
-  return bytes / static_cast<double>(tiles.size());
-}
 
 // Where a fused projection's input rows come from: the residual stream normalised in the task's
 // prologue (rows [first_row, first_row + rows) of it, into the worker's scratch), or a buffer.
@@ -103,7 +96,8 @@ class DFlash2Step::Builder {
   }
 
  private:
-  int32_t add(Instruction instruction, std::vector<int32_t> depends_on) {
+  // `prologue`, when set, runs once per worker before its first task of the instruction.
+  int32_t add(Instruction instruction, std::vector<int32_t> depends_on, Prologue prologue = {}) {
     program::Instruction lowered;
     lowered.name = std::move(instruction.name);
     lowered.tasks = instruction.tasks;
@@ -113,7 +107,8 @@ class DFlash2Step::Builder {
     lowered.operands = program::FamilyOperands{
         [body = std::move(instruction.body)](int64_t task, WorkerContext& context) {
           body(task, task + 1, context);
-        }};
+        },
+        std::move(prologue)};
     list_.push_back(std::move(lowered));
     return static_cast<int32_t>(list_.size() - 1);
   }
@@ -130,13 +125,9 @@ class DFlash2Step::Builder {
   int32_t context_fc() {
     std::vector<Tile> tiles;
     add_tiles(tiles, w_.fc, nullptr);
-    double cost = tile_cost(tiles);
     auto shared = std::make_shared<std::vector<Tile>>(std::move(tiles));
     DFlash2Step& s = s_;
-    return add({"context_fc",
-                static_cast<int64_t>(shared->size()),
-                cost,
-                {},
+    return add({"context_fc", static_cast<int64_t>(shared->size()),
                 [&s, shared](int64_t begin, int64_t end, WorkerContext&) {
                   if (s.new_rows_ == 0) return;
                   for (int64_t t = begin; t < end; ++t) {
@@ -155,10 +146,7 @@ class DFlash2Step::Builder {
     const uint16_t* norm = w_.hidden_norm;
     int64_t h = hidden_;
     float eps = eps_;
-    return add({"context_hidden_norm",
-                kMaxNewContextRows,
-                static_cast<double>(h),
-                {},
+    return add({"context_hidden_norm", kMaxNewContextRows,
                 [&s, norm, h, eps](int64_t begin, int64_t end, WorkerContext&) {
                   for (int64_t r = begin; r < std::min(end, s.new_rows_); ++r) {
                     float* y = s.new_features_ + r * h;
@@ -173,10 +161,7 @@ class DFlash2Step::Builder {
     DFlash2Step& s = s_;
     int64_t h = hidden_;
     int64_t mask = c_.mask_token_id;
-    return add({"embed",
-                rows_,
-                static_cast<double>(h * 2),
-                {},
+    return add({"embed", rows_,
                 [&s, h, mask](int64_t begin, int64_t end, WorkerContext&) {
                   for (int64_t t = begin; t < end; ++t) {
                     const uint16_t* e = s.target_.embed_tokens.row(t == 0 ? s.anchor_ : mask);
@@ -187,46 +172,42 @@ class DFlash2Step::Builder {
                {});
   }
 
-  // Every tile of every matrix, after an optional norm prologue (once per worker's range).
+  // Every tile of every matrix, after an optional norm prologue (once per worker).
   int32_t projection(std::string name, const ProjectionInput& input, std::vector<Tile> tiles,
                      std::vector<int32_t> depends_on) {
-    double cost = tile_cost(tiles);
     auto shared = std::make_shared<std::vector<Tile>>(std::move(tiles));
     DFlash2Step& s = s_;
     int64_t h = hidden_;
     float eps = eps_;
-    return add({std::move(name),
-                static_cast<int64_t>(shared->size()),
-                cost,
-                {},
-                [&s, shared, input, h, eps](int64_t begin, int64_t end, WorkerContext& ctx) {
-                  const float* x = input.buffer;
-                  int64_t stride = input.stride;
-                  if (input.norm != nullptr) {
-                    for (int64_t r = 0; r < input.rows; ++r) {
-                      kernels::rms_norm(s.hidden_.data() + (input.first_row + r) * h, input.norm, h,
-                                        eps, kernels::NormWeight::kPlain, ctx.scratch + r * h);
-                    }
-                    // Every worker normalises the same rows to the same bits; one of them hands
-                    // them on.
-                    if (input.publish != nullptr && begin == 0) {
-                      std::copy(ctx.scratch, ctx.scratch + input.rows * h, input.publish);
-                    }
-                    x = ctx.scratch;
-                    stride = h;
-                  }
-                  for (int64_t t = begin; t < end; ++t) {
-                    const Tile& tile = (*shared)[size(t)];
-                    int64_t width = tile.matrix->rows;
-                    kernels::matmul_tile(*tile.matrix, tile.begin, tile.end, x, stride, input.rows,
-                                         {tile.out, width, false});
-                    if (tile.context_out == nullptr || s.new_rows_ == 0) continue;
-                    // Context rows enter k_proj and v_proj as their features: no norm, no conv.
-                    kernels::matmul_tile(*tile.matrix, tile.begin, tile.end, s.new_features_, h,
-                                         s.new_rows_, {tile.context_out, width, false});
-                  }
-                }},
-               std::move(depends_on));
+    Prologue prologue;
+    if (input.norm != nullptr) {
+      prologue = [&s, input, h, eps](WorkerContext& ctx) {
+        for (int64_t r = 0; r < input.rows; ++r) {
+          kernels::rms_norm(s.hidden_.data() + (input.first_row + r) * h, input.norm, h, eps,
+                            kernels::NormWeight::kPlain, ctx.scratch + r * h);
+        }
+      };
+    }
+    auto body = [&s, shared, input, h](int64_t begin, int64_t end, WorkerContext& ctx) {
+      const float* x = input.norm != nullptr ? ctx.scratch : input.buffer;
+      int64_t stride = input.norm != nullptr ? h : input.stride;
+      // Every worker normalised the same rows to the same bits; task 0's hands them on.
+      if (input.publish != nullptr && begin == 0) {
+        std::copy(ctx.scratch, ctx.scratch + input.rows * h, input.publish);
+      }
+      for (int64_t t = begin; t < end; ++t) {
+        const Tile& tile = (*shared)[size(t)];
+        int64_t width = tile.matrix->rows;
+        kernels::matmul_tile(*tile.matrix, tile.begin, tile.end, x, stride, input.rows,
+                             {tile.out, width, false});
+        if (tile.context_out == nullptr || s.new_rows_ == 0) continue;
+        // Context rows enter k_proj and v_proj as their features: no norm, no conv.
+        kernels::matmul_tile(*tile.matrix, tile.begin, tile.end, s.new_features_, h, s.new_rows_,
+                             {tile.context_out, width, false});
+      }
+    };
+    return add({std::move(name), static_cast<int64_t>(shared->size()), std::move(body)},
+               std::move(depends_on), std::move(prologue));
   }
 
   // One side of a block conv over channel ranges; side 1 also adds the result into the residual
@@ -240,10 +221,7 @@ class DFlash2Step::Builder {
     const uint16_t* base = conv.base_kernel;
     int64_t rows = rows_;
     return add(
-        {std::move(name),
-         tasks,
-         static_cast<double>(chunk * rows * 8),
-         {},
+        {std::move(name), tasks,
          [&s, shape, base, side, in, rows, chunk](int64_t begin, int64_t end, WorkerContext&) {
            int64_t c0 = begin * chunk;
            int64_t c1 = std::min(shape.hidden, end * chunk);
@@ -298,12 +276,7 @@ class DFlash2Step::Builder {
     const DFlash2LayerWeights& lw = w_.layers[size(layer)];
     DFlash2Step& s = s_;
     const DFlash2Config& c = c_;
-    double cost = static_cast<double>(2 * rows_ * c.num_attention_heads / c.num_key_value_heads *
-                                      (c.sliding_window + rows_) * c.head_dim);
-    return add({std::move(name),
-                c.num_key_value_heads,
-                cost,
-                {},
+    return add({std::move(name), c.num_key_value_heads,
                 [&s, &lw, &c, layer](int64_t begin, int64_t end, WorkerContext& ctx) {
                   for (int64_t kv = begin; kv < end; ++kv) {
                     store_context_keys(s, c, lw, layer, kv, ctx.scratch);
@@ -401,10 +374,7 @@ class DFlash2Step::Builder {
     int64_t h = hidden_;
     int64_t rows = rows_;
     return add(
-        {std::move(name),
-         tasks,
-         static_cast<double>(2 * tile * h * 2),
-         {},
+        {std::move(name), tasks,
          [&s, &lw, inter, tile, h, rows](int64_t begin, int64_t end, WorkerContext&) {
            float* gate = s.gate_.data();
            float* up = s.up_.data();
@@ -438,10 +408,7 @@ class DFlash2Step::Builder {
     DFlash2Step& s = s_;
     int64_t vocab = c_.vocab_size;
     int64_t k = c_.selector_top_k;
-    return add({"top_k",
-                rows_ - 1,
-                static_cast<double>(vocab),
-                {},
+    return add({"top_k", rows_ - 1,
                 [&s, vocab, k](int64_t begin, int64_t end, WorkerContext&) {
                   for (int64_t i = begin; i < end; ++i) {
                     s.candidates_[size(i)] =
