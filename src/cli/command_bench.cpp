@@ -203,6 +203,7 @@ nlohmann::ordered_json speculation_json(const std::vector<SpecFigure>& figures) 
 std::unique_ptr<LanguageModel> open_model(const BenchOptions& options, std::string& name) {
   ModelRunOptions run;
   run.threads = options.threads;
+  run.matmul_inputs = parse_matmul_inputs(options.matmul_inputs);
   if (!options.model.empty()) {
     ResolvedModel source = resolve_model_source(options.model);
     name = source.description;
@@ -218,7 +219,6 @@ int run_bench(const BenchOptions& options) {
   for (int rows : options.rows) {
     if (rows < 1 || rows > 8) fail("--rows: {} is outside 1..8", rows);
   }
-  apply_matmul_inputs(options.matmul_inputs);
   std::string name;
   Clock::time_point load_start = Clock::now();
   std::unique_ptr<LanguageModel> model = open_model(options, name);

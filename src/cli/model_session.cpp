@@ -23,9 +23,10 @@ void add_model_flags(CLI::App& command, ModelFlags& flags) {
                      "Model directory, .gguf file, or org/name[@revision] in the Hugging Face "
                      "cache (default: $MEGADECODE_MODEL, else SmolLM2-135M-Instruct from "
                      "scripts/setup)");
-  command.add_option("-c,--context", flags.context,
-                     "Tokens a sequence can hold (default: the model's maximum, capped so the "
-                     "state fits in a quarter of memory)")
+  command
+      .add_option("-c,--context", flags.context,
+                  "Tokens a sequence can hold (default: the model's maximum, capped so the "
+                  "state fits in a quarter of memory)")
       ->check(CLI::NonNegativeNumber);
   command.add_option("-t,--threads", flags.threads, "Worker threads (default: all cores)")
       ->check(CLI::NonNegativeNumber);
@@ -35,16 +36,19 @@ void add_model_flags(CLI::App& command, ModelFlags& flags) {
                      "Speculative decoding with this drafter (directory or org/name[@revision]; "
                      "default for Qwen/Qwen3.8-27B: z-lab/Qwen3.8-27B-DFlash2)");
   command.add_flag("--no-spec", flags.no_spec, "Turn speculative decoding off");
-  command.add_option("--block-size", flags.block_size,
-                     "Rows per speculative round: the anchor plus drafts (default: the drafter's)")
+  command
+      .add_option("--block-size", flags.block_size,
+                  "Rows per speculative round: the anchor plus drafts (default: the drafter's)")
       ->check(CLI::Range(int64_t{2}, int64_t{64}));
-  command.add_option("--force-accept", flags.force_accept,
-                     "Benchmarks only: pretend N-1 drafts are accepted every round (output is "
-                     "then not the model's)")
+  command
+      .add_option("--force-accept", flags.force_accept,
+                  "Benchmarks only: pretend N-1 drafts are accepted every round (output is "
+                  "then not the model's)")
       ->check(CLI::Range(int64_t{1}, int64_t{64}));
-  command.add_option("--executor", flags.executor,
-                     "Decode steps: mega (fused program, persistent threads), ops (same program, "
-                     "a barrier per operation) or reference (plain forward)")
+  command
+      .add_option("--executor", flags.executor,
+                  "Decode steps: mega (fused program, persistent threads), ops (same program, "
+                  "a barrier per operation) or reference (plain forward)")
       ->check(CLI::IsMember({"mega", "ops", "reference"}));
   add_matmul_inputs_option(command, flags.matmul_inputs);
 }
@@ -58,9 +62,11 @@ CLI::Option* add_matmul_inputs_option(CLI::App& command, std::string& value) {
       ->check(CLI::IsMember({"f32", "bf16"}));
 }
 
-void apply_matmul_inputs(const std::string& value) {
-  kernels::set_matmul_inputs(value == "bf16" ? kernels::MatmulInputs::kBf16
-                                             : kernels::MatmulInputs::kF32);
+kernels::MatmulInputs parse_matmul_inputs(const std::string& value) {
+  const kernels::MatmulInputs inputs =
+      value == "bf16" ? kernels::MatmulInputs::kBf16 : kernels::MatmulInputs::kF32;
+  kernels::check_matmul_inputs(inputs);
+  return inputs;
 }
 
 void add_sampling_flags(CLI::App& command, SamplingFlags& flags) {
@@ -74,8 +80,9 @@ void add_sampling_flags(CLI::App& command, SamplingFlags& flags) {
   command.add_option("--repetition-penalty", flags.repetition_penalty,
                      "Divide logits of seen tokens (>1 discourages repeats)");
   command.add_option("--seed", flags.seed, "Seed that makes sampled output reproducible");
-  command.add_option("-n,--max-tokens", flags.max_tokens,
-                     "Most tokens to generate (0 = until a stop or the context is full)")
+  command
+      .add_option("-n,--max-tokens", flags.max_tokens,
+                  "Most tokens to generate (0 = until a stop or the context is full)")
       ->check(CLI::NonNegativeNumber);
   command.add_option("--stop", flags.stop, "Extra stop string (repeatable)");
   command.add_flag("--ignore-eos", flags.ignore_eos, "Keep generating past stop tokens");
@@ -94,7 +101,8 @@ std::optional<std::string> default_model() {
     return std::string(chosen);
   }
   std::filesystem::path root;
-  if (const char* env_root = std::getenv("MEGADECODE_ROOT"); env_root != nullptr && *env_root != 0) {
+  if (const char* env_root = std::getenv("MEGADECODE_ROOT");
+      env_root != nullptr && *env_root != 0) {
     root = env_root;
   } else {
     std::error_code error;
@@ -112,16 +120,17 @@ std::string model_spec(const ModelFlags& flags) {
   if (!flags.model.empty()) return flags.model;
   std::optional<std::string> fallback = default_model();
   if (!fallback) {
-    fail("no --model given and the default model is not installed: scripts/setup fetches "
-         "SmolLM2-135M-Instruct into {}, or set MEGADECODE_MODEL",
-         kDefaultModelFile);
+    fail(
+        "no --model given and the default model is not installed: scripts/setup fetches "
+        "SmolLM2-135M-Instruct into {}, or set MEGADECODE_MODEL",
+        kDefaultModelFile);
   }
   log::info("model: {} (the default)", *fallback);
   return *fallback;
 }
 
 ModelSession open_model_session(const ModelFlags& flags, int sequences) {
-  apply_matmul_inputs(flags.matmul_inputs);  // refused before the (long) load
+  const kernels::MatmulInputs matmul_inputs = parse_matmul_inputs(flags.matmul_inputs);
   ModelSession session;
   session.source = resolve_model_source(model_spec(flags));
   const std::string& directory = session.source.directory;
@@ -129,6 +138,7 @@ ModelSession open_model_session(const ModelFlags& flags, int sequences) {
   options.threads = flags.threads;
   options.kv_cache = flags.kv_cache == "f32" ? KvCacheType::kF32 : KvCacheType::kBf16;
   options.executor = parse_executor(flags.executor);
+  options.matmul_inputs = matmul_inputs;
   if (directory.ends_with(".gguf")) {
     GgufFile file(directory);
     session.tokenizer = load_gguf_tokenizer(file);

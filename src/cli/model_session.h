@@ -3,7 +3,6 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-
 #include <memory>
 #include <optional>
 #include <string>
@@ -80,8 +79,9 @@ ExecutorKind parse_executor(const std::string& name);
 
 // The --matmul-inputs option, shared with bench (its values: f32, bf16).
 CLI::Option* add_matmul_inputs_option(CLI::App& command, std::string& value);
-// Puts the bf16-weight products in the mode `value` names; md::Error when the CPU cannot.
-void apply_matmul_inputs(const std::string& value);
+// The bf16-weight product mode `value` names; md::Error when this process cannot run it (checked
+// before a long load).
+kernels::MatmulInputs parse_matmul_inputs(const std::string& value);
 
 // A request for `prompt` with the model's defaults overridden by the user's flags.
 engine::GenerationRequest make_request(const ModelSession& session, const SamplingFlags& flags,

@@ -5,10 +5,19 @@
 
 namespace md::kernels {
 
+// What products with bf16 weights multiply them with. kF32 (the default): the f32 activations as
+// they are. kBf16 (opt-in, as llama.cpp's bf16 vec_dot_type): the activations rounded to bf16
+// (nearest even), which lets AVX512-BF16's vdpbf16ps do twice the products per instruction; the
+// results differ from kF32 by that rounding (at most 2^-8 of each input) and keep the same
+// determinism contract (each mode's order depends only on the column count). A property of each
+// matrix, so that it is a model's option: a model tags its bf16 matrices when it loads.
+enum class MatmulInputs : uint8_t { kF32, kBf16 };
+
 struct Bf16Matrix {
   const uint16_t* data = nullptr;
   int64_t rows = 0;  // outputs
   int64_t cols = 0;  // inputs
+  MatmulInputs inputs = MatmulInputs::kF32;
 
   const uint16_t* row(int64_t r) const { return data + r * cols; }
 };

@@ -2,9 +2,28 @@
 // [dv][dk] row-major: S[v][k], the transpose of Hugging Face's layout.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
+#include "kernels/activations.h"
+#include "kernels/norms.h"
+
 namespace md::kernels {
+
+// The L2 norm's epsilon of a delta-net head (added to the sum of squares; not rms_norm_eps).
+inline constexpr float kDeltaNetL2Eps = 1e-6f;
+
+// A key head after the conv: q̂ = L2norm(q) / sqrt(dk), k̂ = L2norm(k) (Qwen3.5/3.8 spec §5 step 3).
+inline void delta_net_query_key(float* q, float* k, int64_t dk) {
+  l2_normalize(q, dk, kDeltaNetL2Eps, 1.0f / std::sqrt(static_cast<float>(dk)));
+  l2_normalize(k, dk, kDeltaNetL2Eps, 1.0f);
+}
+
+// A value head's write strength β = σ(b) and log-decay g = −exp(A_log) · softplus(a + dt_bias).
+inline void delta_net_gates(float a_log, float dt_bias, float b, float a, float& beta, float& g) {
+  beta = sigmoid(b);
+  g = -std::exp(a_log) * softplus(a + dt_bias);
+}
 
 // Inputs of `rows` consecutive tokens for one value head. q is already L2-normalised and scaled,
 // k L2-normalised. Rows are `*_stride` floats apart.
@@ -25,7 +44,7 @@ void gated_delta_recurrent(float* state, int64_t dv, int64_t dk, const DeltaRule
 
 // The same recurrence evaluated chunk by chunk (chunk rows at a time) with the WY form:
 // mathematically identical, faster for long prompts. Differs from the recurrence by rounding only.
-void gated_delta_chunked(float* state, int64_t dv, int64_t dk, const DeltaRuleRows& in,
-                         float* out, int64_t out_stride, int64_t chunk);
+void gated_delta_chunked(float* state, int64_t dv, int64_t dk, const DeltaRuleRows& in, float* out,
+                         int64_t out_stride, int64_t chunk);
 
 }  // namespace md::kernels

@@ -1,5 +1,7 @@
 #include "kernels/gguf_matmul.h"
 
+#include <cstdint>
+
 #include "kernels/gguf_matmul_kernels.h"
 #include "kernels/isa.h"
 
@@ -56,13 +58,26 @@ bool gguf_matmul_accepts(const GgufMatrix& w) {
   }
   const GgmlTypeInfo& info = ggml_type_info(w.type);
   if (w.cols % info.block_elems != 0) return false;
+  // bf16 rows are read as a Bf16Matrix: densely packed.
+  if (w.type == GgmlType::kBF16) {
+    return w.row_bytes == static_cast<std::size_t>(w.cols) * 2 &&
+           reinterpret_cast<std::uintptr_t>(w.data) % alignof(uint16_t) == 0;
+  }
   const auto blocks = static_cast<std::size_t>(w.cols / info.block_elems);
   return w.row_bytes >= blocks * info.block_bytes;
+}
+
+Bf16Matrix bf16_view(const GgufMatrix& w) {
+  return {reinterpret_cast<const uint16_t*>(w.data), w.rows, w.cols, w.bf16_inputs};
 }
 
 void gguf_matmul_tile(const GgufMatrix& w, int64_t row_begin, int64_t row_end, const float* x,
                       int64_t x_stride, int64_t n_rows, const MatmulOut& out) {
   if (row_begin >= row_end || n_rows <= 0) return;
+  if (w.type == GgmlType::kBF16) {  // the one bf16 path (matmul.h), whatever the container
+    matmul_tile(bf16_view(w), row_begin, row_end, x, x_stride, n_rows, out);
+    return;
+  }
   active().tile_for(w.type)(w, row_begin, row_end, x, x_stride, n_rows, out);
 }
 

@@ -36,18 +36,26 @@ struct GgufMatrix {
   int64_t rows = 0;
   int64_t cols = 0;
   std::size_t row_bytes = 0;
+  // BF16 only: the bf16 kernels' input mode (bf16_matrix.h). The other formats ignore it.
+  MatmulInputs bf16_inputs = MatmulInputs::kF32;
 
   const std::uint8_t* row(int64_t r) const {
     return data + static_cast<std::size_t>(r) * row_bytes;
   }
 };
 
-// Whether the kernels handle `type`: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K.
+// Whether the kernels handle `type`: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K. BF16 goes to
+// the bf16 kernels of matmul.h (its numerics, its MatmulInputs mode), so bf16 weights have one
+// path whether they come from safetensors or GGUF.
 bool gguf_matmul_supports(GgmlType type);
 
 // Whether `w` can be passed to the functions below: a supported type, cols a whole number of its
-// blocks and row_bytes at least one row of them. Loaders check this once when binding weights.
+// blocks and row_bytes at least one row of them (BF16: exactly one, 2-byte aligned data). Loaders
+// check this once when binding weights.
 bool gguf_matmul_accepts(const GgufMatrix& w);
+
+// A BF16 GgufMatrix as the Bf16Matrix the bf16 kernels read (rows densely packed).
+Bf16Matrix bf16_view(const GgufMatrix& w);
 
 // For output rows r in [row_begin, row_end) of W and activation rows n in [0, n_rows), with
 // y_nr = out.y[n * out.y_stride + r]:

@@ -266,21 +266,6 @@ struct F16 : OpenEachRow<F16> {
   }
 };
 
-// bf16 is the top half of an f32: zero-extend each word and shift it up.
-struct BF16 : OpenEachRow<BF16> {
-  static constexpr int kBlockElems = 32;
-  static constexpr int kBlockBytes = 64;
-  static constexpr bool kPlain = true;
-  using Scales = NoScales;
-  static Scales open_one(const std::uint8_t*) { return {}; }
-  static void group(const std::uint8_t* block, const Scales&, int, __m512* w) {
-    for (int v = 0; v < 2; ++v) {
-      __m512i words = _mm512_cvtepu16_epi32(load_256(block + 32 * v));
-      w[v] = _mm512_castsi512_ps(_mm512_slli_epi32(words, 16));
-    }
-  }
-};
-
 // This file's format structs, for the shared type dispatch.
 struct Formats {
   using Q4_0 = Q4<false>;
@@ -290,7 +275,6 @@ struct Formats {
   using Q6_K = md::kernels::Q6_K;
   using F32 = md::kernels::F32;
   using F16 = md::kernels::F16;
-  using BF16 = md::kernels::BF16;
 };
 
 }  // namespace

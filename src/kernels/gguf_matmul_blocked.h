@@ -195,7 +195,8 @@ void tile(const GgufMatrix& w, int64_t row_begin, int64_t row_end, const float* 
 }
 
 // The tile function of each GGUF type for one instruction set: `Formats` names that ISA's format
-// structs (Formats::Q4_0 ... Formats::BF16). Null for types the kernels do not handle.
+// structs (Formats::Q4_0 ... Formats::F16). Null for types the kernels do not handle (BF16
+// goes to the bf16 kernels of matmul.h: one bf16 path whatever the container).
 template <class V, class Formats>
 GgufTileFn tile_for(GgmlType type) {
   switch (type) {
@@ -213,8 +214,6 @@ GgufTileFn tile_for(GgmlType type) {
       return tile<V, typename Formats::F32>;
     case GgmlType::kF16:
       return tile<V, typename Formats::F16>;
-    case GgmlType::kBF16:
-      return tile<V, typename Formats::BF16>;
     default:
       return nullptr;
   }

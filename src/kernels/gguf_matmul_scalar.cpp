@@ -63,7 +63,7 @@ void tile(const GgufMatrix& w, int64_t row_begin, int64_t row_end, const float* 
 }
 
 GgufTileFn tile_for(GgmlType type) {
-  return gguf_matmul_supports(type) ? tile : nullptr;
+  return gguf_matmul_supports(type) && type != GgmlType::kBF16 ? tile : nullptr;
 }
 
 }  // namespace

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
-
 #include "base/error.h"
 #include "kernels/isa.h"
 #include "kernels/matmul_kernels.h"
@@ -21,12 +19,10 @@ const MatmulKernels& f32_inputs() {
   return kernels;
 }
 
-// The mode, read on every call so that a switch applies at once (tests switch within a process).
-std::atomic<MatmulInputs> g_inputs{MatmulInputs::kF32};
-
-const MatmulKernels& active() {
+// The kernels of `w`'s input mode (checked when the model tagged it: check_matmul_inputs).
+const MatmulKernels& kernels_for(const Bf16Matrix& w) {
 #if defined(__x86_64__)
-  if (g_inputs.load(std::memory_order_relaxed) == MatmulInputs::kBf16) return kMatmulAvx512Bf16;
+  if (w.inputs == MatmulInputs::kBf16) return kMatmulAvx512Bf16;
 #endif
   return f32_inputs();
 }
@@ -52,16 +48,10 @@ std::string bf16_inputs_refusal(Isa active, bool cpu_has_avx512_bf16) {
 #endif
 }
 
-void set_matmul_inputs(MatmulInputs inputs) {
-  if (inputs == MatmulInputs::kBf16) {
-    std::string refusal = bf16_inputs_refusal(active_isa_level(), has_avx512_bf16());
-    if (!refusal.empty()) throw Error(refusal);
-  }
-  g_inputs.store(inputs, std::memory_order_relaxed);
-}
-
-MatmulInputs matmul_inputs() {
-  return g_inputs.load(std::memory_order_relaxed);
+void check_matmul_inputs(MatmulInputs inputs) {
+  if (inputs != MatmulInputs::kBf16) return;
+  std::string refusal = bf16_inputs_refusal(active_isa_level(), has_avx512_bf16());
+  if (!refusal.empty()) throw Error(refusal);
 }
 
 const MatmulKernels& matmul_kernels(Isa isa) {
@@ -86,17 +76,16 @@ float dot_bf16(const uint16_t* w, const float* x, int64_t n) {
 
 void matmul_tile(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float* x,
                  int64_t x_stride, int64_t n_rows, const MatmulOut& out) {
-  active().tile(w, row_begin, row_end, x, x_stride, n_rows, out);
+  kernels_for(w).tile(w, row_begin, row_end, x, x_stride, n_rows, out);
 }
 
 void matmul_rows(const Bf16Matrix& w, const float* x, int64_t n_rows, float* y, int64_t row_begin,
                  int64_t row_end) {
-  active().tile(w, row_begin, row_end, x, w.cols, n_rows, MatmulOut{y, w.rows, false});
+  kernels_for(w).tile(w, row_begin, row_end, x, w.cols, n_rows, MatmulOut{y, w.rows, false});
 }
 
 void matmul(const Bf16Matrix& w, const float* x, int64_t n_rows, float* y, ThreadPool* pool) {
-  // Chosen once for the whole call, so that its threads all use the same path.
-  const MatmulKernels& kernels = active();
+  const MatmulKernels& kernels = kernels_for(w);
   const MatmulOut out{y, w.rows, false};
   if (pool == nullptr || pool->size() == 1) {
     kernels.tile(w, 0, w.rows, x, w.cols, n_rows, out);

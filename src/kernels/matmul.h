@@ -6,7 +6,8 @@
 // output rows share the call, or how the work is split across threads. A row computed inside a
 // prefill or verify block is therefore bitwise equal to the same row computed alone (spec §10.5).
 // Different paths (scalar, AVX2, AVX-512) may differ from each other in the last bits; the opt-in
-// bf16-input path (MatmulInputs below) differs from them by the rounding of its inputs.
+// bf16-input path (a matrix tagged MatmulInputs::kBf16, bf16_matrix.h) differs from them by the
+// rounding of its inputs.
 #pragma once
 
 #include <cstdint>
@@ -24,23 +25,12 @@ struct MatmulOut {
   bool accumulate = false;
 };
 
-// What the products below multiply the bf16 weights with. kF32 (the default): the f32 inputs
-// as they are. kBf16 (opt-in, as llama.cpp's bf16 vec_dot_type): the inputs rounded to bf16
-// (nearest even), which lets AVX512-BF16's vdpbf16ps do twice the products per instruction;
-// the results differ from kF32 by that rounding (at most 2^-8 of each input), and keep the same
-// determinism contract (each path's order depends only on the column count).
-enum class MatmulInputs { kF32, kBf16 };
-
-// Switches every later matmul, matmul_rows and matmul_tile call, on any thread, to `inputs`.
-// Switch between model calls: a step whose threads call matmul_tile while the mode changes may
-// mix the two. Throws md::Error when kBf16 is asked for and the CPU lacks AVX512-BF16 or the
-// active path (kernels/isa.h, MEGADECODE_ISA) is not avx512.
-void set_matmul_inputs(MatmulInputs inputs);
-MatmulInputs matmul_inputs();
+// Throws md::Error when `inputs` cannot run in this process: kBf16 needs AVX512-BF16 and the
+// avx512 path (kernels/isa.h, MEGADECODE_ISA). Models check their option with it before loading.
+void check_matmul_inputs(MatmulInputs inputs);
 
 // Σ_i bf16(w[i]) · x[i] in the same order as one output of matmul_tile with n columns and f32
-// inputs. It ignores MatmulInputs: attention's q·k over a bf16 KV cache uses it, and the mode is
-// about the weight products.
+// inputs: attention's q·k over a bf16 KV cache uses it (MatmulInputs is about weight products).
 float dot_bf16(const uint16_t* w, const float* x, int64_t n);
 
 // For output rows r in [row_begin, row_end) of W and input rows n in [0, n_rows), with

@@ -30,7 +30,7 @@ extern const MatmulKernels kMatmulAvx512Bf16;
 const MatmulKernels& matmul_kernels(Isa isa);
 
 // Why MatmulInputs::kBf16 cannot run with the kernels at level `active` on a CPU with or without
-// AVX512-BF16, or "" when it can; set_matmul_inputs' check, exposed for tests.
+// AVX512-BF16, or "" when it can; check_matmul_inputs' test, exposed for tests.
 std::string bf16_inputs_refusal(Isa active, bool cpu_has_avx512_bf16);
 
 }  // namespace md::kernels

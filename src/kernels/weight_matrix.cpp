@@ -14,22 +14,25 @@ WeightMatrix WeightMatrix::of(const Bf16Matrix& m) {
           reinterpret_cast<const std::uint8_t*>(m.data),
           m.rows,
           m.cols,
-          static_cast<std::size_t>(m.cols) * 2};
+          static_cast<std::size_t>(m.cols) * 2,
+          m.inputs};
 }
 
 WeightMatrix WeightMatrix::of(const GgufMatrix& m) {
+  if (m.type == GgmlType::kBF16) return of(bf16_view(m));  // one bf16 path
   return {WeightFormat::kGguf, m.type, m.data, m.rows, m.cols, m.row_bytes};
 }
 
 std::string_view WeightMatrix::format_name() const {
-  if (format == WeightFormat::kBf16) return "bf16";
+  if (format == WeightFormat::kBf16)
+    return inputs == MatmulInputs::kBf16 ? "bf16 (bf16 inputs)" : "bf16";
   return ggml_type_info(gguf_type).name;
 }
 
 void weight_tile(const WeightMatrix& w, int64_t row_begin, int64_t row_end, const float* x,
                  int64_t x_stride, int64_t n_rows, const MatmulOut& out) {
   if (w.format == WeightFormat::kBf16) {
-    Bf16Matrix m{reinterpret_cast<const uint16_t*>(w.data), w.rows, w.cols};
+    Bf16Matrix m{reinterpret_cast<const uint16_t*>(w.data), w.rows, w.cols, w.inputs};
     matmul_tile(m, row_begin, row_end, x, x_stride, n_rows, out);
     return;
   }

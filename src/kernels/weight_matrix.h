@@ -24,6 +24,7 @@ struct WeightMatrix {
   int64_t rows = 0;  // outputs
   int64_t cols = 0;  // inputs
   std::size_t row_bytes = 0;
+  MatmulInputs inputs = MatmulInputs::kF32;  // kBf16 only (bf16_matrix.h)
 
   static WeightMatrix of(const Bf16Matrix& m);
   static WeightMatrix of(const GgufMatrix& m);

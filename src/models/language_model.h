@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/bf16_matrix.h"
 #include "kernels/kv_cache.h"
 #include "models/drafters/speculative_drafter.h"
 #include "program/executor.h"
@@ -26,6 +27,9 @@ struct ModelRunOptions {
   int threads = 0;  // <= 0: one per hardware thread
   KvCacheType kv_cache = KvCacheType::kBf16;
   ExecutorKind executor = ExecutorKind::kMega;
+  // What the model's bf16 weights multiply (kernels/bf16_matrix.h); kBf16 is refused at load
+  // where it cannot run (kernels::check_matmul_inputs).
+  kernels::MatmulInputs matmul_inputs = kernels::MatmulInputs::kF32;
 };
 
 // The state of one sequence: everything earlier tokens left behind (KV cache, recurrent and conv

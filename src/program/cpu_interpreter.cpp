@@ -1,12 +1,17 @@
 #include "program/cpu_interpreter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "base/dtype.h"
 #include "kernels/activations.h"
+#include "kernels/block_conv.h"
 #include "kernels/gguf_dequant.h"
 #include "kernels/norms.h"
+#include "kernels/top_k.h"
+#include "program/cpu_delta_net.h"
+#include "program/cpu_window_attention.h"
 
 namespace md::program {
 
@@ -16,17 +21,40 @@ std::size_t at(int64_t i) {
   return static_cast<std::size_t>(i);
 }
 
+// y = RMSNorm(x) with the weight kind `kind` names (y may be x).
+void normalise_row(NormKind kind, const void* weight, float eps, const float* x, int64_t width,
+                   float* y) {
+  switch (kind) {
+    case NormKind::kBf16ZeroCentred:
+      kernels::rms_norm(x, static_cast<const uint16_t*>(weight), width, eps,
+                        kernels::NormWeight::kZeroCentred, y);
+      return;
+    case NormKind::kBf16Plain:
+      kernels::rms_norm(x, static_cast<const uint16_t*>(weight), width, eps,
+                        kernels::NormWeight::kPlain, y);
+      return;
+    case NormKind::kF32Plain:
+      kernels::rms_norm(x, static_cast<const float*>(weight), width, eps, y);
+      return;
+    case NormKind::kNone:
+      if (y != x) std::copy(x, x + width, y);
+      return;
+  }
+}
+
 const float* input_rows(const RowInput& input, const Program& program,
                         const WorkerContext& context) {
   if (input.norm != NormKind::kNone) return context.normalised;
   return program.buffer(input.buffer) + input.first_row * input.stride;
 }
 
-// out[n][begin, end) (+)= W[begin, end) · x[n], then the optional copy of those columns.
-void run_tile(const Tile& tile, const float* x, int64_t x_stride, const Program& program) {
+// out[n][begin, end) (+)= W[begin, end) · x[n] for the input's rows, then the optional copy of
+// those columns.
+void run_tile(const Tile& tile, const RowInput& input, const float* x, const Program& program) {
   float* out = program.buffer(tile.out) + tile.out_offset;
-  const int64_t rows = program.rows();
-  kernels::weight_tile(tile.weight, tile.begin, tile.end, x, x_stride, rows,
+  const int64_t rows = program.input_rows(input);
+  if (rows <= 0) return;
+  kernels::weight_tile(tile.weight, tile.begin, tile.end, x, input.stride, rows,
                        {out, tile.out_stride, tile.accumulate});
   if (tile.copy_to == kNoBuffer) return;
   float* copy = program.buffer(tile.copy_to) + tile.copy_offset;
@@ -56,16 +84,39 @@ void rope_angles(const RopeOperands& op, int64_t row, const Program& program) {
   op.rope->angles(program.row(row).position, out, out + width / 2);
 }
 
+// The normalised rows go to `publish` once (task 0's worker; every worker computed the same bits).
+void publish_normalised(const RowInput& input, int64_t task, const Program& program,
+                        const WorkerContext& context) {
+  if (input.publish == kNoBuffer || task != 0) return;
+  const int64_t floats = program.input_rows(input) * input.stride;
+  std::copy(context.normalised, context.normalised + floats, program.buffer(input.publish));
+}
+
+// A tile, and the same weight rows over the projection's extra rows when the tile asks for them.
+void projection(const ProjectionOperands& op, int64_t task, const Program& program,
+                const WorkerContext& context) {
+  publish_normalised(op.input, task, program, context);
+  const Tile& tile = op.tiles[at(task)];
+  run_tile(tile, op.input, input_rows(op.input, program, context), program);
+  if (tile.extra_out == kNoBuffer || op.extra.buffer == kNoBuffer) return;
+  const int64_t rows = program.input_rows(op.extra);
+  if (rows <= 0) return;
+  kernels::weight_tile(tile.weight, tile.begin, tile.end,
+                       program.buffer(op.extra.buffer) + op.extra.first_row * op.extra.stride,
+                       op.extra.stride, rows,
+                       {program.buffer(tile.extra_out), tile.extra_stride, false});
+}
+
 void gate_up(const GateUpOperands& op, int64_t task, const Program& program,
              const WorkerContext& context) {
   const float* x = input_rows(op.input, program, context);
   const Tile& gate = op.gate[at(task)];
   const Tile& up = op.up[at(task)];
-  run_tile(gate, x, op.input.stride, program);
-  run_tile(up, x, op.input.stride, program);
+  run_tile(gate, op.input, x, program);
+  run_tile(up, op.input, x, program);
   float* g = program.buffer(gate.out) + gate.out_offset;
   const float* u = program.buffer(up.out) + up.out_offset;
-  for (int64_t n = 0; n < program.rows(); ++n) {
+  for (int64_t n = 0; n < program.input_rows(op.input); ++n) {
     for (int64_t i = gate.begin; i < gate.end; ++i) {
       g[n * gate.out_stride + i] =
           kernels::silu(g[n * gate.out_stride + i]) * u[n * up.out_stride + i];
@@ -123,9 +174,9 @@ void attention(const AttentionOperands& op, int64_t h, const Program& program,
 void lm_head(const LmHeadOperands& op, int64_t task, const Program& program,
              const WorkerContext& context) {
   const Tile& tile = op.tiles[at(task)];
-  run_tile(tile, input_rows(op.input, program, context), op.input.stride, program);
+  run_tile(tile, op.input, input_rows(op.input, program, context), program);
   const float* logits = program.buffer(tile.out) + tile.out_offset;
-  for (int64_t n = 0; n < program.rows(); ++n) {
+  for (int64_t n = 0; n < program.input_rows(op.input); ++n) {
     const float* row = logits + n * tile.out_stride;
     float best = -std::numeric_limits<float>::infinity();
     auto arg = static_cast<int32_t>(tile.begin);
@@ -155,6 +206,31 @@ void argmax(const ArgmaxOperands& op, const Program& program) {
   }
 }
 
+void norm_rows(const NormRowsOperands& op, int64_t row, const Program& program) {
+  if (row >= program.count(op.rows_from)) return;
+  float* x = program.buffer(op.buffer) + row * op.stride;
+  normalise_row(op.norm, op.norm_weight, op.eps, x, op.stride, x);
+}
+
+void block_conv(const BlockConvOperands& op, int64_t task, const Program& program) {
+  const kernels::BlockConvShape shape{op.hidden, op.taps, op.group_size};
+  const int64_t c0 = task * op.chunk, c1 = std::min(op.hidden, c0 + op.chunk);
+  const int64_t rows = program.rows();
+  float* out = program.buffer(op.out);
+  kernels::apply_block_conv_channels(op.base_kernel, program.buffer(op.coefficients), op.side,
+                                     shape, program.buffer(op.in), rows, c0, c1, out);
+  if (op.residual == kNoBuffer) return;
+  float* residual = program.buffer(op.residual);
+  for (int64_t t = 0; t < rows; ++t) {
+    for (int64_t c = c0; c < c1; ++c) residual[t * op.hidden + c] += out[t * op.hidden + c];
+  }
+}
+
+void top_k(const TopKOperands& op, int64_t row, const Program& program) {
+  if (row >= program.rows() - op.first_row) return;
+  kernels::top_k(program.buffer(op.logits) + row * op.stride, op.vocab, op.k, op.out + row * op.k);
+}
+
 }  // namespace
 
 void run_prologue(const Instruction& ins, const Program& program, WorkerContext& context) {
@@ -166,24 +242,9 @@ void run_prologue(const Instruction& ins, const Program& program, WorkerContext&
   if (input == nullptr || input->norm == NormKind::kNone) return;
   const int64_t width = input->stride;
   const float* x = program.buffer(input->buffer) + input->first_row * width;
-  for (int64_t n = 0; n < program.rows(); ++n) {
-    const float* row = x + n * width;
-    float* y = context.normalised + n * width;
-    switch (input->norm) {
-      case NormKind::kBf16ZeroCentred:
-        kernels::rms_norm(row, static_cast<const uint16_t*>(input->norm_weight), width, input->eps,
-                          kernels::NormWeight::kZeroCentred, y);
-        break;
-      case NormKind::kBf16Plain:
-        kernels::rms_norm(row, static_cast<const uint16_t*>(input->norm_weight), width, input->eps,
-                          kernels::NormWeight::kPlain, y);
-        break;
-      case NormKind::kF32Plain:
-        kernels::rms_norm(row, static_cast<const float*>(input->norm_weight), width, input->eps, y);
-        break;
-      case NormKind::kNone:
-        break;
-    }
+  for (int64_t n = 0; n < program.input_rows(*input); ++n) {
+    normalise_row(input->norm, input->norm_weight, input->eps, x + n * width, width,
+                  context.normalised + n * width);
   }
 }
 
@@ -196,12 +257,9 @@ void run_task(const Instruction& ins, int64_t task, const Program& program,
     case Opcode::kRopeAngles:
       rope_angles(std::get<RopeOperands>(ins.operands), task, program);
       return;
-    case Opcode::kProjection: {
-      const auto& op = std::get<ProjectionOperands>(ins.operands);
-      run_tile(op.tiles[at(task)], input_rows(op.input, program, context), op.input.stride,
-               program);
+    case Opcode::kProjection:
+      projection(std::get<ProjectionOperands>(ins.operands), task, program, context);
       return;
-    }
     case Opcode::kGateUpSilu:
       gate_up(std::get<GateUpOperands>(ins.operands), task, program, context);
       return;
@@ -211,11 +269,28 @@ void run_task(const Instruction& ins, int64_t task, const Program& program,
     case Opcode::kAttention:
       attention(std::get<AttentionOperands>(ins.operands), task, program, context);
       return;
+    case Opcode::kDeltaNet:
+      run_delta_net_key_head(std::get<DeltaNetOperands>(ins.operands), task, program,
+                             context.scratch);
+      return;
     case Opcode::kLmHeadArgmax:
       lm_head(std::get<LmHeadOperands>(ins.operands), task, program, context);
       return;
     case Opcode::kArgmax:
       argmax(std::get<ArgmaxOperands>(ins.operands), program);
+      return;
+    case Opcode::kNormRows:
+      norm_rows(std::get<NormRowsOperands>(ins.operands), task, program);
+      return;
+    case Opcode::kBlockConv:
+      block_conv(std::get<BlockConvOperands>(ins.operands), task, program);
+      return;
+    case Opcode::kWindowAttention:
+      run_window_attention_kv_head(std::get<WindowAttentionOperands>(ins.operands), task, program,
+                                   context.scratch);
+      return;
+    case Opcode::kTopK:
+      top_k(std::get<TopKOperands>(ins.operands), task, program);
       return;
     case Opcode::kFamilyKernel:
       std::get<FamilyOperands>(ins.operands).body(task, context);

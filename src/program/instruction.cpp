@@ -16,10 +16,20 @@ std::string_view opcode_name(Opcode op) {
       return "kv_append";
     case Opcode::kAttention:
       return "attention";
+    case Opcode::kDeltaNet:
+      return "delta_net";
     case Opcode::kLmHeadArgmax:
       return "lm_head_argmax";
     case Opcode::kArgmax:
       return "argmax";
+    case Opcode::kNormRows:
+      return "norm_rows";
+    case Opcode::kBlockConv:
+      return "block_conv";
+    case Opcode::kWindowAttention:
+      return "window_attention";
+    case Opcode::kTopK:
+      return "top_k";
     case Opcode::kFamilyKernel:
       return "family_kernel";
   }
@@ -82,6 +92,14 @@ int64_t operand_tasks(const Instruction& ins) {
       return std::get<KvAppendOperands>(ins.operands).attention.kv_heads;
     case Opcode::kAttention:
       return std::get<AttentionOperands>(ins.operands).heads;
+    case Opcode::kDeltaNet:
+      return std::get<DeltaNetOperands>(ins.operands).key_heads;
+    case Opcode::kBlockConv: {
+      const auto& op = std::get<BlockConvOperands>(ins.operands);
+      return op.chunk > 0 ? (op.hidden + op.chunk - 1) / op.chunk : -2;
+    }
+    case Opcode::kWindowAttention:
+      return std::get<WindowAttentionOperands>(ins.operands).kv_heads;
     case Opcode::kArgmax:
       return 1;
     default:
@@ -91,10 +109,15 @@ int64_t operand_tasks(const Instruction& ins) {
 
 std::vector<BufferId> buffers_named(const Instruction& ins) {
   std::vector<BufferId> ids;
-  if (const RowInput* input = row_input(ins)) ids.push_back(input->buffer);
+  if (const RowInput* input = row_input(ins)) {
+    ids.push_back(input->buffer);
+    ids.push_back(input->publish);
+  }
   if (operand_tasks(ins) >= 0) {  // tile lists sized as the tasks (checked before this)
     for (int64_t t = 0; t < ins.tasks; ++t) {
-      for (const Tile* tile : task_tiles(ins, t)) ids.insert(ids.end(), {tile->out, tile->copy_to});
+      for (const Tile* tile : task_tiles(ins, t)) {
+        ids.insert(ids.end(), {tile->out, tile->copy_to, tile->extra_out});
+      }
     }
   }
   switch (ins.opcode()) {
@@ -114,10 +137,53 @@ std::vector<BufferId> buffers_named(const Instruction& ins) {
       ids.insert(ids.end(), {op.q, op.out, op.angles});
       break;
     }
+    case Opcode::kDeltaNet: {
+      const auto& op = std::get<DeltaNetOperands>(ins.operands);
+      ids.insert(ids.end(), {op.in, op.out});
+      break;
+    }
+    case Opcode::kProjection:
+      ids.push_back(std::get<ProjectionOperands>(ins.operands).extra.buffer);
+      break;
+    case Opcode::kNormRows:
+      ids.push_back(std::get<NormRowsOperands>(ins.operands).buffer);
+      break;
+    case Opcode::kBlockConv: {
+      const auto& op = std::get<BlockConvOperands>(ins.operands);
+      ids.insert(ids.end(), {op.coefficients, op.in, op.out, op.residual});
+      break;
+    }
+    case Opcode::kWindowAttention: {
+      const auto& op = std::get<WindowAttentionOperands>(ins.operands);
+      ids.insert(ids.end(), {op.q, op.k, op.v, op.out, op.context_k, op.context_v});
+      break;
+    }
+    case Opcode::kTopK:
+      ids.push_back(std::get<TopKOperands>(ins.operands).logits);
+      break;
     default:
       break;
   }
   return ids;
+}
+
+std::vector<RowCount> counts_named(const Instruction& ins) {
+  std::vector<RowCount> counts;
+  if (const RowInput* input = row_input(ins)) counts.push_back(input->rows_from);
+  switch (ins.opcode()) {
+    case Opcode::kProjection:
+      counts.push_back(std::get<ProjectionOperands>(ins.operands).extra.rows_from);
+      break;
+    case Opcode::kNormRows:
+      counts.push_back(std::get<NormRowsOperands>(ins.operands).rows_from);
+      break;
+    case Opcode::kWindowAttention:
+      counts.push_back(std::get<WindowAttentionOperands>(ins.operands).context_rows_from);
+      break;
+    default:
+      break;
+  }
+  return counts;
 }
 
 }  // namespace md::program

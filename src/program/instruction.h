@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/rope.h"
+#include "kernels/top_k.h"
 #include "kernels/weight_matrix.h"
 
 namespace md::program {
@@ -35,9 +36,17 @@ enum class NormKind : uint8_t {
   kF32Plain,         // x / rms(x) · w, w f32 (GGUF)
 };
 
-// The rows a projection multiplies: rows [first_row, first_row + step rows) of `buffer` (row
-// stride `stride`), first normalised into the worker's scratch when `norm` is not kNone (once per
-// worker and instruction, not per tile).
+// Where a row count comes from: the step's rows (Program::set_rows), or count register i >= 0 that
+// the caller sets before each run (Program::set_count), e.g. a drafter's newly committed context
+// rows, which vary from round to round.
+using RowCount = int8_t;
+inline constexpr RowCount kStepRows = -1;
+
+// The rows a projection multiplies: rows [first_row, count) of `buffer` (row stride `stride`),
+// `count` as `rows_from` says, first normalised into the worker's scratch when `norm` is not kNone
+// (once per worker and instruction, not per tile). Input row n (buffer row first_row + n) gives
+// output row n. With `publish` set, the worker that runs task 0 also copies the normalised rows
+// there, for a consumer that is not a tile (every worker normalised the same bits).
 struct RowInput {
   BufferId buffer = kNoBuffer;
   int64_t stride = 0;
@@ -45,12 +54,16 @@ struct RowInput {
   NormKind norm = NormKind::kNone;
   const void* norm_weight = nullptr;
   float eps = 0;
+  RowCount rows_from = kStepRows;
+  BufferId publish = kNoBuffer;
 };
 
-// One task of a projection: output rows [begin, end) of `weight` for every step row n, written at
+// One task of a projection: output rows [begin, end) of `weight` for every input row n, written at
 // out[n·out_stride + out_offset + r] (overwritten, or added to: a residual). With `copy_to` set,
 // the finished columns are also copied to copy_to[n·copy_stride + copy_offset + r] (a drafter's
-// tap of the residual stream, at no extra instruction).
+// tap of the residual stream, at no extra instruction). With `extra_out` set, the same weight
+// rows also multiply the projection's extra input rows into extra_out[n·extra_stride + r] (a
+// drafter's new context rows through k_proj / v_proj: the weights are streamed once for both).
 struct Tile {
   kernels::WeightMatrix weight;
   int64_t begin = 0, end = 0;
@@ -59,6 +72,8 @@ struct Tile {
   bool accumulate = false;
   BufferId copy_to = kNoBuffer;
   int64_t copy_offset = 0, copy_stride = 0;
+  BufferId extra_out = kNoBuffer;
+  int64_t extra_stride = 0;
 };
 
 // kEmbed: one task per step row: row token(n) of `table` (dequantised) into out[n].
@@ -73,10 +88,12 @@ struct RopeOperands {
   BufferId out = kNoBuffer;
 };
 
-// kProjection: one task per tile.
+// kProjection: one task per tile. `extra` (optional, never normalised): a second set of input rows
+// that the tiles with an extra_out also multiply.
 struct ProjectionOperands {
   RowInput input;
   std::vector<Tile> tiles;
+  RowInput extra;
 };
 
 // kGateUpSilu: task t multiplies gate and up tiles t (the same output rows of both matrices)
@@ -109,6 +126,96 @@ struct KvAppendOperands {
   AttentionOperands attention;
 };
 
+// kDeltaNet: one task per key head kh of a Gated DeltaNet layer (Qwen3.5 / 3.8 spec §5), over
+// the step rows in order: causal conv + SiLU of the head's q, k and v channels (rolling conv
+// state), L2-normalised q (scaled by 1/√dk) and k, then per value head of its group the gates
+// β = σ(b), g = −exp(A_log)·softplus(a + dt_bias), the f32 delta-rule step and the gated RMSNorm
+// with z. A row of `in` is [q (key heads·dk) | k | v (value heads·dv)] — the conv channels —
+// then z (value heads·dv), b and a (value heads each); a row of `out` is value heads·dv.
+struct DeltaNetOperands {
+  BufferId in = kNoBuffer, out = kNoBuffer;
+  int64_t in_stride = 0, out_stride = 0;
+  int64_t key_heads = 0, value_heads = 0, key_dim = 0, value_dim = 0, conv_kernel = 0;
+  const uint16_t* conv_weight = nullptr;  // bf16 [conv channels][conv_kernel]
+  const float* a_log = nullptr;           // [value heads]
+  const float* dt_bias = nullptr;         // [value heads]
+  const uint16_t* norm = nullptr;         // bf16 [value_dim], plain scale
+  float norm_eps = 0;
+  int64_t state_slot = 0;  // StepState::recurrent_state(slot)
+  // Verify rows (all rows one sequence): the head's state before row 0 goes to snapshot 0 and
+  // the state after row s to snapshot s + 1, so that any prefix can be committed. Null: no
+  // snapshots (independent rows).
+  float* snapshot_conv = nullptr;       // [kMaxStepRows + 1][conv channels][conv_kernel - 1]
+  float* snapshot_recurrent = nullptr;  // [kMaxStepRows + 1][value heads][value_dim][key_dim]
+
+  int64_t group() const { return value_heads / key_heads; }
+  int64_t conv_channels() const { return 2 * key_heads * key_dim + value_heads * value_dim; }
+  int64_t conv_state_floats() const { return conv_channels() * (conv_kernel - 1); }
+  int64_t recurrent_floats() const { return value_heads * value_dim * key_dim; }
+  int64_t z_offset() const { return conv_channels(); }
+  int64_t b_offset() const { return z_offset() + value_heads * value_dim; }
+  int64_t a_offset() const { return b_offset() + value_heads; }
+  // Worker scratch one task needs: the head's conv outputs.
+  int64_t scratch_floats() const { return 2 * key_dim + group() * value_dim; }
+};
+
+// kNormRows: one task per row r < the rows `rows_from` counts (tasks beyond it do nothing): row r
+// of `buffer` ([rows][stride], width `stride`) normalised in place.
+struct NormRowsOperands {
+  BufferId buffer = kNoBuffer;
+  int64_t stride = 0;
+  NormKind norm = NormKind::kNone;
+  const void* norm_weight = nullptr;
+  float eps = 0;
+  RowCount rows_from = kStepRows;
+};
+
+// kBlockConv: one task per channel range [t·chunk, (t+1)·chunk) of a draft block's dynamic grouped
+// causal conv (kernels/block_conv.h) over the step rows: out = conv(side, in). With `residual` set
+// the range is then added into it (the sub-layer's output joins the residual stream).
+struct BlockConvOperands {
+  const uint16_t* base_kernel = nullptr;  // bf16 [2 sides][taps][hidden]
+  BufferId coefficients = kNoBuffer;      // [rows][2][taps][groups]
+  int64_t hidden = 0, taps = 0, group_size = 0;
+  int side = 0;
+  int64_t chunk = 0;
+  BufferId in = kNoBuffer, out = kNoBuffer, residual = kNoBuffer;  // [rows][hidden] each
+};
+
+// kWindowAttention: one task per KV head g of a draft block that attends bidirectionally within a
+// sliding window (DFlash2 §11.5). Rows: the step rows are the block (row t at position
+// row(t).position, all rows one sequence whose StepState::kv_ring(layer) holds the context's keys
+// and values); count register `context_rows_from` gives the new context rows, at the positions
+// just before the block. The task (1) normalises and rotates the new context rows' keys of head
+// g and writes them with their values into the ring, (2) normalises and rotates the block's keys
+// of head g and its query heads, (3) attends every query head of the group, every block row t, over
+// the context positions (start+t) − window < p < start and the block rows within the window of t
+// on either side. RMSNorms are plain (bf16 weights); RoPE uses `rope` at each row's position.
+struct WindowAttentionOperands {
+  BufferId q = kNoBuffer, k = kNoBuffer, v = kNoBuffer, out = kNoBuffer;  // block rows
+  int64_t q_stride = 0, kv_stride = 0;                                    // out has q_stride too
+  BufferId context_k = kNoBuffer, context_v = kNoBuffer;  // [context rows][kv_stride]
+  RowCount context_rows_from = 0;
+  int64_t heads = 0, kv_heads = 0, head_dim = 0, window = 0;
+  const uint16_t* q_norm = nullptr;
+  const uint16_t* k_norm = nullptr;
+  float norm_eps = 0;
+  const kernels::Rope* rope = nullptr;
+  int64_t layer = 0;  // StepState::kv_ring(layer)
+};
+
+// A candidate of a top-k: an id and its logit.
+using Candidate = kernels::Candidate;
+
+// kTopK: one task per row n < count (step rows − first_row): the k largest of logits row n
+// ([rows][stride], `vocab` wide) into out[n·k ..], descending, ties to the lower id, NaN never
+// above a number (kernels/top_k.h).
+struct TopKOperands {
+  BufferId logits = kNoBuffer;
+  int64_t stride = 0, vocab = 0, k = 0, first_row = 0;
+  Candidate* out = nullptr;  // [rows][k]
+};
+
 // kLmHeadArgmax: one task per vocabulary tile: logits[n][begin, end) and that tile's max and
 // argmax per row (strict >: ties keep the lower id; NaN never wins).
 struct LmHeadOperands {
@@ -136,9 +243,10 @@ struct FamilyOperands {
 };
 
 // The variant's alternatives are in Opcode order.
-using Operands =
-    std::variant<EmbedOperands, RopeOperands, ProjectionOperands, GateUpOperands, KvAppendOperands,
-                 AttentionOperands, LmHeadOperands, ArgmaxOperands, FamilyOperands>;
+using Operands = std::variant<EmbedOperands, RopeOperands, ProjectionOperands, GateUpOperands,
+                              KvAppendOperands, AttentionOperands, DeltaNetOperands, LmHeadOperands,
+                              ArgmaxOperands, NormRowsOperands, BlockConvOperands,
+                              WindowAttentionOperands, TopKOperands, FamilyOperands>;
 
 enum class Opcode : uint8_t {
   kEmbed,
@@ -147,8 +255,13 @@ enum class Opcode : uint8_t {
   kGateUpSilu,
   kKvAppend,
   kAttention,
+  kDeltaNet,
   kLmHeadArgmax,
   kArgmax,
+  kNormRows,
+  kBlockConv,
+  kWindowAttention,
+  kTopK,
   kFamilyKernel,
 };
 std::string_view opcode_name(Opcode op);
@@ -191,5 +304,7 @@ const RowInput* row_input(const Instruction& ins);
 int64_t operand_tasks(const Instruction& ins);
 // Every buffer id the operands name (for validation).
 std::vector<BufferId> buffers_named(const Instruction& ins);
+// Every row count the operands read (for validation).
+std::vector<RowCount> counts_named(const Instruction& ins);
 
 }  // namespace md::program

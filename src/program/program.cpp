@@ -15,6 +15,14 @@
 
 namespace md::program {
 
+RecurrentState StepState::recurrent_state(int64_t slot) {
+  fail("this sequence has no recurrent state (delta-rule layer slot {})", slot);
+}
+
+kernels::KvRing StepState::kv_ring(int64_t layer) {
+  fail("this sequence has no sliding-window ring (layer {})", layer);
+}
+
 namespace {
 
 inline void cpu_relax() {
@@ -62,11 +70,13 @@ constexpr int kSpinRounds = 4000;
 }  // namespace
 
 Program::Program(std::vector<Instruction> instructions, std::vector<float*> buffers, int workers,
-                 std::size_t scratch_floats)
+                 std::size_t scratch_floats, int64_t max_rows)
     : instructions_(std::move(instructions)),
       buffers_(std::move(buffers)),
       workers_(std::max(1, workers)),
-      step_rows_(static_cast<std::size_t>(kMaxStepRows)) {
+      max_rows_(max_rows),
+      step_rows_(static_cast<std::size_t>(std::max<int64_t>(1, max_rows))) {
+  if (max_rows < 1) fail("a program takes at least one row, not {}", max_rows);
   validate();
   std::size_t count = instructions_.size();
   std::size_t total_tasks = 0;
@@ -78,7 +88,7 @@ Program::Program(std::vector<Instruction> instructions, std::vector<float*> buff
   for (std::size_t t = 0; t < total_tasks; ++t) stamps_[t].store(0, std::memory_order_relaxed);
   done_ = std::make_unique<Counter[]>(count);
   claims_ = std::make_unique<Counter[]>(count);
-  std::size_t normalised = normalised_floats(instructions_, kMaxStepRows);
+  std::size_t normalised = normalised_floats(instructions_, max_rows_);
   for (int w = 0; w < workers_; ++w) {
     scratch_.emplace_back(allocate_scratch(normalised + scratch_floats), free_scratch);
     float* base = scratch_.back().get();
@@ -123,6 +133,11 @@ void Program::validate() const {
       if (!buffer_ok(id))
         fail("program instruction '{}' names buffer #{}, which does not exist", ins.name, id);
     }
+    for (RowCount from : counts_named(ins)) {
+      if (from < kStepRows || from >= kCounts)
+        fail("program instruction '{}' reads count register {}, which does not exist", ins.name,
+             from);
+    }
   }
 }
 
@@ -132,11 +147,18 @@ void Program::rebind(BufferId id, float* data) {
 }
 
 void Program::set_rows(std::span<const StepRow> rows) {
-  if (rows.empty() || static_cast<int64_t>(rows.size()) > kMaxStepRows) {
-    fail("a step takes 1..{} rows, not {}", kMaxStepRows, rows.size());
+  if (rows.empty() || static_cast<int64_t>(rows.size()) > max_rows_) {
+    fail("a step takes 1..{} rows, not {}", max_rows_, rows.size());
   }
   std::copy(rows.begin(), rows.end(), step_rows_.begin());
   rows_ = static_cast<int64_t>(rows.size());
+}
+
+void Program::set_count(int i, int64_t rows) {
+  if (i < 0 || i >= kCounts) fail("no count register {}", i);
+  if (rows < 0 || rows > max_rows_)
+    fail("count register {}: {} rows is outside 0..{}", i, rows, max_rows_);
+  counts_[static_cast<std::size_t>(i)] = rows;
 }
 
 uint64_t Program::begin_step() {

@@ -7,6 +7,7 @@
 // worker ran a task: every task covers fixed output rows and the kernels reduce in a fixed order.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -15,15 +16,27 @@
 #include <vector>
 
 #include "kernels/kv_cache.h"
+#include "kernels/kv_ring.h"
 #include "program/instruction.h"
 
 namespace md::program {
+
+// A delta-rule layer's state of one sequence: the conv history [conv channels][kernel - 1]
+// (oldest first) and the f32 recurrent matrices [value heads][value dim][key dim].
+struct RecurrentState {
+  float* conv = nullptr;
+  float* recurrent = nullptr;
+};
 
 // The state a step's rows read and extend, as the shared instructions see it.
 class StepState {
  public:
   virtual ~StepState() = default;
   virtual kernels::KvCache& kv_cache(int64_t slot) = 0;
+  // The delta-rule layer `slot`'s state; families without recurrent layers never get asked.
+  virtual RecurrentState recurrent_state(int64_t slot);
+  // A drafter's sliding-window ring of layer `layer` (window_attention).
+  virtual kernels::KvRing kv_ring(int64_t layer);
 };
 
 // One row of a step: its token, its position and the sequence it extends (verify rows share
@@ -52,11 +65,12 @@ struct InstructionProfile {
 class Program {
  public:
   // `buffers[id]` is the storage of BufferId id. `scratch_floats` of private scratch per worker
-  // (besides the normalised input rows, which the program sizes itself). Throws md::Error for a
-  // malformed program: a dependency that is not on an earlier instruction's tasks, a buffer id
-  // out of range, operand lists that do not match the task count.
+  // (besides the normalised input rows, which the program sizes itself). `max_rows` bounds the
+  // step rows and every count register. Throws md::Error for a malformed program: a dependency
+  // that is not on an earlier instruction's tasks, a buffer id out of range, operand lists that do
+  // not match the task count.
   Program(std::vector<Instruction> instructions, std::vector<float*> buffers, int workers,
-          std::size_t scratch_floats);
+          std::size_t scratch_floats, int64_t max_rows = kMaxStepRows);
   ~Program();
   Program(const Program&) = delete;
   Program& operator=(const Program&) = delete;
@@ -67,10 +81,21 @@ class Program {
   // Points a buffer at other storage (e.g. the caller's logits), between runs.
   void rebind(BufferId id, float* data);
 
-  // The next run's rows (1..kMaxStepRows), between runs.
+  // The next run's rows (1..max_rows), between runs.
   void set_rows(std::span<const StepRow> rows);
   int64_t rows() const { return rows_; }
+  int64_t max_rows() const { return max_rows_; }
   const StepRow& row(int64_t n) const { return step_rows_[static_cast<std::size_t>(n)]; }
+  // Count register i (0..kCounts-1) of the next run (0..max_rows), between runs.
+  static constexpr int kCounts = 2;
+  void set_count(int i, int64_t rows);
+  int64_t count(RowCount from) const {
+    return from == kStepRows ? rows_ : counts_[static_cast<std::size_t>(from)];
+  }
+  // How many rows an input has this run: its count minus its first row.
+  int64_t input_rows(const RowInput& input) const {
+    return count(input.rows_from) - input.first_row;
+  }
 
   // Executors: begin_step() before the workers start (returns the step's number), then every
   // worker runs run_worker (fused) or, instruction by instruction with a barrier between them,
@@ -104,8 +129,10 @@ class Program {
   std::vector<Instruction> instructions_;
   std::vector<float*> buffers_;
   int workers_;
+  int64_t max_rows_;
   int64_t rows_ = 0;
   std::vector<StepRow> step_rows_;
+  std::array<int64_t, kCounts> counts_{};
 
   std::vector<std::size_t> first_task_;              // index of instruction i's task 0 in stamps_
   std::unique_ptr<std::atomic<uint64_t>[]> stamps_;  // step in which each task last completed

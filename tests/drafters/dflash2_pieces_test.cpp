@@ -12,12 +12,15 @@
 #include <vector>
 
 #include "base/dtype.h"
-#include "models/drafters/dflash2/dflash2_attention.h"
+#include "kernels/attention_runs.h"
 #include "models/drafters/dflash2/dflash2_conv.h"
 #include "models/drafters/dflash2/dflash2_selector.h"
 
 namespace md::dflash2 {
 namespace {
+
+using kernels::attend_runs;
+using kernels::KeyRun;
 
 std::vector<float> normals(std::size_t n, uint64_t seed, float scale = 1.0f) {
   std::mt19937_64 rng(seed);

@@ -17,6 +17,7 @@
 #include "kernels/gguf_dequant.h"
 #include "kernels/gguf_matmul_kernels.h"
 #include "kernels/isa.h"
+#include "kernels/weight_matrix.h"
 
 namespace md::kernels {
 namespace {
@@ -148,7 +149,6 @@ const std::vector<TypeCase>& type_cases() {
       {GgmlType::kQ6_K, {256, 768}},
       {GgmlType::kF32, {1, 5, 8, 17, 31, 32, 33, 100, 576}},
       {GgmlType::kF16, {1, 7, 16, 31, 32, 47, 64, 577}},
-      {GgmlType::kBF16, {3, 15, 32, 33, 250}},
   };
   return cases;
 }
@@ -353,7 +353,6 @@ TEST_P(GgufMatmulIsa, NoticesACorruptedScale) {
         std::uint8_t* element = p + c * info.block_bytes;
         if (tc.type == GgmlType::kF32) std::memcpy(element, &big, sizeof(big));
         if (tc.type == GgmlType::kF16) put_u16(element, 0x5400);  // 64
-        if (tc.type == GgmlType::kBF16) put_u16(element, f32_to_bf16(big));
       }
     } else {
       put_u16(p + (blocks - 1) * info.block_bytes + offsets[0], 0x4000);  // d = 2
@@ -419,12 +418,52 @@ TEST(GgufMatmul, AcceptsOnlyWholeBlocksOfSupportedFormats) {
   EXPECT_FALSE(gguf_matmul_accepts({GgmlType::kQ4_1, data.data(), 2, 64, 39}));  // row too short
   EXPECT_FALSE(gguf_matmul_accepts({GgmlType::kQ5_K, data.data(), 2, 256, 176}));
   EXPECT_FALSE(gguf_matmul_accepts({GgmlType::kQ4_K, data.data(), 2, 128, 144}));
-  for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0,
-                        GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+  for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_0,
+                        GgmlType::kQ4_1, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
     EXPECT_TRUE(gguf_matmul_supports(type)) << ggml_type_name(type);
     for (Isa isa : available_isas()) EXPECT_NE(gguf_matmul_kernels(isa).tile_for(type), nullptr);
   }
   EXPECT_FALSE(gguf_matmul_supports(GgmlType::kQ5_0));
+  // BF16 is supported, through the bf16 kernels (next test), and only densely packed.
+  EXPECT_TRUE(gguf_matmul_supports(GgmlType::kBF16));
+  EXPECT_TRUE(gguf_matmul_accepts({GgmlType::kBF16, data.data(), 2, 33, 66}));
+  EXPECT_FALSE(gguf_matmul_accepts({GgmlType::kBF16, data.data(), 2, 33, 68}));
+  EXPECT_FALSE(gguf_matmul_accepts({GgmlType::kBF16, data.data() + 1, 2, 33, 66}));  // odd address
+  for (Isa isa : available_isas())
+    EXPECT_EQ(gguf_matmul_kernels(isa).tile_for(GgmlType::kBF16), nullptr);
+}
+
+// One bf16 path: a BF16 GGUF matrix gives exactly what the bf16 kernels (matmul.h) give for the
+// same bits, through the tile entry, the threaded entry and the format-tagged WeightMatrix.
+TEST(GgufMatmul, Bf16GoesThroughTheBf16Kernels) {
+  for (int64_t cols : {3, 33, 250, 576}) {
+    const Weights w(GgmlType::kBF16, 131, cols, 11);
+    const Inputs in(3, cols, 12);
+    // The same bits at an even address (Weights sits at an odd one to exercise unaligned blocks).
+    std::vector<std::uint16_t> bits(static_cast<std::size_t>(w.rows * cols));
+    std::memcpy(bits.data(), w.matrix().data, bits.size() * 2);
+    const GgufMatrix matrix_bits{GgmlType::kBF16,
+                                 reinterpret_cast<const std::uint8_t*>(bits.data()), w.rows, cols,
+                                 static_cast<std::size_t>(cols) * 2};
+    ASSERT_TRUE(gguf_matmul_accepts(matrix_bits));
+    const Bf16Matrix view = bf16_view(matrix_bits);
+    ASSERT_EQ(view.data, bits.data());
+    std::vector<float> expected(static_cast<std::size_t>(in.n * w.rows));
+    matmul_tile(view, 0, w.rows, in.x(), in.stride, in.n, {expected.data(), w.rows, false});
+    std::vector<float> tiled(expected.size(), -1.0f);
+    gguf_matmul_tile(matrix_bits, 0, 50, in.x(), in.stride, in.n, {tiled.data(), w.rows, false});
+    gguf_matmul_tile(matrix_bits, 50, w.rows, in.x(), in.stride, in.n,
+                     {tiled.data(), w.rows, false});
+    EXPECT_EQ(0, std::memcmp(tiled.data(), expected.data(), tiled.size() * sizeof(float))) << cols;
+    std::vector<float> tagged(expected.size(), -1.0f);
+    const WeightMatrix matrix = WeightMatrix::of(matrix_bits);
+    EXPECT_EQ(matrix.format, WeightFormat::kBf16);
+    weight_tile(matrix, 0, w.rows, in.x(), in.stride, in.n, {tagged.data(), w.rows, false});
+    EXPECT_EQ(0, std::memcmp(tagged.data(), expected.data(), tagged.size() * sizeof(float)))
+        << cols;
+    // Accuracy of the bf16 kernel on these bits (its own contract, restated here).
+    EXPECT_LE(worst_error(w, in, in.n, 0, w.rows, tiled, w.rows, nullptr), 1.0) << cols;
+  }
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <string>
 
-#include "../support/scoped_matmul_inputs.h"
+#include "../support/matmul_inputs_support.h"
 #include "base/dtype.h"
 #include "base/error.h"
 #include "kernel_test_util.h"
@@ -215,14 +215,18 @@ TEST(MatmulBf16Inputs, RoundsInputsToNearestEven) {
   }
 }
 
-TEST(MatmulBf16Inputs, SwitchingModesChangesTheDispatchedPathAndBackBitwise) {
+// The mode is a property of the matrix: the same weights tagged kBf16 take the bf16-input path
+// through every entry point, untagged the f32 one, side by side in one process.
+TEST(MatmulBf16Inputs, ATaggedMatrixTakesTheBf16PathAnUntaggedOneTheF32Path) {
   if (!test::bf16_matmul_inputs_supported()) GTEST_SKIP() << "kBf16 cannot run here";
-  ASSERT_EQ(matmul_inputs(), MatmulInputs::kF32);
   Problem p(300, 515, 8, 11);
   const std::vector<float> packed = packed_inputs(p);
-  const auto product = [&](ThreadPool* pool) {
+  Bf16Matrix f32_matrix = p.matrix();
+  Bf16Matrix bf16_matrix = p.matrix();
+  bf16_matrix.inputs = MatmulInputs::kBf16;
+  const auto product = [&](const Bf16Matrix& m, ThreadPool* pool) {
     std::vector<float> y(static_cast<std::size_t>(p.n * p.rows));
-    matmul(p.matrix(), packed.data(), p.n, y.data(), pool);
+    matmul(m, packed.data(), p.n, y.data(), pool);
     return y;
   };
   const auto tile_of = [&](const MatmulKernels& kernels) {
@@ -231,36 +235,28 @@ TEST(MatmulBf16Inputs, SwitchingModesChangesTheDispatchedPathAndBackBitwise) {
     return y;
   };
   ThreadPool pool(3);
-  const std::vector<float> f32 = product(&pool);
-  const float f32_dot = dot_bf16(p.matrix().row(4), packed.data(), p.cols);
-  ASSERT_TRUE(same_bits(f32, tile_of(matmul_kernels(active_isa_level()))));
-  {
-    test::ScopedMatmulInputs bf16(MatmulInputs::kBf16);
-    EXPECT_EQ(matmul_inputs(), MatmulInputs::kBf16);
-    const std::vector<float> expected = tile_of(bf16_inputs());
-    EXPECT_FALSE(same_bits(expected, f32));
-    EXPECT_TRUE(same_bits(product(&pool), expected));
-    EXPECT_TRUE(same_bits(product(nullptr), expected));
-    std::vector<float> rows(expected.size()), tiled(expected.size());
-    matmul_rows(p.matrix(), packed.data(), p.n, rows.data(), 0, 111);
-    matmul_rows(p.matrix(), packed.data(), p.n, rows.data(), 111, p.rows);
-    EXPECT_TRUE(same_bits(rows, expected));
-    matmul_tile(p.matrix(), 0, p.rows, packed.data(), p.cols, p.n, MatmulOut{tiled.data(), p.rows});
-    EXPECT_TRUE(same_bits(tiled, expected));
-    // A row computed alone equals the same row in the threaded block.
-    for (int64_t n = 0; n < p.n; ++n) {
-      std::vector<float> alone(static_cast<std::size_t>(p.rows));
-      matmul(p.matrix(), packed.data() + n * p.cols, 1, alone.data(), nullptr);
-      EXPECT_EQ(
-          0, std::memcmp(alone.data(), expected.data() + n * p.rows, alone.size() * sizeof(float)))
-          << "row " << n;
-    }
-    // Attention's q·k keeps f32 inputs.
-    float dot = dot_bf16(p.matrix().row(4), packed.data(), p.cols);
-    EXPECT_EQ(std::bit_cast<uint32_t>(dot), std::bit_cast<uint32_t>(f32_dot));
+  const std::vector<float> f32 = tile_of(matmul_kernels(active_isa_level()));
+  const std::vector<float> expected = tile_of(bf16_inputs());
+  EXPECT_FALSE(same_bits(expected, f32));
+  EXPECT_TRUE(same_bits(product(f32_matrix, &pool), f32));
+  EXPECT_TRUE(same_bits(product(bf16_matrix, &pool), expected));
+  EXPECT_TRUE(same_bits(product(bf16_matrix, nullptr), expected));
+  std::vector<float> rows(expected.size()), tiled(expected.size());
+  matmul_rows(bf16_matrix, packed.data(), p.n, rows.data(), 0, 111);
+  matmul_rows(bf16_matrix, packed.data(), p.n, rows.data(), 111, p.rows);
+  EXPECT_TRUE(same_bits(rows, expected));
+  matmul_tile(bf16_matrix, 0, p.rows, packed.data(), p.cols, p.n, MatmulOut{tiled.data(), p.rows});
+  EXPECT_TRUE(same_bits(tiled, expected));
+  // A row computed alone equals the same row in the threaded block.
+  for (int64_t n = 0; n < p.n; ++n) {
+    std::vector<float> alone(static_cast<std::size_t>(p.rows));
+    matmul(bf16_matrix, packed.data() + n * p.cols, 1, alone.data(), nullptr);
+    EXPECT_EQ(0,
+              std::memcmp(alone.data(), expected.data() + n * p.rows, alone.size() * sizeof(float)))
+        << "row " << n;
   }
-  EXPECT_EQ(matmul_inputs(), MatmulInputs::kF32);
-  EXPECT_TRUE(same_bits(product(&pool), f32));
+  // The f32 matrix is untouched by its tagged twin.
+  EXPECT_TRUE(same_bits(product(f32_matrix, nullptr), f32));
 }
 
 TEST(MatmulBf16Inputs, RefusedWithoutAvx512Bf16OrBelowTheAvx512Path) {
@@ -268,16 +264,14 @@ TEST(MatmulBf16Inputs, RefusedWithoutAvx512Bf16OrBelowTheAvx512Path) {
   EXPECT_NE(bf16_inputs_refusal(Isa::kAvx512, false).find("AVX512-BF16"), std::string::npos);
   EXPECT_NE(bf16_inputs_refusal(Isa::kAvx2, true).find("avx2"), std::string::npos);
   EXPECT_NE(bf16_inputs_refusal(Isa::kScalar, true).find("scalar"), std::string::npos);
-  // The setter applies the same check to this process (ctest also runs the CLI with
-  // MEGADECODE_ISA=avx2, where it refuses) and leaves the mode alone when it refuses.
+  // check_matmul_inputs applies the same test to this process (ctest also runs the CLI with
+  // MEGADECODE_ISA=avx2, where it refuses).
   if (test::bf16_matmul_inputs_supported()) {
-    test::ScopedMatmulInputs bf16(MatmulInputs::kBf16);
-    EXPECT_EQ(matmul_inputs(), MatmulInputs::kBf16);
+    EXPECT_NO_THROW(check_matmul_inputs(MatmulInputs::kBf16));
   } else {
-    EXPECT_THROW(set_matmul_inputs(MatmulInputs::kBf16), Error);
-    EXPECT_EQ(matmul_inputs(), MatmulInputs::kF32);
+    EXPECT_THROW(check_matmul_inputs(MatmulInputs::kBf16), Error);
   }
-  EXPECT_NO_THROW(set_matmul_inputs(MatmulInputs::kF32));
+  EXPECT_NO_THROW(check_matmul_inputs(MatmulInputs::kF32));
 }
 
 // CPUID agrees with the kernel's own list of the CPU's flags, where there is one.

@@ -200,6 +200,45 @@ TEST(Program, RefusesMalformedPrograms) {
     list.push_back(std::move(argmax));
     EXPECT_THROW(Program(std::move(list), {}, 1, 1), Error) << "operands for 1 task, 2 declared";
   }
+  {
+    std::vector<Instruction> list;
+    Instruction norm;
+    norm.name = "norm_rows";
+    norm.tasks = 2;
+    norm.operands = NormRowsOperands{0, 4, NormKind::kNone, nullptr, 0.0f, Program::kCounts};
+    list.push_back(std::move(norm));
+    EXPECT_THROW(Program(std::move(list), {nullptr}, 1, 1), Error) << "no such count register";
+  }
+  {
+    std::vector<Instruction> list;
+    list.push_back(family("a", 1, noop));
+    EXPECT_THROW(Program(std::move(list), {}, 1, 1, 0), Error) << "a program of no rows";
+  }
+}
+
+// Step rows and count registers stay within the program's row bound; a bad value changes nothing.
+TEST(Program, BoundsItsRowsAndCounts) {
+  std::vector<Instruction> list;
+  list.push_back(family("a", 1, [](int64_t, WorkerContext&) {}));
+  Program program(std::move(list), {}, 1, 1, 12);
+  EXPECT_EQ(program.max_rows(), 12);
+  std::vector<StepRow> rows(12);
+  program.set_rows(rows);
+  EXPECT_EQ(program.rows(), 12);
+  rows.resize(13);
+  EXPECT_THROW(program.set_rows(rows), Error);
+  EXPECT_EQ(program.rows(), 12);
+  program.set_count(1, 12);
+  EXPECT_EQ(program.count(1), 12);
+  EXPECT_EQ(program.count(kStepRows), 12);
+  EXPECT_THROW(program.set_count(1, 13), Error);
+  EXPECT_THROW(program.set_count(0, -1), Error);
+  EXPECT_THROW(program.set_count(Program::kCounts, 1), Error);
+  EXPECT_EQ(program.count(1), 12);
+  RowInput input;
+  input.first_row = 1;
+  input.rows_from = 1;
+  EXPECT_EQ(program.input_rows(input), 11);
 }
 
 TEST(CpuExecutor, RefusesAProgramBuiltForAnotherTeam) {

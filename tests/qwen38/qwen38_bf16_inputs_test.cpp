@@ -8,13 +8,14 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "../support/scoped_matmul_inputs.h"
+#include "../support/matmul_inputs_support.h"
 #include "qwen38_test_util.h"
 
 namespace md::test {
 namespace {
 
 constexpr int64_t kCapacity = 512;
+constexpr auto kBf16 = kernels::MatmulInputs::kBf16;
 // Rounding an input to bf16 moves it by up to 2^-8 of itself (about 2^-10 on average), so each
 // product's output moves by ~1e-3 of its size, and the ~7 products of each layer add such
 // independent errors to the residual stream layer after layer. Measured per position (max
@@ -62,11 +63,10 @@ double median(std::vector<double> values) {
 
 TEST_P(Qwen38Bf16InputsGolden, PromptLogitsStayWithinTheInputRounding) {
   if (!bf16_matmul_inputs_supported()) GTEST_SKIP() << "bf16 matmul inputs cannot run here";
-  ScopedMatmulInputs bf16(kernels::MatmulInputs::kBf16);
   std::vector<GoldenPrompt> goldens = load_goldens(GetParam());
   for (KvCacheType kv : {KvCacheType::kF32, KvCacheType::kBf16}) {
     const char* cache = kv == KvCacheType::kF32 ? "f32" : "bf16";
-    auto model = load_fixture(GetParam(), kv);
+    auto model = load_fixture(GetParam(), kv, {}, 2, ExecutorKind::kMega, kBf16);
     std::vector<double> errors = position_errors(*model, goldens);
     ASSERT_FALSE(errors.empty());
     double typical = median(errors);
@@ -85,13 +85,13 @@ TEST_P(Qwen38Bf16InputsGolden, PromptLogitsStayWithinTheInputRounding) {
 // Negative controls: with bf16 inputs a changed formula still lands far beyond the bound.
 TEST_P(Qwen38Bf16InputsGolden, PerturbedFormulasStillFailTheComparison) {
   if (!bf16_matmul_inputs_supported()) GTEST_SKIP() << "bf16 matmul inputs cannot run here";
-  ScopedMatmulInputs bf16(kernels::MatmulInputs::kBf16);
   std::vector<GoldenPrompt> goldens = load_goldens(GetParam());
   for (Qwen38Ablation ablation : {Qwen38Ablation::kSkipConv, Qwen38Ablation::kSkipAttentionGate,
                                   Qwen38Ablation::kTiledKeyHeads}) {
     Qwen38Options options;
     options.ablation = ablation;
-    auto model = load_fixture(GetParam(), KvCacheType::kF32, options);
+    auto model =
+        load_fixture(GetParam(), KvCacheType::kF32, options, 2, ExecutorKind::kMega, kBf16);
     std::vector<double> errors = position_errors(*model, goldens);
     double worst = *std::max_element(errors.begin(), errors.end());
     EXPECT_GT(worst, kFormulaChangeFloor)

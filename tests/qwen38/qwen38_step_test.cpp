@@ -5,7 +5,7 @@
 
 #include <cstring>
 
-#include "../support/scoped_matmul_inputs.h"
+#include "../support/matmul_inputs_support.h"
 #include "base/error.h"
 #include "qwen38_test_util.h"
 
@@ -14,14 +14,16 @@ namespace {
 
 const std::string kFixture = "tiny-qwen38-hd256";
 
-std::unique_ptr<Qwen38Model> model_with(ExecutorKind executor, int threads,
-                                        const std::string& fixture = kFixture) {
-  return load_fixture(fixture, KvCacheType::kF32, Qwen38Options{}, threads, executor);
+std::unique_ptr<Qwen38Model> model_with(
+    ExecutorKind executor, int threads, const std::string& fixture = kFixture,
+    kernels::MatmulInputs inputs = kernels::MatmulInputs::kF32) {
+  return load_fixture(fixture, KvCacheType::kF32, Qwen38Options{}, threads, executor, inputs);
 }
 
 std::vector<int32_t> prompt_of(int64_t length, int seed) {
   std::vector<int32_t> ids;
-  for (int64_t i = 0; i < length; ++i) ids.push_back(static_cast<int32_t>((i * 97 + seed * 31 + 3) % 500));
+  for (int64_t i = 0; i < length; ++i)
+    ids.push_back(static_cast<int32_t>((i * 97 + seed * 31 + 3) % 500));
   return ids;
 }
 
@@ -45,14 +47,49 @@ std::vector<std::vector<float>> decode_run(Qwen38Model& model, const std::vector
 TEST(Qwen38Step, BitIdenticalForAnyThreadCountAndEitherExecutor) {
   std::vector<int32_t> prompt = prompt_of(37, 1);
   auto baseline = decode_run(*model_with(ExecutorKind::kMega, 1), prompt, 12);
-  for (auto [executor, threads] : {std::pair{ExecutorKind::kMega, 2}, {ExecutorKind::kMega, 4},
-                                   {ExecutorKind::kOps, 1}, {ExecutorKind::kOps, 3}}) {
+  for (auto [executor, threads] : {std::pair{ExecutorKind::kMega, 2},
+                                   {ExecutorKind::kMega, 4},
+                                   {ExecutorKind::kOps, 1},
+                                   {ExecutorKind::kOps, 3}}) {
     auto run = decode_run(*model_with(executor, threads), prompt, 12);
     for (std::size_t s = 0; s < run.size(); ++s) {
       ASSERT_TRUE(same_bits(run[s], baseline[s]))
           << (executor == ExecutorKind::kMega ? "mega" : "ops") << " with " << threads
           << " threads differs at step " << s;
     }
+  }
+}
+
+// Every instruction of the step is plain data a second executor could read: no family kernels;
+// each delta-net layer is one delta_net instruction with a task per key head that waits only for
+// the projection tiles of its own channels (never for the whole projection).
+TEST(Qwen38Step, ProgramIsPlainDataWithPerKeyHeadDeltaNetWaits) {
+  auto model = model_with(ExecutorKind::kMega, 2);
+  for (int64_t rows : {1, 4}) {
+    const program::Program* step = model->decode_program(rows);
+    ASSERT_NE(step, nullptr);
+    int delta_nets = 0;
+    for (const program::Instruction& ins : step->instructions()) {
+      EXPECT_NE(ins.opcode(), program::Opcode::kFamilyKernel) << ins.name;
+      if (ins.opcode() != program::Opcode::kDeltaNet) continue;
+      ++delta_nets;
+      const auto& op = std::get<program::DeltaNetOperands>(ins.operands);
+      EXPECT_EQ(ins.tasks, op.key_heads) << ins.name;
+      EXPECT_TRUE(ins.waits.empty()) << ins.name;
+      ASSERT_EQ(static_cast<int64_t>(ins.task_waits.size()), ins.tasks) << ins.name;
+      const program::Instruction& producer =
+          step->instructions()[static_cast<std::size_t>(ins.task_waits[0][0].producer)];
+      for (const auto& waits : ins.task_waits) {
+        int64_t tiles = 0;
+        for (const program::Dependency& d : waits) tiles += d.end - d.begin;
+        EXPECT_GT(tiles, 0) << ins.name;
+        if (ins.tasks > 1) {
+          EXPECT_LT(tiles, producer.tasks) << ins.name;
+        }
+      }
+    }
+    EXPECT_GT(delta_nets, 0);
+    EXPECT_NE(step->describe().find("delta_net"), std::string::npos);
   }
 }
 
@@ -73,14 +110,18 @@ TEST(Qwen38Step, MatchesTheReferenceForward) {
 // the same per-row order: bitwise equal.
 TEST(Qwen38Step, Bf16InputsMatchTheReferenceForwardBitwise) {
   if (!bf16_matmul_inputs_supported()) GTEST_SKIP() << "bf16 matmul inputs cannot run here";
-  ScopedMatmulInputs bf16(kernels::MatmulInputs::kBf16);
+  const auto bf16 = kernels::MatmulInputs::kBf16;
   for (const std::string& fixture : qwen38_fixture_names()) {
     std::vector<int32_t> prompt = prompt_of(20, 2);
-    auto mega = decode_run(*model_with(ExecutorKind::kMega, 2, fixture), prompt, 16);
-    auto reference = decode_run(*model_with(ExecutorKind::kReference, 2, fixture), prompt, 16);
+    auto mega = decode_run(*model_with(ExecutorKind::kMega, 2, fixture, bf16), prompt, 16);
+    auto reference =
+        decode_run(*model_with(ExecutorKind::kReference, 2, fixture, bf16), prompt, 16);
+    auto f32 = decode_run(*model_with(ExecutorKind::kMega, 2, fixture), prompt, 16);
     for (std::size_t s = 0; s < mega.size(); ++s) {
       ASSERT_TRUE(same_bits(mega[s], reference[s])) << fixture << " step " << s;
     }
+    // The option is the model's: the f32 model beside it is not in the mode.
+    EXPECT_FALSE(same_bits(mega[0], f32[0])) << fixture;
   }
 }
 
@@ -125,7 +166,8 @@ TEST(Qwen38Step, IndependentRowsAtMixedPositionsEqualSingleRows) {
       std::vector<float> batched;
       model->decode(states, next, batched);
       const std::vector<float> batched_taps = model->last_taps();
-      ASSERT_EQ(batched_taps.size(), 3u * 2u * static_cast<std::size_t>(model->config().hidden_size));
+      ASSERT_EQ(batched_taps.size(),
+                3u * 2u * static_cast<std::size_t>(model->config().hidden_size));
       const auto tap_row = static_cast<std::ptrdiff_t>(batched_taps.size() / 3);
       std::vector<int32_t> following;
       for (std::size_t r = 0; r < 3; ++r) {
@@ -146,9 +188,10 @@ TEST(Qwen38Step, IndependentRowsAtMixedPositionsEqualSingleRows) {
 
 // Verify rows: one pass over 8 tokens equals 8 decode steps bitwise, and commit(k) leaves exactly
 // the state k decode steps leave, for every k; decoding then continues identically.
-void check_verify_rows_commit_every_prefix() {
+void check_verify_rows_commit_every_prefix(
+    kernels::MatmulInputs inputs = kernels::MatmulInputs::kF32) {
   for (ExecutorKind executor : {ExecutorKind::kMega, ExecutorKind::kOps}) {
-    auto model = model_with(executor, 2);
+    auto model = model_with(executor, 2, kFixture, inputs);
     std::vector<int32_t> prompt = prompt_of(30, 7);
     std::vector<int32_t> block = prompt_of(8, 8);
     auto base = model->new_sequence(128);
@@ -171,12 +214,14 @@ void check_verify_rows_commit_every_prefix() {
       std::vector<float> rows;
       model->verify(*state, block, rows);
       for (std::size_t r = 0; r < block.size(); ++r) {
-        std::vector<float> row(rows.begin() + static_cast<std::ptrdiff_t>(r * model->vocab_size()),
-                               rows.begin() + static_cast<std::ptrdiff_t>((r + 1) * model->vocab_size()));
+        std::vector<float> row(
+            rows.begin() + static_cast<std::ptrdiff_t>(r * model->vocab_size()),
+            rows.begin() + static_cast<std::ptrdiff_t>((r + 1) * model->vocab_size()));
         ASSERT_TRUE(same_bits(row, step_logits[r])) << "verify row " << r;
       }
       model->commit(*state, k);
-      ASSERT_TRUE(same_state(*model, *state, *after[static_cast<std::size_t>(k)])) << "commit(" << k << ")";
+      ASSERT_TRUE(same_state(*model, *state, *after[static_cast<std::size_t>(k)]))
+          << "commit(" << k << ")";
       // The next step after the commit matches the stepwise continuation.
       int32_t token = 42;
       SequenceState* one = state.get();
@@ -190,13 +235,14 @@ void check_verify_rows_commit_every_prefix() {
   }
 }
 
-TEST(Qwen38Step, VerifyRowsCommitEveryPrefixExactly) { check_verify_rows_commit_every_prefix(); }
+TEST(Qwen38Step, VerifyRowsCommitEveryPrefixExactly) {
+  check_verify_rows_commit_every_prefix();
+}
 
 // The bf16-input kernels keep the determinism contract: 8 verify rows are 8 decode steps.
 TEST(Qwen38Step, Bf16InputsVerifyRowsCommitEveryPrefixExactly) {
   if (!bf16_matmul_inputs_supported()) GTEST_SKIP() << "bf16 matmul inputs cannot run here";
-  ScopedMatmulInputs bf16(kernels::MatmulInputs::kBf16);
-  check_verify_rows_commit_every_prefix();
+  check_verify_rows_commit_every_prefix(kernels::MatmulInputs::kBf16);
 }
 
 TEST(Qwen38Step, BadStepInputsAreErrors) {

@@ -57,13 +57,15 @@ inline std::vector<GoldenPrompt> load_goldens(const std::string& name) {
   return prompts;
 }
 
-inline std::unique_ptr<Qwen38Model> load_fixture(const std::string& name, KvCacheType kv,
-                                                 Qwen38Options options = {}, int threads = 2,
-                                                 ExecutorKind executor = ExecutorKind::kMega) {
+inline std::unique_ptr<Qwen38Model> load_fixture(
+    const std::string& name, KvCacheType kv, Qwen38Options options = {}, int threads = 2,
+    ExecutorKind executor = ExecutorKind::kMega,
+    kernels::MatmulInputs inputs = kernels::MatmulInputs::kF32) {
   ModelRunOptions run;
   run.threads = threads;
   run.kv_cache = kv;
   run.executor = executor;
+  run.matmul_inputs = inputs;
   return std::make_unique<Qwen38Model>(qwen38_fixture_dir(name), run, options);
 }
 

@@ -85,7 +85,7 @@ int32_t StepBuilder::projection(std::string name, program::RowInput input, std::
   auto tasks = static_cast<int64_t>(tiles.size());
   return add({std::move(name),
               tasks,
-              program::ProjectionOperands{input, std::move(tiles)},
+              program::ProjectionOperands{input, std::move(tiles), {}},
               std::move(waits),
               {}});
 }
@@ -125,6 +125,30 @@ int32_t StepBuilder::attention(std::string name, const program::AttentionOperand
   return add({std::move(name), op.heads, op, std::move(waits), std::move(head_waits)});
 }
 
+int32_t StepBuilder::delta_net(std::string name, const program::DeltaNetOperands& op,
+                               int32_t in_proj, std::vector<Dependency> waits) {
+  const int64_t dk = op.key_dim, dv = op.value_dim, group = op.group();
+  const int64_t key_width = op.key_heads * dk;
+  // Key head kh reads its q and k channels and its value heads' v, z, b and a.
+  std::vector<std::vector<Dependency>> head_waits;
+  for (int64_t kh = 0; kh < op.key_heads; ++kh) {
+    const int64_t j0 = kh * group;
+    const int64_t reads[6][2] = {{kh * dk, dk},
+                                 {key_width + kh * dk, dk},
+                                 {2 * key_width + j0 * dv, group * dv},
+                                 {op.z_offset() + j0 * dv, group * dv},
+                                 {op.b_offset() + j0, group},
+                                 {op.a_offset() + j0, group}};
+    std::vector<Dependency> head;
+    for (const auto& read : reads) {
+      auto tiles = tiles_writing(in_proj, op.in, read[0], read[0] + read[1]);
+      head.insert(head.end(), tiles.begin(), tiles.end());
+    }
+    head_waits.push_back(std::move(head));
+  }
+  return add({std::move(name), op.key_heads, op, std::move(waits), std::move(head_waits)});
+}
+
 int32_t StepBuilder::lm_head_argmax(program::RowInput input, const kernels::WeightMatrix& w,
                                     program::BufferId logits, int64_t min_tile,
                                     std::vector<float>& tile_max, std::vector<int32_t>& tile_arg,
@@ -144,9 +168,9 @@ int32_t StepBuilder::lm_head_argmax(program::RowInput input, const kernels::Weig
               {}});
 }
 
-std::unique_ptr<program::Program> StepBuilder::build(std::size_t scratch_floats) {
+std::unique_ptr<program::Program> StepBuilder::build(std::size_t scratch_floats, int64_t max_rows) {
   return std::make_unique<program::Program>(std::move(instructions_), std::move(buffers_), workers_,
-                                            scratch_floats);
+                                            scratch_floats, max_rows);
 }
 
 }  // namespace md

@@ -57,6 +57,10 @@ class StepBuilder {
   // append), both besides `waits`. Returns the attention instruction.
   int32_t attention(std::string name, const program::AttentionOperands& operands, int32_t qkv,
                     std::vector<program::Dependency> waits);
+  // A Gated DeltaNet core, one task per key head, each waiting (besides `waits`) only for the
+  // tiles of `in_proj` that write its channels of q, k, v, z, b and a.
+  int32_t delta_net(std::string name, const program::DeltaNetOperands& operands, int32_t in_proj,
+                    std::vector<program::Dependency> waits);
   // The lm_head tiles (at least `min_tile` rows each) with their per-tile argmax, then the
   // reduction to one greedy token per row. `tile_max` / `tile_arg` are resized to fit. Returns
   // the reduction's index.
@@ -65,7 +69,9 @@ class StepBuilder {
                          std::vector<int32_t>& tile_arg, int32_t* greedy,
                          std::vector<program::Dependency> waits);
 
-  std::unique_ptr<program::Program> build(std::size_t scratch_floats);
+  // `max_rows`: the most step rows (and count-register rows) a run will have.
+  std::unique_ptr<program::Program> build(std::size_t scratch_floats,
+                                          int64_t max_rows = program::kMaxStepRows);
 
  private:
   int workers_;

@@ -28,6 +28,9 @@ struct TargetView {
   // on it, so that no second team spins beside the target's while the other one works (the
   // drafter and the target take turns on one thread).
   program::Executor* executor = nullptr;
+  // The target's bf16-input mode (kernels/bf16_matrix.h): a drafter multiplies its own bf16
+  // weights the same way.
+  kernels::MatmulInputs matmul_inputs = kernels::MatmulInputs::kF32;
 };
 
 struct DraftProposal {

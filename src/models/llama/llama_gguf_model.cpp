@@ -50,7 +50,10 @@ LlamaGgufModel::LlamaGgufModel(const std::string& path, const ModelRunOptions& o
       rope_(config_.head_dim, config_.rope_theta, kernels::RopePairing::kAdjacent),
       pool_(std::make_unique<ThreadPool>(options.threads)),
       executor_(options.executor),
-      executors_(pool_->size()) {}
+      executors_(pool_->size()) {
+  kernels::check_matmul_inputs(options.matmul_inputs);
+  set_matmul_inputs(weights_, options.matmul_inputs);
+}
 
 std::string LlamaGgufModel::description() const {
   return fmt::format("llama {} layers, hidden {}, vocab {} ({})", config_.num_layers,

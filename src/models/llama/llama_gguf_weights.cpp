@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <initializer_list>
+
 #include "base/error.h"
 #include "kernels/gguf_dequant.h"
 
@@ -62,6 +64,16 @@ LlamaGgufWeights bind_llama_gguf_weights(const GgufFile& file, const LlamaConfig
     w.layers.push_back(std::move(l));
   }
   return w;
+}
+
+void set_matmul_inputs(LlamaGgufWeights& weights, kernels::MatmulInputs inputs) {
+  auto tag = [inputs](std::initializer_list<GgufMatrix*> matrices) {
+    for (GgufMatrix* m : matrices) m->bf16_inputs = inputs;
+  };
+  tag({&weights.embedding, &weights.output});
+  for (LlamaLayerWeights& l : weights.layers) {
+    tag({&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down});
+  }
 }
 
 }  // namespace md

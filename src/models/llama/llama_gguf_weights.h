@@ -35,4 +35,7 @@ struct LlamaGgufWeights {
 // format the GGUF kernels cannot read.
 LlamaGgufWeights bind_llama_gguf_weights(const GgufFile& file, const LlamaConfig& config);
 
+// Tags every matrix with the bf16-input mode (kernels/bf16_matrix.h; only BF16 ones heed it).
+void set_matmul_inputs(LlamaGgufWeights& weights, kernels::MatmulInputs inputs);
+
 }  // namespace md

@@ -4,8 +4,10 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <memory>
 
 #include "base/dtype.h"
 #include "base/error.h"
@@ -46,12 +48,19 @@ void check_shape(const TensorView& t, std::initializer_list<int64_t> shape) {
 }
 
 // A [rows][cols] matrix read in place: safetensors rows are contiguous, row-major like GGUF's.
+// The bf16 kernels read 16-bit words: a tensor the file does not align to 2 bytes is copied.
 GgufMatrix bind_matrix(const Checkpoint& checkpoint, const std::string& name, int64_t rows,
-                       int64_t cols) {
+                       int64_t cols, LlamaGgufWeights& w) {
   const TensorView& t = tensor(checkpoint, name);
   GgmlType type = ggml_type_of(t);
   check_shape(t, {rows, cols});
   GgufMatrix m{type, t.data, rows, cols, static_cast<std::size_t>(cols) * dtype_size(t.dtype)};
+  if (reinterpret_cast<std::uintptr_t>(m.data) % 2 != 0) {
+    auto copy = std::make_unique<std::uint8_t[]>(t.nbytes);
+    std::memcpy(copy.get(), t.data, t.nbytes);
+    m.data = copy.get();
+    w.owned.push_back(std::move(copy));
+  }
   if (!kernels::gguf_matmul_accepts(m)) {
     fail("{}: tensor '{}' ({}) cannot be read by the matmul kernels", t.file, name, t.describe());
   }
@@ -98,28 +107,28 @@ LlamaGgufWeights bind_llama_hf_weights(const Checkpoint& checkpoint, const Llama
   if (c.head_dim % 2 != 0) fail("checkpoint {}: head_dim {} is odd", checkpoint.path(), c.head_dim);
   const int64_t h = c.hidden_size;
   LlamaGgufWeights w;
-  w.embedding = bind_matrix(checkpoint, "model.embed_tokens.weight", c.vocab_size, h);
+  w.embedding = bind_matrix(checkpoint, "model.embed_tokens.weight", c.vocab_size, h, w);
   // transformers ties lm_head to the embedding when the config says so, even if the file also
   // stores an lm_head.weight; follow it.
   w.output = c.tie_word_embeddings ? w.embedding
-                                   : bind_matrix(checkpoint, "lm_head.weight", c.vocab_size, h);
+                                   : bind_matrix(checkpoint, "lm_head.weight", c.vocab_size, h, w);
   w.output_norm = bind_vector(checkpoint, "model.norm.weight", h);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const std::string p = fmt::format("model.layers.{}.", i);
     LlamaLayerWeights l;
     l.attn_norm = bind_vector(checkpoint, p + "input_layernorm.weight", h);
     l.ffn_norm = bind_vector(checkpoint, p + "post_attention_layernorm.weight", h);
-    l.q = bind_matrix(checkpoint, p + "self_attn.q_proj.weight", c.q_dim(), h);
-    l.k = bind_matrix(checkpoint, p + "self_attn.k_proj.weight", c.kv_dim(), h);
+    l.q = bind_matrix(checkpoint, p + "self_attn.q_proj.weight", c.q_dim(), h, w);
+    l.k = bind_matrix(checkpoint, p + "self_attn.k_proj.weight", c.kv_dim(), h, w);
     if (qk == LlamaHfQk::kPermuteForAdjacentRope) {
       l.q = permute_heads(l.q, c.head_dim, w);
       l.k = permute_heads(l.k, c.head_dim, w);
     }
-    l.v = bind_matrix(checkpoint, p + "self_attn.v_proj.weight", c.kv_dim(), h);
-    l.o = bind_matrix(checkpoint, p + "self_attn.o_proj.weight", h, c.q_dim());
-    l.gate = bind_matrix(checkpoint, p + "mlp.gate_proj.weight", c.intermediate_size, h);
-    l.up = bind_matrix(checkpoint, p + "mlp.up_proj.weight", c.intermediate_size, h);
-    l.down = bind_matrix(checkpoint, p + "mlp.down_proj.weight", h, c.intermediate_size);
+    l.v = bind_matrix(checkpoint, p + "self_attn.v_proj.weight", c.kv_dim(), h, w);
+    l.o = bind_matrix(checkpoint, p + "self_attn.o_proj.weight", h, c.q_dim(), w);
+    l.gate = bind_matrix(checkpoint, p + "mlp.gate_proj.weight", c.intermediate_size, h, w);
+    l.up = bind_matrix(checkpoint, p + "mlp.up_proj.weight", c.intermediate_size, h, w);
+    l.down = bind_matrix(checkpoint, p + "mlp.down_proj.weight", h, c.intermediate_size, w);
     w.layers.push_back(std::move(l));
   }
   return w;

@@ -14,9 +14,10 @@ namespace md {
 
 namespace {
 
-
 using Buffer = std::vector<float>;
-Buffer buffer(int64_t n) { return Buffer(static_cast<std::size_t>(n)); }
+Buffer buffer(int64_t n) {
+  return Buffer(static_cast<std::size_t>(n));
+}
 
 // Which key head value head j reads: consecutive repetition (j / group), not tiling.
 int64_t key_head_of(const Qwen38Config& c, const Qwen38Options& o, int64_t value_head) {
@@ -29,7 +30,7 @@ void normalise_queries_and_keys(const Qwen38Config& c, float* mixed, int64_t row
   for (int64_t t = 0; t < rows; ++t) {
     float* row = mixed + t * c.conv_dim();
     for (int64_t head = 0; head < c.linear_num_key_heads; ++head) {
-      qwen38::normalise_query_key(row + head * dk, row + c.key_dim() + head * dk, dk);
+      kernels::delta_net_query_key(row + head * dk, row + c.key_dim() + head * dk, dk);
     }
   }
 }
@@ -42,7 +43,9 @@ void decay_and_write_strength(const Qwen38Config& c, const Qwen38GdnWeights& w, 
     for (int64_t t = 0; t < rows; ++t) {
       auto at = static_cast<std::size_t>(t * heads + j);
       auto out = static_cast<std::size_t>(j * rows + t);
-      qwen38::delta_gates(w, j, b[at], a[at], beta[out], g[out]);
+      kernels::delta_net_gates(w.a_log[static_cast<std::size_t>(j)],
+                               w.dt_bias[static_cast<std::size_t>(j)], b[at], a[at], beta[out],
+                               g[out]);
     }
   }
 }

@@ -12,22 +12,6 @@
 
 namespace md::qwen38 {
 
-inline constexpr float kL2NormEps = 1e-6f;  // fixed, added to the sum of squares (not rms_norm_eps)
-
-// Delta-net key head after the conv: q̂ = L2norm(q) / sqrt(dk), k̂ = L2norm(k) (spec §5 step 3).
-inline void normalise_query_key(float* q, float* k, int64_t dk) {
-  kernels::l2_normalize(q, dk, kL2NormEps, 1.0f / std::sqrt(static_cast<float>(dk)));
-  kernels::l2_normalize(k, dk, kL2NormEps, 1.0f);
-}
-
-// Write strength β = σ(b) and log-decay g = −exp(A_log) · softplus(a + dt_bias) of value head j.
-inline void delta_gates(const Qwen38GdnWeights& w, int64_t j, float b, float a, float& beta,
-                        float& g) {
-  auto jj = static_cast<std::size_t>(j);
-  beta = kernels::sigmoid(b);
-  g = -std::exp(w.a_log[jj]) * kernels::softplus(a + w.dt_bias[jj]);
-}
-
 // Attention query or key head: zero-centred RMSNorm, then RoPE at the precomputed angles.
 inline void normalise_and_rotate(float* x, const uint16_t* norm, int64_t head_dim, float eps,
                                  const kernels::Rope& rope, const float* cos_values,

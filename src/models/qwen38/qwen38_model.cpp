@@ -50,7 +50,9 @@ Qwen38Model::Qwen38Model(const std::string& directory, const ModelRunOptions& ru
       rope_(config_.rotary_dim(), config_.rope_theta),
       pool_(std::make_unique<ThreadPool>(run_options.threads)),
       threads_(pool_->size()),
-      executors_(std::make_unique<program::Executors>(threads_)) {}
+      executors_(std::make_unique<program::Executors>(threads_)) {
+  apply_matmul_inputs();
+}
 
 Qwen38Model::Qwen38Model(std::string name, Qwen38Config config, Qwen38Weights weights,
                          const ModelRunOptions& run_options, const Qwen38Options& options)
@@ -62,7 +64,14 @@ Qwen38Model::Qwen38Model(std::string name, Qwen38Config config, Qwen38Weights we
       rope_(config_.rotary_dim(), config_.rope_theta),
       pool_(std::make_unique<ThreadPool>(run_options.threads)),
       threads_(pool_->size()),
-      executors_(std::make_unique<program::Executors>(threads_)) {}
+      executors_(std::make_unique<program::Executors>(threads_)) {
+  apply_matmul_inputs();
+}
+
+void Qwen38Model::apply_matmul_inputs() {
+  kernels::check_matmul_inputs(run_options_.matmul_inputs);
+  set_matmul_inputs(weights_, run_options_.matmul_inputs);
+}
 
 namespace {
 
@@ -189,9 +198,10 @@ void Qwen38Model::set_tap_layers(std::vector<int64_t> layers) {
 }
 
 TargetView Qwen38Model::target_view() const {
-  return TargetView{weights_.embed_tokens, weights_.lm_head,
-                    config_.hidden_size,   config_.vocab_size,
-                    config_.num_layers,    &executors_->get(ExecutorKind::kMega)};
+  return TargetView{weights_.embed_tokens,     weights_.lm_head,
+                    config_.hidden_size,       config_.vocab_size,
+                    config_.num_layers,        &executors_->get(ExecutorKind::kMega),
+                    run_options_.matmul_inputs};
 }
 
 void Qwen38Model::forward(SequenceState& sequence, std::span<const int32_t> tokens, LogitRows which,

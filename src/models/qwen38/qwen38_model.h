@@ -71,6 +71,8 @@ class Qwen38Model final : public LanguageModel {
   Qwen38Options& options() { return options_; }
 
  private:
+  // Refuses a bf16-input mode this process cannot run, then tags the weights with the mode.
+  void apply_matmul_inputs();
   void check_tokens(const SequenceState& state, std::span<const int32_t> tokens) const;
   void run_layers(class Qwen38State& state, std::span<const int32_t> tokens, float* hidden);
   void mlp(const struct Qwen38LayerWeights& layer, const float* x, int64_t rows, float* out);

@@ -39,6 +39,10 @@ class Qwen38State final : public SequenceState, public program::StepState {
   const Qwen38GdnState& gdn(int64_t gdn_ordinal) const {
     return gdn_[static_cast<std::size_t>(gdn_ordinal)];
   }
+  program::RecurrentState recurrent_state(int64_t gdn_ordinal) override {
+    Qwen38GdnState& state = gdn(gdn_ordinal);
+    return {state.conv.data(), state.recurrent.data()};
+  }
   void advance(int64_t tokens) { position_ += tokens; }
   void set_position(int64_t position) { position_ = position; }
 

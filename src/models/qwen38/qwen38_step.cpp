@@ -88,7 +88,7 @@ void Qwen38Step::build(int workers) {
                                            weights_.norm, static_cast<float>(c.rms_norm_eps)),
                    WeightMatrix::of(weights_.lm_head), ids_.logits, kMinVocabTile, tile_max_,
                    tile_arg_, greedy_.data(), {b.all(residual)});
-  // Worker scratch: a delta-net head's conv outputs, or one query's attention scores.
+  // Worker scratch: a delta-net key head's conv outputs, or one query's attention scores.
   const int64_t conv_floats =
       2 * c.linear_key_head_dim + c.linear_head_group() * c.linear_value_head_dim;
   program_ = b.build(size(std::max(conv_floats, max_context_)));
@@ -98,19 +98,11 @@ int32_t Qwen38Step::add_delta_net(StepBuilder& b, int64_t layer, int32_t residua
   const Qwen38Config& c = config_;
   const Qwen38LayerWeights& lw = weights_.layers[size(layer)];
   const Qwen38GdnWeights& w = lw.gdn;
-  const int64_t H = c.hidden_size, dk = c.linear_key_head_dim, dv = c.linear_value_head_dim;
-  const int64_t group = c.linear_head_group(), nv = c.linear_num_value_heads;
+  const int64_t H = c.hidden_size, nv = c.linear_num_value_heads;
   const int64_t gdn_width = c.conv_dim() + c.value_dim() + 2 * nv;
   const int64_t z_at = c.conv_dim(), b_at = z_at + c.value_dim(), a_at = b_at + nv;
   const int64_t ordinal = c.linear_attention_ordinal(layer);
   const std::string tag = fmt::format("L{}.", layer);
-  if (mode_ == RowMode::kVerify) {
-    auto& snaps = snapshots_[size(ordinal)];
-    for (int64_t s = 0; s <= max_rows_; ++s) {
-      snaps.push_back({ZeroedArray<float>(size(c.conv_dim() * (c.linear_conv_kernel - 1))),
-                       ZeroedArray<float>(size(nv * dv * dk))});
-    }
-  }
 
   std::vector<program::Tile> tiles;
   b.add_tiles(tiles, WeightMatrix::of(w.in_proj_qkv), ids_.gdn_proj, 0, gdn_width, false);
@@ -123,86 +115,34 @@ int32_t Qwen38Step::add_delta_net(StepBuilder& b, int64_t layer, int32_t residua
                                            lw.input_layernorm, static_cast<float>(c.rms_norm_eps)),
                    std::move(tiles), {b.all(residual)});
 
-  // Key head kh reads its q and k channels, its value heads' v, z, b and a.
-  std::vector<std::vector<program::Dependency>> task_waits;
-  for (int64_t kh = 0; kh < c.linear_num_key_heads; ++kh) {
-    const int64_t j0 = kh * group;
-    const int64_t reads[6][2] = {{kh * dk, dk},
-                                 {c.key_dim() + kh * dk, dk},
-                                 {2 * c.key_dim() + j0 * dv, group * dv},
-                                 {z_at + j0 * dv, group * dv},
-                                 {b_at + j0, group},
-                                 {a_at + j0, group}};
-    std::vector<program::Dependency> waits;
-    for (const auto& read : reads) {
-      auto tiles_read = b.tiles_writing(in_proj, ids_.gdn_proj, read[0], read[0] + read[1]);
-      waits.insert(waits.end(), tiles_read.begin(), tiles_read.end());
-    }
-    task_waits.push_back(std::move(waits));
+  program::DeltaNetOperands op{.in = ids_.gdn_proj,
+                               .out = ids_.gdn_core,
+                               .in_stride = gdn_width,
+                               .out_stride = c.value_dim(),
+                               .key_heads = c.linear_num_key_heads,
+                               .value_heads = nv,
+                               .key_dim = c.linear_key_head_dim,
+                               .value_dim = c.linear_value_head_dim,
+                               .conv_kernel = c.linear_conv_kernel,
+                               .conv_weight = w.conv1d,
+                               .a_log = w.a_log.data(),
+                               .dt_bias = w.dt_bias.data(),
+                               .norm = w.norm,
+                               .norm_eps = static_cast<float>(c.rms_norm_eps),
+                               .state_slot = ordinal};
+  if (mode_ == RowMode::kVerify) {
+    DeltaNetSnapshots& snaps = snapshots_[size(ordinal)];
+    snaps.conv = ZeroedArray<float>(size((max_rows_ + 1) * op.conv_state_floats()));
+    snaps.recurrent = ZeroedArray<float>(size((max_rows_ + 1) * op.recurrent_floats()));
+    op.snapshot_conv = snaps.conv.data();
+    op.snapshot_recurrent = snaps.recurrent.data();
   }
-  auto body = [this, &w, ordinal](int64_t kh, program::WorkerContext& ctx) {
-    delta_net_head(w, ordinal, kh, ctx.scratch);
-  };
-  int32_t core = b.add({tag + "delta_net",
-                        c.linear_num_key_heads,
-                        program::FamilyOperands{body, {}},
-                        {},
-                        std::move(task_waits)});
+  int32_t core = b.delta_net(tag + "delta_net", op, in_proj, {});
 
   std::vector<program::Tile> out;
   b.add_tiles(out, WeightMatrix::of(w.out_proj), ids_.hidden, 0, H, true);
   return b.projection(tag + "out+residual", StepBuilder::rows(ids_.gdn_core, c.value_dim()),
                       std::move(out), {b.all(core)});
-}
-
-void Qwen38Step::delta_net_head(const Qwen38GdnWeights& w, int64_t ordinal, int64_t kh,
-                                float* conv_out) {
-  const Qwen38Config& c = config_;
-  const int64_t dk = c.linear_key_head_dim, dv = c.linear_value_head_dim,
-                group = c.linear_head_group();
-  const int64_t gdn_width = c.conv_dim() + c.value_dim() + 2 * c.linear_num_value_heads;
-  const int64_t history = c.linear_conv_kernel - 1;
-  const auto eps = static_cast<float>(c.rms_norm_eps);
-  const bool verify = mode_ == RowMode::kVerify;
-  const int64_t j0 = kh * group;
-  // Channel ranges of this key head: its q and k, its value heads' v.
-  const int64_t ranges[3][2] = {
-      {kh * dk, dk}, {c.key_dim() + kh * dk, dk}, {2 * c.key_dim() + j0 * dv, group * dv}};
-  const int64_t out_at[3] = {0, dk, 2 * dk};
-  auto snapshot = [&](Qwen38GdnState& from, int64_t slot) {
-    Qwen38GdnState& to = snapshots_[size(ordinal)][size(slot)];
-    for (const auto& range : ranges) {
-      std::memcpy(to.conv.data() + range[0] * history, from.conv.data() + range[0] * history,
-                  size(range[1] * history) * sizeof(float));
-    }
-    std::memcpy(to.recurrent.data() + j0 * dv * dk, from.recurrent.data() + j0 * dv * dk,
-                size(group * dv * dk) * sizeof(float));
-  };
-  for (int64_t r = 0; r < rows(); ++r) {
-    Qwen38GdnState& state = states_[size(verify ? 0 : r)]->gdn(ordinal);
-    if (verify && r == 0) snapshot(state, 0);
-    const float* row = gdn_proj_.data() + r * gdn_width;
-    for (int i = 0; i < 3; ++i) {
-      int64_t c0 = ranges[i][0];
-      kernels::causal_conv_silu(state.conv.data() + c0 * history,
-                                w.conv1d + c0 * c.linear_conv_kernel, ranges[i][1],
-                                c.linear_conv_kernel, row + c0, 1, conv_out + out_at[i]);
-    }
-    qwen38::normalise_query_key(conv_out, conv_out + dk, dk);
-    const float* b = row + c.conv_dim() + c.value_dim();
-    const float* a = b + c.linear_num_value_heads;
-    const float* z = row + c.conv_dim();
-    for (int64_t j = j0; j < j0 + group; ++j) {
-      float beta = 0, g = 0;
-      qwen38::delta_gates(w, j, b[j], a[j], beta, g);
-      kernels::DeltaRuleRows in{
-          conv_out, conv_out + dk, conv_out + 2 * dk + (j - j0) * dv, dk, dv, &beta, &g, 1};
-      float* o = gdn_core_.data() + r * c.value_dim() + j * dv;
-      kernels::gated_delta_recurrent(state.recurrent.data() + j * dv * dk, dv, dk, in, o, dv);
-      kernels::gated_rms_norm(o, z + j * dv, w.norm, dv, eps, o);
-    }
-    if (verify) snapshot(state, r + 1);
-  }
 }
 
 int32_t Qwen38Step::add_attention(StepBuilder& b, int64_t layer, int32_t residual, int32_t angles) {
@@ -320,10 +260,13 @@ void Qwen38Step::commit(Qwen38State& state, int64_t rows_kept) {
     fail("commit of {} rows does not match the last verify run ({} rows)", rows_kept, rows());
   }
   for (std::size_t ordinal = 0; ordinal < snapshots_.size(); ++ordinal) {
-    const Qwen38GdnState& snap = snapshots_[ordinal][static_cast<std::size_t>(rows_kept)];
+    const DeltaNetSnapshots& snaps = snapshots_[ordinal];
     Qwen38GdnState& live = state.gdn(static_cast<int64_t>(ordinal));
-    std::memcpy(live.conv.data(), snap.conv.data(), snap.conv.bytes());
-    std::memcpy(live.recurrent.data(), snap.recurrent.data(), snap.recurrent.bytes());
+    std::memcpy(live.conv.data(), snaps.conv.data() + size(rows_kept) * live.conv.size(),
+                live.conv.bytes());
+    std::memcpy(live.recurrent.data(),
+                snaps.recurrent.data() + size(rows_kept) * live.recurrent.size(),
+                live.recurrent.bytes());
   }
   state.set_position(verify_start_ + rows_kept);
 }

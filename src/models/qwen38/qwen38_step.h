@@ -69,9 +69,6 @@ class Qwen38Step {
   int32_t add_delta_net(StepBuilder& b, int64_t layer, int32_t residual);
   int32_t add_attention(StepBuilder& b, int64_t layer, int32_t residual, int32_t angles);
   int32_t add_mlp(StepBuilder& b, int64_t layer, int32_t residual);
-  // The delta-net core of key head `kh` for every row (conv, q/k norms, gates, recurrent step,
-  // gated norm), with the verify snapshots.
-  void delta_net_head(const Qwen38GdnWeights& w, int64_t ordinal, int64_t kh, float* conv_out);
 
   const Qwen38Config& config_;
   const Qwen38Weights& weights_;
@@ -84,7 +81,7 @@ class Qwen38Step {
   std::unique_ptr<program::Program> program_;
 
   Buffers ids_{};
-  // Step inputs the delta-net bodies read (the shared instructions read the program's rows).
+  // The states of the last run's rows (positions advance in finish() and commit()).
   std::array<Qwen38State*, kMaxRows> states_{};
   int64_t verify_start_ = 0;
 
@@ -97,8 +94,12 @@ class Qwen38Step {
   std::vector<float> tile_max_;    // [lm_head tiles][rows]
   std::vector<int32_t> tile_arg_;  // [lm_head tiles][rows]
   std::array<int32_t, kMaxRows> greedy_{};
-  // Verify snapshots: [gdn layer][snapshot 0..rows] (0 = before the block).
-  std::vector<std::vector<Qwen38GdnState>> snapshots_;
+  // Verify snapshots per delta-net layer: the state before the block (0) and after each row,
+  // [snapshot 0..max_rows][state floats] (DeltaNetOperands' snapshot layout).
+  struct DeltaNetSnapshots {
+    ZeroedArray<float> conv, recurrent;
+  };
+  std::vector<DeltaNetSnapshots> snapshots_;
 };
 
 }  // namespace md

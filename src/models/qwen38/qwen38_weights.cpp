@@ -1,5 +1,7 @@
 #include "models/qwen38/qwen38_weights.h"
 
+#include <initializer_list>
+
 #include "base/error.h"
 
 namespace md {
@@ -12,9 +14,10 @@ std::string find_prefix(const Checkpoint& checkpoint) {
   for (const char* prefix : {"model.language_model.", "model."}) {
     if (checkpoint.contains(std::string(prefix) + "embed_tokens.weight")) return prefix;
   }
-  fail("checkpoint {}: no 'model.language_model.embed_tokens.weight' or "
-       "'model.embed_tokens.weight' tensor: not a qwen3_5 text checkpoint",
-       checkpoint.path());
+  fail(
+      "checkpoint {}: no 'model.language_model.embed_tokens.weight' or "
+      "'model.embed_tokens.weight' tensor: not a qwen3_5 text checkpoint",
+      checkpoint.path());
 }
 
 Qwen38GdnWeights bind_gdn(const Qwen38Config& c, WeightBinder& bind, const std::string& p) {
@@ -73,12 +76,23 @@ Qwen38Weights bind_qwen38_weights(const Qwen38Config& config, const Checkpoint& 
   weights.embed_tokens =
       bind.matrix(prefix + "embed_tokens.weight", config.vocab_size, config.hidden_size);
   for (int64_t i = 0; i < config.num_layers; ++i) {
-    weights.layers.push_back(
-        bind_layer(config, bind, fmt::format("{}layers.{}.", prefix, i), i));
+    weights.layers.push_back(bind_layer(config, bind, fmt::format("{}layers.{}.", prefix, i), i));
   }
   weights.norm = bind.bf16(prefix + "norm.weight", {config.hidden_size});
   weights.lm_head = bind.matrix("lm_head.weight", config.vocab_size, config.hidden_size);
   return weights;
+}
+
+void set_matmul_inputs(Qwen38Weights& weights, kernels::MatmulInputs inputs) {
+  auto tag = [inputs](std::initializer_list<kernels::Bf16Matrix*> matrices) {
+    for (kernels::Bf16Matrix* m : matrices) m->inputs = inputs;
+  };
+  tag({&weights.embed_tokens, &weights.lm_head});
+  for (Qwen38LayerWeights& l : weights.layers) {
+    tag({&l.gdn.in_proj_qkv, &l.gdn.in_proj_z, &l.gdn.in_proj_b, &l.gdn.in_proj_a, &l.gdn.out_proj,
+         &l.attention.q_proj, &l.attention.k_proj, &l.attention.v_proj, &l.attention.o_proj,
+         &l.gate_proj, &l.up_proj, &l.down_proj});
+  }
 }
 
 }  // namespace md

@@ -13,10 +13,10 @@
 namespace md {
 
 struct Qwen38GdnWeights {
-  kernels::Bf16Matrix in_proj_qkv;  // [conv_dim, H]: blocks q | k | v
-  kernels::Bf16Matrix in_proj_z;    // [value_dim, H]
-  kernels::Bf16Matrix in_proj_b;    // [value heads, H]
-  kernels::Bf16Matrix in_proj_a;    // [value heads, H]
+  kernels::Bf16Matrix in_proj_qkv;   // [conv_dim, H]: blocks q | k | v
+  kernels::Bf16Matrix in_proj_z;     // [value_dim, H]
+  kernels::Bf16Matrix in_proj_b;     // [value heads, H]
+  kernels::Bf16Matrix in_proj_a;     // [value heads, H]
   const uint16_t* conv1d = nullptr;  // [conv_dim, 1, kernel]
   std::vector<float> a_log;          // [value heads]
   std::vector<float> dt_bias;        // [value heads]
@@ -28,7 +28,7 @@ struct Qwen38AttentionWeights {
   kernels::Bf16Matrix q_proj;  // [heads·2·head_dim, H]: per head, query rows then gate rows
   kernels::Bf16Matrix k_proj;  // [kv heads·head_dim, H]
   kernels::Bf16Matrix v_proj;
-  kernels::Bf16Matrix o_proj;  // [H, heads·head_dim]
+  kernels::Bf16Matrix o_proj;        // [H, heads·head_dim]
   const uint16_t* q_norm = nullptr;  // [head_dim], zero-centred
   const uint16_t* k_norm = nullptr;
 };
@@ -36,11 +36,11 @@ struct Qwen38AttentionWeights {
 struct Qwen38LayerWeights {
   const uint16_t* input_layernorm = nullptr;           // [H], zero-centred
   const uint16_t* post_attention_layernorm = nullptr;  // [H], zero-centred
-  Qwen38GdnWeights gdn;              // set on linear-attention layers
-  Qwen38AttentionWeights attention;  // set on full-attention layers
-  kernels::Bf16Matrix gate_proj;     // [I, H]
-  kernels::Bf16Matrix up_proj;       // [I, H]
-  kernels::Bf16Matrix down_proj;     // [H, I]
+  Qwen38GdnWeights gdn;                                // set on linear-attention layers
+  Qwen38AttentionWeights attention;                    // set on full-attention layers
+  kernels::Bf16Matrix gate_proj;                       // [I, H]
+  kernels::Bf16Matrix up_proj;                         // [I, H]
+  kernels::Bf16Matrix down_proj;                       // [H, I]
 };
 
 struct Qwen38Weights {
@@ -54,5 +54,8 @@ struct Qwen38Weights {
 
 // Throws md::Error naming the tensor on a missing tensor, a wrong shape or a wrong dtype.
 Qwen38Weights bind_qwen38_weights(const Qwen38Config& config, const Checkpoint& checkpoint);
+
+// Tags every matrix with the model's bf16-input mode (kernels/bf16_matrix.h).
+void set_matmul_inputs(Qwen38Weights& weights, kernels::MatmulInputs inputs);
 
 }  // namespace md

@@ -110,8 +110,7 @@ void ContextStore::compute_keys(int64_t first, int64_t end) {
         rope_.angles(position, cos_values.data(), sin_values.data());
         for (int64_t kv = 0; kv < c.num_key_value_heads; ++kv) {
           float* key = k.data() + t * c.kv_dim() + kv * hd;
-          normalise_and_rotate(key, w.k_norm, hd, eps, rope_, cos_values.data(),
-                               sin_values.data());
+          normalise_and_rotate(key, w.k_norm, hd, eps, rope_, cos_values.data(), sin_values.data());
           int64_t at = (kv * capacity_ + slot(position)) * hd;
           std::copy(key, key + hd, keys_[size(l)].begin() + at);
           const float* value = v.data() + t * c.kv_dim() + kv * hd;
@@ -152,18 +151,19 @@ std::vector<KeyRun> ContextStore::key_runs(int64_t layer, int64_t kv_head, int64
 
 int64_t ContextStore::key_runs(int64_t layer, int64_t kv_head, int64_t first, int64_t end,
                                KeyRun* out) const {
-  first = std::max<int64_t>(first, 0);
-  if (end <= first) return 0;
-  const float* keys = keys_[size(layer)].data() + kv_head * capacity_ * config_.head_dim;
-  const float* values = values_[size(layer)].data() + kv_head * capacity_ * config_.head_dim;
-  int64_t count = end - first;
-  int64_t start = slot(first);
-  int64_t head = std::min(count, capacity_ - start);
-  int64_t hd = config_.head_dim;
-  out[0] = KeyRun{keys + start * hd, values + start * hd, head, hd};
-  if (count == head) return 1;
-  out[1] = KeyRun{keys, values, count - head, hd};
-  return 2;
+  return ring(layer).runs(kv_head, first, end, out);
+}
+
+kernels::KvRing ContextStore::ring(int64_t layer) const {
+  // The rings are the store's own storage; the view hands out writable pointers for the fused
+  // round, which writes the new positions' K/V through it.
+  auto& self = const_cast<ContextStore&>(*this);
+  return {self.keys_[size(layer)].data(), self.values_[size(layer)].data(), capacity_,
+          config_.head_dim};
+}
+
+kernels::KvCache& ContextStore::kv_cache(int64_t slot) {
+  fail("a DFlash2 context has no KV cache (slot {}), only sliding-window rings", slot);
 }
 
 }  // namespace md::dflash2

@@ -21,14 +21,20 @@
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "kernels/attention_runs.h"
+#include "kernels/kv_ring.h"
 #include "kernels/rope.h"
-#include "models/drafters/dflash2/dflash2_attention.h"
 #include "models/drafters/dflash2/dflash2_weights.h"
 #include "models/drafters/dflash2_config.h"
+#include "program/program.h"
 
 namespace md::dflash2 {
 
-class ContextStore {
+using kernels::attend_runs;
+using kernels::KeyRun;
+
+// To a fused round's window_attention it is the block's sequence state: kv_ring(layer).
+class ContextStore final : public program::StepState {
  public:
   // The references must outlive the store.
   ContextStore(const DFlash2Config& config, const DFlash2Weights& weights,
@@ -48,7 +54,7 @@ class ContextStore {
   // (the ring wraps), in position order. prepare_keys(first) must have run since the last change.
   std::vector<KeyRun> key_runs(int64_t layer, int64_t kv_head, int64_t first, int64_t end) const;
   // The same into `out` (room for kMaxKeyRuns), without allocating; returns the run count.
-  static constexpr int64_t kMaxKeyRuns = 2;
+  static constexpr int64_t kMaxKeyRuns = kernels::KvRing::kMaxRuns;
   int64_t key_runs(int64_t layer, int64_t kv_head, int64_t first, int64_t end, KeyRun* out) const;
 
   // For a caller that computes new positions itself: adds `rows` positions after length() whose
@@ -62,6 +68,10 @@ class ContextStore {
   float* key_ring(int64_t layer, int64_t kv_head);
   float* value_ring(int64_t layer, int64_t kv_head);
   int64_t slot(int64_t position) const { return position % capacity_; }
+  // One layer's rings as the shared kernels see them.
+  kernels::KvRing ring(int64_t layer) const;
+  kernels::KvRing kv_ring(int64_t layer) override { return ring(layer); }
+  kernels::KvCache& kv_cache(int64_t slot) override;
   // Records that every layer's ring now holds the K/V of positions [first, end).
   void mark_keys(int64_t first, int64_t end);
 

@@ -7,10 +7,10 @@
 #include "base/dtype.h"
 #include "base/error.h"
 #include "kernels/activations.h"
+#include "kernels/attention_runs.h"
 #include "kernels/matmul.h"
 #include "kernels/norms.h"
 #include "models/common/config_files.h"
-#include "models/drafters/dflash2/dflash2_attention.h"
 #include "models/drafters/dflash2/dflash2_conv.h"
 #include "models/drafters/dflash2/dflash2_head_math.h"
 #include "models/drafters/dflash2/dflash2_selector.h"
@@ -106,7 +106,9 @@ struct DFlash2Drafter::Shared {
         checkpoint(std::make_unique<Checkpoint>(directory)),
         weights(bind_dflash2_weights(config, *checkpoint)),
         rope(config.head_dim, config.rope_theta),
-        pool(std::make_unique<ThreadPool>(threads)) {}
+        pool(std::make_unique<ThreadPool>(threads)) {
+    set_matmul_inputs(weights, target.matmul_inputs);
+  }
   Shared(DFlash2Config drafter_config, DFlash2Weights drafter_weights,
          const TargetView& target_view, int threads, const DFlash2Options& drafter_options)
       : config(checked_against(std::move(drafter_config), target_view)),
@@ -114,7 +116,9 @@ struct DFlash2Drafter::Shared {
         options(drafter_options),
         weights(std::move(drafter_weights)),
         rope(config.head_dim, config.rope_theta),
-        pool(std::make_unique<ThreadPool>(threads)) {}
+        pool(std::make_unique<ThreadPool>(threads)) {
+    set_matmul_inputs(weights, target.matmul_inputs);
+  }
 
   // The fused round's program, built by the first fused round, with its executor (one worker
   // per pool thread): the target's persistent team when it has one of that size, so that the

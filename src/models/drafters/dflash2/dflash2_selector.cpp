@@ -9,40 +9,6 @@
 
 namespace md::dflash2 {
 
-namespace {
-
-// The ranking key: NaN counts as -inf, so that it never displaces a number.
-double rank_value(float logit) {
-  return std::isnan(logit) ? -std::numeric_limits<double>::infinity() : logit;
-}
-
-// Strict order of §11.6: larger logit first, then lower id. Every id is distinct, so this is
-// total even with NaN and -inf (both compare as -inf and fall through to the id).
-bool ranks_before(const Candidate& a, const Candidate& b) {
-  double va = rank_value(a.logit);
-  double vb = rank_value(b.logit);
-  if (va != vb) return va > vb;
-  return a.id < b.id;
-}
-
-}  // namespace
-
-std::vector<Candidate> top_candidates(const float* logits, int64_t vocab, int64_t k) {
-  auto keep = static_cast<std::size_t>(std::max<int64_t>(0, std::min(k, vocab)));
-  std::vector<Candidate> best;
-  best.reserve(keep + 1);
-  if (keep == 0) return best;
-  // One pass keeping a sorted list of the k best: almost every id fails the comparison with the
-  // current k-th, so this is a scan of the logits for the small k of the selector.
-  for (int64_t i = 0; i < vocab; ++i) {
-    Candidate c{static_cast<int32_t>(i), logits[i]};
-    if (best.size() == keep && !ranks_before(c, best.back())) continue;
-    best.insert(std::upper_bound(best.begin(), best.end(), c, ranks_before), c);
-    if (best.size() > keep) best.pop_back();
-  }
-  return best;
-}
-
 std::vector<double> selector_scores(const DFlash2SelectorWeights& w, int32_t prev, const float* rho,
                                     std::span<const Candidate> candidates) {
   int64_t rank = w.predecessor_codebook.cols;

@@ -8,18 +8,19 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/top_k.h"
 #include "models/drafters/dflash2/dflash2_weights.h"
 
 namespace md::dflash2 {
 
-struct Candidate {
-  int32_t id = 0;
-  float logit = 0;  // the unary score u
-};
+// A candidate: its id and its unary score u (the logit).
+using Candidate = kernels::Candidate;
 
 // The k largest logits, sorted by value descending, ties to the lower id; NaN ranks as -inf (so
 // never above a number). k is clamped to vocab.
-std::vector<Candidate> top_candidates(const float* logits, int64_t vocab, int64_t k);
+inline std::vector<Candidate> top_candidates(const float* logits, int64_t vocab, int64_t k) {
+  return kernels::top_k(logits, vocab, k);
+}
 
 // score[k] = u[k] + Σ_r Pcb[prev][r] · rho[r] · Scb[c_k][r] (rho = hidden_projection · η of the
 // row, `rank` floats). The bilinear sum runs in double: it is a few hundred terms per candidate

@@ -3,429 +3,235 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
-#include <functional>
 #include <string>
 #include <utility>
 
-#include "base/dtype.h"
 #include "base/error.h"
-#include "kernels/activations.h"
-#include "kernels/matmul.h"
-#include "kernels/norms.h"
-#include "models/drafters/dflash2/dflash2_attention.h"
-#include "models/drafters/dflash2/dflash2_conv.h"
-#include "models/drafters/dflash2/dflash2_head_math.h"
+#include "models/common/step_builder.h"
 #include "program/projection_tiles.h"
 
 namespace md {
 
 namespace {
 
-using program::WorkerContext;
-
-// A DFlash2 instruction as this builder writes it: a body over a task range. Each becomes a
-// family-kernel instruction of the program (one task per call); its DFlash2-specific pieces (the
-// block conv, the windowed block attention, the context store) are not in the shared layer
-// library yet.
-using TaskBody = std::function<void(int64_t begin, int64_t end, WorkerContext& context)>;
-using Prologue = std::function<void(WorkerContext& context)>;
-struct Instruction {
-  std::string name;
-  int64_t tasks = 1;
-  TaskBody body;
-};
-
-using program::kTilesPerWorker;
-using program::projection_tile_rows;
+using kernels::WeightMatrix;
+using program::NormKind;
 
 std::size_t size(int64_t n) {
   return static_cast<std::size_t>(n);
 }
 
-// One output-row tile of a projection, written at out[row][r] with the matrix's row count as
-// the stride. With `context_out` set the tile is also applied to the round's new context rows
-// (k_proj and v_proj), so that the weights are streamed once for both.
-struct Tile {
-  const kernels::Bf16Matrix* matrix = nullptr;
-  int64_t begin = 0, end = 0;
-  float* out = nullptr;
-  float* context_out = nullptr;
-};
-
-// Where a fused projection's input rows come from: the residual stream normalised in the task's
-// prologue (rows [first_row, first_row + rows) of it, into the worker's scratch), or a buffer.
-struct ProjectionInput {
-  const uint16_t* norm = nullptr;
-  int64_t first_row = 0;
-  int64_t rows = 0;
-  const float* buffer = nullptr;  // used when norm is null
-  int64_t stride = 0;             // of buffer
-  float* publish = nullptr;       // receives the normalised rows (for the block conv)
-};
+// Count register 0: the new context rows this round folds in.
+constexpr program::RowCount kContextRows = 0;
 
 }  // namespace
 
-// Lowers the round into instructions. Every block-forward instruction needs the whole output of
-// the one before it (norms and the conv mix all channels, attention all heads' rows), so they
-// form a chain; the new context rows' features only join it at the first layer's k/v tiles.
+// Lowers the round onto the shared layer library, sub-layer by sub-layer. Every block-forward
+// instruction needs the whole output of the one before it (norms and the conv mix all channels),
+// except attention, whose KV head g waits only for the q/k/v tiles of its heads; the new context
+// rows' features join at the first layer's k/v tiles.
 class DFlash2Step::Builder {
  public:
   Builder(DFlash2Step& step, int workers)
       : s_(step),
         c_(step.config_),
         w_(step.weights_),
-        workers_(workers),
-        rows_(c_.block_size),
+        b_(workers),
         hidden_(c_.hidden_size),
         eps_(static_cast<float>(c_.rms_norm_eps)) {}
 
   std::unique_ptr<program::Program> build() {
+    DFlash2Step& s = s_;
+    ids_ = {b_.buffer(s.hidden_),    b_.buffer(s.normed_), b_.buffer(s.mixed_),
+            b_.buffer(s.projected_), b_.buffer(s.coeffs_), b_.buffer(s.q_),
+            b_.buffer(s.k_),         b_.buffer(s.v_),      b_.buffer(s.attended_),
+            b_.buffer(s.gate_),      b_.buffer(s.up_),     b_.buffer(s.context_k_),
+            b_.buffer(s.context_v_), b_.buffer(s.logits_), b_.buffer(s.rho_),
+            b_.buffer(nullptr),      b_.buffer(nullptr)};
+    s.taps_id_ = ids_.taps;
+    s.features_id_ = ids_.features;
     context_fc_ = context_fc();
-    int32_t residual = embed();
+    int32_t residual =
+        b_.add({"embed",
+                c_.block_size,
+                program::EmbedOperands{WeightMatrix::of(s.target_.embed_tokens), ids_.hidden},
+                {},
+                {}});
     for (int64_t layer = 0; layer < c_.num_layers; ++layer) {
       residual = attention_sublayer(layer, residual);
       residual = mlp_sublayer(layer, residual);
     }
     top_k(head(residual));
-    // Scratch: a projection's normalised input rows, or attention's angles and scores.
-    std::size_t attention_floats = size(c_.head_dim + c_.sliding_window + rows_);
-    std::size_t scratch = std::max(size(rows_ * hidden_), attention_floats);
-    return std::make_unique<program::Program>(std::move(list_), std::vector<float*>{}, workers_,
-                                              scratch);
+    // Scratch: attention's angles and scores (the normalised rows are the program's own).
+    const std::size_t scratch = size(c_.head_dim + c_.sliding_window + c_.block_size);
+    return b_.build(scratch, std::max(c_.block_size, kMaxNewContextRows));
   }
 
  private:
-  // `prologue`, when set, runs once per worker before its first task of the instruction.
-  int32_t add(Instruction instruction, std::vector<int32_t> depends_on, Prologue prologue = {}) {
-    program::Instruction lowered;
-    lowered.name = std::move(instruction.name);
-    lowered.tasks = instruction.tasks;
-    for (int32_t producer : depends_on) {
-      lowered.waits.push_back({producer, 0, list_[size(producer)].tasks});
-    }
-    lowered.operands = program::FamilyOperands{
-        [body = std::move(instruction.body)](int64_t task, WorkerContext& context) {
-          body(task, task + 1, context);
-        },
-        std::move(prologue)};
-    list_.push_back(std::move(lowered));
-    return static_cast<int32_t>(list_.size() - 1);
-  }
+  struct Buffers {
+    program::BufferId hidden, normed, mixed, projected, coeffs, q, k, v, attended, gate, up,
+        context_k, context_v, logits, rho, taps, features;
+  };
 
-  void add_tiles(std::vector<Tile>& tiles, const kernels::Bf16Matrix& m, float* out,
-                 float* context_out = nullptr) const {
-    int64_t tile = projection_tile_rows(m.rows, workers_);
-    for (int64_t r = 0; r < m.rows; r += tile) {
-      tiles.push_back({&m, r, std::min(m.rows, r + tile), out, context_out});
-    }
-  }
-
-  // fc tiles over the new context rows' taps, written as their features.
+  // fc tiles over the new context rows' taps, written as their features (rows: count register).
   int32_t context_fc() {
-    std::vector<Tile> tiles;
-    add_tiles(tiles, w_.fc, nullptr);
-    auto shared = std::make_shared<std::vector<Tile>>(std::move(tiles));
-    DFlash2Step& s = s_;
-    return add({"context_fc", static_cast<int64_t>(shared->size()),
-                [&s, shared](int64_t begin, int64_t end, WorkerContext&) {
-                  if (s.new_rows_ == 0) return;
-                  for (int64_t t = begin; t < end; ++t) {
-                    const Tile& tile = (*shared)[size(t)];
-                    kernels::matmul_tile(*tile.matrix, tile.begin, tile.end, s.new_taps_,
-                                         tile.matrix->cols, s.new_rows_,
-                                         {s.new_features_, tile.matrix->rows, false});
-                  }
-                }},
-               {});
+    program::RowInput taps = StepBuilder::rows(ids_.taps, c_.fc_in_features());
+    taps.rows_from = kContextRows;
+    std::vector<program::Tile> tiles;
+    b_.add_tiles(tiles, WeightMatrix::of(w_.fc), ids_.features, 0, hidden_, false);
+    return b_.projection("context_fc", taps, std::move(tiles), {});
   }
 
-  // hidden_norm of every new context row: their features are final after it.
-  int32_t context_norm(int32_t fc) {
-    DFlash2Step& s = s_;
-    const uint16_t* norm = w_.hidden_norm;
-    int64_t h = hidden_;
-    float eps = eps_;
-    return add({"context_hidden_norm", kMaxNewContextRows,
-                [&s, norm, h, eps](int64_t begin, int64_t end, WorkerContext&) {
-                  for (int64_t r = begin; r < std::min(end, s.new_rows_); ++r) {
-                    float* y = s.new_features_ + r * h;
-                    kernels::rms_norm(y, norm, h, eps, kernels::NormWeight::kPlain, y);
-                  }
-                }},
-               {fc});
+  // hidden_norm of every new context row in place: their features are final after it.
+  int32_t context_norm() {
+    program::NormRowsOperands op{ids_.features,  hidden_, NormKind::kBf16Plain,
+                                 w_.hidden_norm, eps_,    kContextRows};
+    return b_.add({"context_hidden_norm", kMaxNewContextRows, op, {b_.all(context_fc_)}, {}});
   }
 
-  // The anchor row and the mask rows from the target's embed_tokens.
-  int32_t embed() {
-    DFlash2Step& s = s_;
-    int64_t h = hidden_;
-    int64_t mask = c_.mask_token_id;
-    return add({"embed", rows_,
-                [&s, h, mask](int64_t begin, int64_t end, WorkerContext&) {
-                  for (int64_t t = begin; t < end; ++t) {
-                    const uint16_t* e = s.target_.embed_tokens.row(t == 0 ? s.anchor_ : mask);
-                    float* y = s.hidden_.data() + t * h;
-                    for (int64_t c = 0; c < h; ++c) y[c] = bf16_to_f32(e[c]);
-                  }
-                }},
-               {});
+  // One side of a block conv over channel ranges; side 1 also adds into the residual stream.
+  int32_t block_conv(std::string name, const DFlash2ConvWeights& conv, int side,
+                     program::BufferId in, int32_t depends_on) {
+    program::BlockConvOperands op{
+        .base_kernel = conv.base_kernel,
+        .coefficients = ids_.coeffs,
+        .hidden = hidden_,
+        .taps = c_.conv_kernel_size,
+        .group_size = c_.conv_group_size,
+        .side = side,
+        .chunk = std::max<int64_t>(1, hidden_ / (program::kTilesPerWorker * b_.workers())),
+        .in = in,
+        .out = ids_.mixed,
+        .residual = side == 1 ? ids_.hidden : program::kNoBuffer};
+    const int64_t tasks = (hidden_ + op.chunk - 1) / op.chunk;
+    return b_.add({std::move(name), tasks, op, {b_.all(depends_on)}, {}});
   }
 
-  // Every tile of every matrix, after an optional norm prologue (once per worker).
-  int32_t projection(std::string name, const ProjectionInput& input, std::vector<Tile> tiles,
-                     std::vector<int32_t> depends_on) {
-    auto shared = std::make_shared<std::vector<Tile>>(std::move(tiles));
-    DFlash2Step& s = s_;
-    int64_t h = hidden_;
-    float eps = eps_;
-    Prologue prologue;
-    if (input.norm != nullptr) {
-      prologue = [&s, input, h, eps](WorkerContext& ctx) {
-        for (int64_t r = 0; r < input.rows; ++r) {
-          kernels::rms_norm(s.hidden_.data() + (input.first_row + r) * h, input.norm, h, eps,
-                            kernels::NormWeight::kPlain, ctx.scratch + r * h);
-        }
-      };
-    }
-    auto body = [&s, shared, input, h](int64_t begin, int64_t end, WorkerContext& ctx) {
-      const float* x = input.norm != nullptr ? ctx.scratch : input.buffer;
-      int64_t stride = input.norm != nullptr ? h : input.stride;
-      // Every worker normalised the same rows to the same bits; task 0's hands them on.
-      if (input.publish != nullptr && begin == 0) {
-        std::copy(ctx.scratch, ctx.scratch + input.rows * h, input.publish);
-      }
-      for (int64_t t = begin; t < end; ++t) {
-        const Tile& tile = (*shared)[size(t)];
-        int64_t width = tile.matrix->rows;
-        kernels::matmul_tile(*tile.matrix, tile.begin, tile.end, x, stride, input.rows,
-                             {tile.out, width, false});
-        if (tile.context_out == nullptr || s.new_rows_ == 0) continue;
-        // Context rows enter k_proj and v_proj as their features: no norm, no conv.
-        kernels::matmul_tile(*tile.matrix, tile.begin, tile.end, s.new_features_, h, s.new_rows_,
-                             {tile.context_out, width, false});
-      }
-    };
-    return add({std::move(name), static_cast<int64_t>(shared->size()), std::move(body)},
-               std::move(depends_on), std::move(prologue));
-  }
-
-  // One side of a block conv over channel ranges; side 1 also adds the result into the residual
-  // stream (the sub-layer's output).
-  int32_t block_conv(std::string name, const DFlash2ConvWeights& conv, int side, const float* in,
-                     int32_t depends_on) {
-    int64_t chunk = std::max<int64_t>(1, hidden_ / (kTilesPerWorker * workers_));
-    int64_t tasks = (hidden_ + chunk - 1) / chunk;
-    dflash2::BlockConvShape shape{hidden_, c_.conv_kernel_size, c_.conv_group_size};
-    DFlash2Step& s = s_;
-    const uint16_t* base = conv.base_kernel;
-    int64_t rows = rows_;
-    return add(
-        {std::move(name), tasks,
-         [&s, shape, base, side, in, rows, chunk](int64_t begin, int64_t end, WorkerContext&) {
-           int64_t c0 = begin * chunk;
-           int64_t c1 = std::min(shape.hidden, end * chunk);
-           float* out = s.mixed_.data();
-           dflash2::apply_block_conv_channels(base, s.coeffs_.data(), side, shape, in, rows, c0, c1,
-                                              out);
-           if (side == 0) return;
-           for (int64_t t = 0; t < rows; ++t) {
-             float* h = s.hidden_.data() + t * shape.hidden;
-             const float* delta = out + t * shape.hidden;
-             for (int64_t c = c0; c < c1; ++c) h[c] += delta[c];
-           }
-         }},
-        {depends_on});
-  }
-
-  // norm prologue + dynamic conv coefficients → conv side 0: the sub-layer's mixed input.
+  // norm prologue (published for the conv) + dynamic conv coefficients → conv side 0: the
+  // sub-layer's mixed input.
   int32_t conv_input(const std::string& tag, const uint16_t* norm, const DFlash2ConvWeights& conv,
                      int32_t residual) {
-    std::vector<Tile> tiles;
-    add_tiles(tiles, conv.kernel_projection, s_.coeffs_.data());
-    ProjectionInput input{norm, 0, rows_, nullptr, 0, s_.normed_.data()};
-    int32_t coeffs = projection(tag + "coeffs", input, std::move(tiles), {residual});
-    return block_conv(tag + "conv_in", conv, 0, s_.normed_.data(), coeffs);
+    program::RowInput input =
+        StepBuilder::normalised(ids_.hidden, hidden_, NormKind::kBf16Plain, norm, eps_);
+    input.publish = ids_.normed;
+    std::vector<program::Tile> tiles;
+    b_.add_tiles(tiles, WeightMatrix::of(conv.kernel_projection), ids_.coeffs, 0,
+                 c_.kernel_projection_rows(), false);
+    int32_t coeffs = b_.projection(tag + "coeffs", input, std::move(tiles), {b_.all(residual)});
+    return block_conv(tag + "conv_in", conv, 0, ids_.normed, coeffs);
   }
 
   int32_t attention_sublayer(int64_t layer, int32_t residual) {
     const DFlash2LayerWeights& lw = w_.layers[size(layer)];
-    std::string tag = fmt::format("L{}.attn_", layer);
+    const std::string tag = fmt::format("L{}.attn_", layer);
     int32_t mixed = conv_input(tag, lw.input_layernorm, lw.attention_conv, residual);
     // Just before the first k/v tiles that read them (workers visit instructions in order): the
     // fc tiles' stragglers then overlap the embedding and the first conv.
-    if (context_ready_ < 0) context_ready_ = context_norm(context_fc_);
-    std::vector<Tile> tiles;
-    add_tiles(tiles, lw.q_proj, s_.q_.data());
-    add_tiles(tiles, lw.k_proj, s_.k_.data(), s_.context_k_.data());
-    add_tiles(tiles, lw.v_proj, s_.v_.data(), s_.context_v_.data());
-    ProjectionInput block{nullptr, 0, rows_, s_.mixed_.data(), hidden_, nullptr};
-    int32_t qkv = projection(tag + "qkv", block, std::move(tiles), {mixed, context_ready_});
+    if (context_ready_ < 0) context_ready_ = context_norm();
+    program::RowInput context = StepBuilder::rows(ids_.features, hidden_);
+    context.rows_from = kContextRows;
+    std::vector<program::Tile> tiles;
+    b_.add_tiles(tiles, WeightMatrix::of(lw.q_proj), ids_.q, 0, c_.q_dim(), false);
+    const std::size_t first_kv = tiles.size();
+    b_.add_tiles(tiles, WeightMatrix::of(lw.k_proj), ids_.k, 0, c_.kv_dim(), false);
+    const std::size_t first_v = tiles.size();
+    b_.add_tiles(tiles, WeightMatrix::of(lw.v_proj), ids_.v, 0, c_.kv_dim(), false);
+    // Context rows enter k_proj and v_proj as their features: no norm, no conv.
+    for (std::size_t t = first_kv; t < tiles.size(); ++t) {
+      tiles[t].extra_out = t < first_v ? ids_.context_k : ids_.context_v;
+      tiles[t].extra_stride = c_.kv_dim();
+    }
+    int32_t qkv = b_.add({tag + "qkv",
+                          static_cast<int64_t>(tiles.size()),
+                          program::ProjectionOperands{StepBuilder::rows(ids_.mixed, hidden_),
+                                                      std::move(tiles), context},
+                          {b_.all(mixed), b_.all(context_ready_)},
+                          {}});
     int32_t attended = attention(layer, tag + "core", qkv);
-    std::vector<Tile> out_tiles;
-    add_tiles(out_tiles, lw.o_proj, s_.projected_.data());
-    ProjectionInput heads{nullptr, 0, rows_, s_.attended_.data(), c_.q_dim(), nullptr};
-    int32_t out = projection(tag + "o_proj", heads, std::move(out_tiles), {attended});
-    return block_conv(tag + "conv_out", lw.attention_conv, 1, s_.projected_.data(), out);
+    std::vector<program::Tile> out;
+    b_.add_tiles(out, WeightMatrix::of(lw.o_proj), ids_.projected, 0, hidden_, false);
+    int32_t o_proj = b_.projection(tag + "o_proj", StepBuilder::rows(ids_.attended, c_.q_dim()),
+                                   std::move(out), {b_.all(attended)});
+    return block_conv(tag + "conv_out", lw.attention_conv, 1, ids_.projected, o_proj);
   }
 
-  // Per KV head: the new context rows' keys (k_norm, RoPE) and values into the ring at their
-  // positions, the block's keys and its query heads normalised and rotated, then every block row
-  // of every query head over the context window and all block rows (DFlash2Drafter::attend_block).
+  // The windowed block attention, KV head g waiting only for the q tiles of its query heads and
+  // the k/v tiles of its head (which also write the new context rows' k/v).
   int32_t attention(int64_t layer, std::string name, int32_t qkv) {
     const DFlash2LayerWeights& lw = w_.layers[size(layer)];
-    DFlash2Step& s = s_;
-    const DFlash2Config& c = c_;
-    return add({std::move(name), c.num_key_value_heads,
-                [&s, &lw, &c, layer](int64_t begin, int64_t end, WorkerContext& ctx) {
-                  for (int64_t kv = begin; kv < end; ++kv) {
-                    store_context_keys(s, c, lw, layer, kv, ctx.scratch);
-                    rotate_block(s, c, lw, kv, ctx.scratch);
-                    attend_block(s, c, layer, kv, ctx.scratch);
-                  }
-                }},
-               {qkv});
-  }
-
-  static void store_context_keys(DFlash2Step& s, const DFlash2Config& c,
-                                 const DFlash2LayerWeights& lw, int64_t layer, int64_t kv,
-                                 float* scratch) {
-    int64_t hd = c.head_dim;
-    float* cos_values = scratch;
-    float* sin_values = scratch + hd / 2;
-    float* keys = s.context_->key_ring(layer, kv);
-    float* values = s.context_->value_ring(layer, kv);
-    for (int64_t r = 0; r < s.new_rows_; ++r) {
-      int64_t position = s.first_new_ + r;
-      s.rope_.angles(position, cos_values, sin_values);
-      float* key = s.context_k_.data() + r * c.kv_dim() + kv * hd;
-      dflash2::normalise_and_rotate(key, lw.k_norm, hd, static_cast<float>(c.rms_norm_eps), s.rope_,
-                                    cos_values, sin_values);
-      const float* value = s.context_v_.data() + r * c.kv_dim() + kv * hd;
-      int64_t at = s.context_->slot(position) * hd;
-      std::copy(key, key + hd, keys + at);
-      std::copy(value, value + hd, values + at);
-    }
-  }
-
-  static void rotate_block(DFlash2Step& s, const DFlash2Config& c, const DFlash2LayerWeights& lw,
-                           int64_t kv, float* scratch) {
-    int64_t hd = c.head_dim;
-    int64_t group = c.num_attention_heads / c.num_key_value_heads;
-    auto eps = static_cast<float>(c.rms_norm_eps);
-    float* cos_values = scratch;
-    float* sin_values = scratch + hd / 2;
-    for (int64_t t = 0; t < c.block_size; ++t) {
-      s.rope_.angles(s.start_ + t, cos_values, sin_values);
-      dflash2::normalise_and_rotate(s.k_.data() + t * c.kv_dim() + kv * hd, lw.k_norm, hd, eps,
-                                    s.rope_, cos_values, sin_values);
-      for (int64_t head = kv * group; head < (kv + 1) * group; ++head) {
-        dflash2::normalise_and_rotate(s.q_.data() + t * c.q_dim() + head * hd, lw.q_norm, hd, eps,
-                                      s.rope_, cos_values, sin_values);
+    const int64_t hd = c_.head_dim, group = c_.num_attention_heads / c_.num_key_value_heads;
+    program::WindowAttentionOperands op{.q = ids_.q,
+                                        .k = ids_.k,
+                                        .v = ids_.v,
+                                        .out = ids_.attended,
+                                        .q_stride = c_.q_dim(),
+                                        .kv_stride = c_.kv_dim(),
+                                        .context_k = ids_.context_k,
+                                        .context_v = ids_.context_v,
+                                        .context_rows_from = kContextRows,
+                                        .heads = c_.num_attention_heads,
+                                        .kv_heads = c_.num_key_value_heads,
+                                        .head_dim = hd,
+                                        .window = c_.sliding_window,
+                                        .q_norm = lw.q_norm,
+                                        .k_norm = lw.k_norm,
+                                        .norm_eps = eps_,
+                                        .rope = &s_.rope_,
+                                        .layer = layer};
+    std::vector<std::vector<program::Dependency>> head_waits;
+    for (int64_t g = 0; g < c_.num_key_value_heads; ++g) {
+      std::vector<program::Dependency> reads =
+          b_.tiles_writing(qkv, ids_.q, g * group * hd, (g + 1) * group * hd);
+      for (program::BufferId kv : {ids_.k, ids_.v}) {
+        auto tiles = b_.tiles_writing(qkv, kv, g * hd, (g + 1) * hd);
+        reads.insert(reads.end(), tiles.begin(), tiles.end());
       }
+      head_waits.push_back(std::move(reads));
     }
-  }
-
-  static void attend_block(DFlash2Step& s, const DFlash2Config& c, int64_t layer, int64_t kv,
-                           float* scratch) {
-    int64_t hd = c.head_dim;
-    int64_t rows = c.block_size;
-    int64_t window = c.sliding_window;
-    int64_t group = c.num_attention_heads / c.num_key_value_heads;
-    float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-    float* scores = scratch + hd;
-    dflash2::KeyRun runs[dflash2::ContextStore::kMaxKeyRuns + 1];
-    for (int64_t t = 0; t < rows; ++t) {
-      // Visible: context positions p with (start + t) − p < window, and every block row within
-      // the window — before and after t, as the block is bidirectional.
-      int64_t count = s.context_->key_runs(layer, kv, s.start_ + t - window + 1, s.start_, runs);
-      dflash2::BlockRows visible = dflash2::visible_block_rows(t, rows, window);
-      int64_t lo = visible.first;
-      int64_t hi = visible.last;
-      int64_t offset = lo * c.kv_dim() + kv * hd;
-      runs[count++] =
-          dflash2::KeyRun{s.k_.data() + offset, s.v_.data() + offset, hi - lo + 1, c.kv_dim()};
-      for (int64_t head = kv * group; head < (kv + 1) * group; ++head) {
-        dflash2::attend_runs(s.q_.data() + t * c.q_dim() + head * hd,
-                             std::span<const dflash2::KeyRun>(runs, size(count)), hd, scale, scores,
-                             s.attended_.data() + t * c.q_dim() + head * hd);
-      }
-    }
+    return b_.add({std::move(name), c_.num_key_value_heads, op, {}, std::move(head_waits)});
   }
 
   int32_t mlp_sublayer(int64_t layer, int32_t residual) {
     const DFlash2LayerWeights& lw = w_.layers[size(layer)];
-    std::string tag = fmt::format("L{}.mlp_", layer);
+    const std::string tag = fmt::format("L{}.mlp_", layer);
     int32_t mixed = conv_input(tag, lw.post_attention_layernorm, lw.mlp_conv, residual);
-    int32_t activated = gate_up(tag + "gate_up", lw, mixed);
-    std::vector<Tile> tiles;
-    add_tiles(tiles, lw.down_proj, s_.projected_.data());
-    ProjectionInput input{nullptr, 0, rows_, s_.gate_.data(), c_.intermediate_size, nullptr};
-    int32_t down = projection(tag + "down", input, std::move(tiles), {activated});
-    return block_conv(tag + "conv_out", lw.mlp_conv, 1, s_.projected_.data(), down);
-  }
-
-  // gate and up tiles of the same rows, then SiLU(gate)·up in place once both are in.
-  int32_t gate_up(std::string name, const DFlash2LayerWeights& lw, int32_t mixed) {
-    int64_t inter = c_.intermediate_size;
-    int64_t tile = projection_tile_rows(inter, workers_);
-    int64_t tasks = (inter + tile - 1) / tile;
-    DFlash2Step& s = s_;
-    int64_t h = hidden_;
-    int64_t rows = rows_;
-    return add(
-        {std::move(name), tasks,
-         [&s, &lw, inter, tile, h, rows](int64_t begin, int64_t end, WorkerContext&) {
-           float* gate = s.gate_.data();
-           float* up = s.up_.data();
-           for (int64_t t = begin; t < end; ++t) {
-             int64_t r0 = t * tile, r1 = std::min(inter, r0 + tile);
-             kernels::matmul_tile(lw.gate_proj, r0, r1, s.mixed_.data(), h, rows,
-                                  {gate, inter, false});
-             kernels::matmul_tile(lw.up_proj, r0, r1, s.mixed_.data(), h, rows, {up, inter, false});
-             for (int64_t r = 0; r < rows; ++r) {
-               for (int64_t i = r * inter + r0; i < r * inter + r1; ++i) {
-                 gate[i] = kernels::silu(gate[i]) * up[i];
-               }
-             }
-           }
-         }},
-        {mixed});
+    int32_t activated = b_.gate_up_silu(
+        tag + "gate_up", StepBuilder::rows(ids_.mixed, hidden_), WeightMatrix::of(lw.gate_proj),
+        WeightMatrix::of(lw.up_proj), ids_.gate, ids_.up, {b_.all(mixed)});
+    std::vector<program::Tile> tiles;
+    b_.add_tiles(tiles, WeightMatrix::of(lw.down_proj), ids_.projected, 0, hidden_, false);
+    int32_t down = b_.projection(tag + "down", StepBuilder::rows(ids_.gate, c_.intermediate_size),
+                                 std::move(tiles), {b_.all(activated)});
+    return block_conv(tag + "conv_out", lw.mlp_conv, 1, ids_.projected, down);
   }
 
   // The final norm of draft rows 1.. (row 0, the anchor, predicts nothing), then the target's
   // lm_head and the selector's hidden_projection over them.
   int32_t head(int32_t residual) {
-    std::vector<Tile> tiles;
-    add_tiles(tiles, s_.target_.lm_head, s_.logits_.data());
-    add_tiles(tiles, w_.selector.hidden_projection, s_.rho_.data());
-    ProjectionInput input{w_.norm, 1, rows_ - 1, nullptr, 0, nullptr};
-    return projection("head", input, std::move(tiles), {residual});
+    program::RowInput input =
+        StepBuilder::normalised(ids_.hidden, hidden_, NormKind::kBf16Plain, w_.norm, eps_);
+    input.first_row = 1;
+    std::vector<program::Tile> tiles;
+    b_.add_tiles(tiles, WeightMatrix::of(s_.target_.lm_head), ids_.logits, 0, c_.vocab_size, false);
+    b_.add_tiles(tiles, WeightMatrix::of(w_.selector.hidden_projection), ids_.rho, 0,
+                 c_.selector_rank, false);
+    return b_.projection("head", input, std::move(tiles), {b_.all(residual)});
   }
 
-  // Each draft row's top-k candidates, exactly dflash2::top_candidates.
+  // Each draft row's top-k candidates (kernels/top_k.h, as dflash2::top_candidates).
   int32_t top_k(int32_t logits) {
-    DFlash2Step& s = s_;
-    int64_t vocab = c_.vocab_size;
-    int64_t k = c_.selector_top_k;
-    return add({"top_k", rows_ - 1,
-                [&s, vocab, k](int64_t begin, int64_t end, WorkerContext&) {
-                  for (int64_t i = begin; i < end; ++i) {
-                    s.candidates_[size(i)] =
-                        dflash2::top_candidates(s.logits_.data() + i * vocab, vocab, k);
-                  }
-                }},
-               {logits});
+    program::TopKOperands op{ids_.logits, c_.vocab_size,   c_.vocab_size, c_.selector_top_k,
+                             1,           s_.top_k_.data()};
+    return b_.add({"top_k", c_.block_size - 1, op, {b_.all(logits)}, {}});
   }
 
   DFlash2Step& s_;
   const DFlash2Config& c_;
   const DFlash2Weights& w_;
-  int workers_;
-  int64_t rows_;
+  StepBuilder b_;
   int64_t hidden_;
   float eps_;
-  std::vector<program::Instruction> list_;
+  Buffers ids_{};
   int32_t context_fc_ = -1;     // the new context rows' fc tiles
   int32_t context_ready_ = -1;  // after it their features are final
 };
@@ -451,6 +257,7 @@ DFlash2Step::DFlash2Step(const DFlash2Config& config, const DFlash2Weights& weig
   context_v_ = buffer(kMaxNewContextRows * c.kv_dim());
   logits_ = buffer(drafts * c.vocab_size);
   rho_ = buffer(drafts * c.selector_rank);
+  top_k_.resize(size(drafts * c.selector_top_k));
   candidates_.resize(size(drafts));
   program_ = Builder(*this, workers).build();
 }
@@ -467,17 +274,31 @@ void DFlash2Step::prepare(int32_t anchor, dflash2::ContextStore& context, const 
   int64_t start = context.length() + new_rows;
   // The older positions first: the program computes only the new ones.
   context.prepare_keys(start - config_.sliding_window + 1);
-  anchor_ = anchor;
   context_ = &context;
-  new_taps_ = new_taps;
-  new_rows_ = new_rows;
   first_new_ = context.extend(new_rows);
-  new_features_ = context.feature_row(first_new_);
   start_ = start;
+  // The block rows: the anchor, then mask tokens, at consecutive positions of this context.
+  std::vector<program::StepRow> rows(size(config_.block_size));
+  for (int64_t t = 0; t < config_.block_size; ++t) {
+    rows[size(t)] = {t == 0 ? anchor : static_cast<int32_t>(config_.mask_token_id), start + t,
+                     &context};
+  }
+  program_->set_rows(rows);
+  program_->set_count(kContextRows, new_rows);
+  // The program reads the taps and writes the new features in the context's own storage (whose
+  // address moves as the context grows); it never writes through the taps.
+  program_->rebind(taps_id_, const_cast<float*>(new_taps));
+  program_->rebind(features_id_, context.feature_row(first_new_));
 }
 
 void DFlash2Step::finish() {
   context_->mark_keys(first_new_, start_);
+  const int64_t stride = config_.selector_top_k;
+  const auto k = static_cast<std::ptrdiff_t>(std::min(stride, config_.vocab_size));
+  for (std::size_t row = 0; row < candidates_.size(); ++row) {
+    auto first = top_k_.begin() + static_cast<std::ptrdiff_t>(row) * stride;
+    candidates_[row].assign(first, first + k);
+  }
 }
 
 }  // namespace md

@@ -1,8 +1,10 @@
-// One DFlash2 drafting round (qwen38-dflash2.md §11.3–§11.6) lowered to a megakernel Program
-// (ARCHITECTURE.md "Program and executors"): the features and K/V of the context positions
-// committed since the last round, the bidirectional block forward, the lm_head and selector
-// projections and every draft row's top-k candidates. Each k_proj/v_proj weight tile is read once
-// per round for both the block rows and the new context rows.
+// One DFlash2 drafting round (qwen38-dflash2.md §11.3–§11.6) lowered to a megakernel Program on
+// the shared layer library (ARCHITECTURE.md "Program and executors"), plain data throughout: the
+// features and K/V of the context positions committed since the last round (a count register
+// says how many), the bidirectional block forward (block conv, window attention over the
+// context's rings), the lm_head and selector projections and every draft row's top-k candidates.
+// Each k_proj/v_proj weight tile is read once per round for both the block rows and the new
+// context rows (a projection's extra input).
 //
 // Its results are bitwise those of DFlash2Drafter's reference forward: the same kernels on the
 // same inputs, and kernels::matmul_tile reduces every output in an order that depends neither on
@@ -60,14 +62,13 @@ class DFlash2Step {
   const kernels::Rope& rope_;
   std::unique_ptr<program::Program> program_;
 
-  // Run inputs, read by the instruction bodies.
-  int32_t anchor_ = 0;
+  // The last run's context, its first new position and the anchor's (block row t sits at
+  // start_ + t).
   dflash2::ContextStore* context_ = nullptr;
-  const float* new_taps_ = nullptr;
-  int64_t new_rows_ = 0;
-  int64_t first_new_ = 0;          // the first new context position
-  float* new_features_ = nullptr;  // its feature row in the context (the program writes it)
-  int64_t start_ = 0;              // the anchor's position (block row t sits at start_ + t)
+  int64_t first_new_ = 0;
+  int64_t start_ = 0;
+  // Buffers rebound every run: the new rows' taps and their feature rows in the context.
+  program::BufferId taps_id_ = program::kNoBuffer, features_id_ = program::kNoBuffer;
 
   // Activations, f32 [rows][width]: block rows unless named otherwise.
   std::vector<float> hidden_;     // the residual stream
@@ -78,6 +79,7 @@ class DFlash2Step {
   std::vector<float> q_, k_, v_, attended_, gate_, up_;
   std::vector<float> context_k_, context_v_;  // [kMaxNewContextRows][kv_dim]
   std::vector<float> logits_, rho_;
+  std::vector<kernels::Candidate> top_k_;  // [drafts][selector_top_k], the program's output
   std::vector<std::vector<dflash2::Candidate>> candidates_;
 };
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <initializer_list>
 #include <set>
 #include <string>
 #include <vector>
@@ -102,6 +103,18 @@ DFlash2Weights bind_dflash2_weights(const DFlash2Config& c, const Checkpoint& ch
   }
   bind.refuse_unbound();
   return w;
+}
+
+void set_matmul_inputs(DFlash2Weights& weights, kernels::MatmulInputs inputs) {
+  auto tag = [inputs](std::initializer_list<kernels::Bf16Matrix*> matrices) {
+    for (kernels::Bf16Matrix* m : matrices) m->inputs = inputs;
+  };
+  tag({&weights.fc, &weights.selector.hidden_projection, &weights.selector.predecessor_codebook,
+       &weights.selector.successor_codebook});
+  for (DFlash2LayerWeights& l : weights.layers) {
+    tag({&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj,
+         &l.attention_conv.kernel_projection, &l.mlp_conv.kernel_projection});
+  }
 }
 
 }  // namespace md

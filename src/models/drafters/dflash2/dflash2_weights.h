@@ -47,4 +47,7 @@ struct DFlash2Weights {
 // Throws md::Error naming the tensor and file when one is missing, not bf16 or of another shape.
 DFlash2Weights bind_dflash2_weights(const DFlash2Config& config, const Checkpoint& checkpoint);
 
+// Tags every matrix with the bf16-input mode (kernels/bf16_matrix.h), the target's.
+void set_matmul_inputs(DFlash2Weights& weights, kernels::MatmulInputs inputs);
+
 }  // namespace md

@@ -1,10 +1,10 @@
-#include "models/drafters/dflash2/dflash2_attention.h"
+#include "kernels/attention_runs.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-namespace md::dflash2 {
+namespace md::kernels {
 
 namespace {
 
@@ -46,4 +46,4 @@ void attend_runs(const float* q, std::span<const KeyRun> runs, int64_t head_dim,
   }
 }
 
-}  // namespace md::dflash2
+}  // namespace md::kernels

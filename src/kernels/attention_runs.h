@@ -1,11 +1,11 @@
-// The attention of one DFlash2 query head over keys held in several runs (the context ring's one
-// or two pieces and the block's own rows), softmax in f32 over all of them together.
+// The attention of one query head over keys held in several runs (a sliding-window ring's one or
+// two pieces and a draft block's own rows), softmax in f32 over all of them together.
 #pragma once
 
 #include <cstdint>
 #include <span>
 
-namespace md::dflash2 {
+namespace md::kernels {
 
 // `count` keys (and values) starting at `keys`/`values`, key τ at τ · stride.
 struct KeyRun {
@@ -20,4 +20,4 @@ struct KeyRun {
 void attend_runs(const float* q, std::span<const KeyRun> runs, int64_t head_dim, float scale,
                  float* scores, float* out);
 
-}  // namespace md::dflash2
+}  // namespace md::kernels
