@@ -25,7 +25,7 @@ check bench-table 0 'bandwidth .* GB/s read.*' '' -- "$bin" bench --synthetic qw
 check bench-json 0 '"fraction_of_bandwidth"' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega,ops,reference --seconds 0.05 --prefill-tokens 8 --json
 check bench-header 0 'kernels +(avx512|avx2|scalar) path, weights bf16; executors mega' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega --seconds 0.05 --prefill-tokens 8
 check bench-profile 0 'gate_up_silu +norm>gate\|up\+silu +8 +64 .*' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega,ops --seconds 0.05 --prefill-tokens 8 --profile
-check bench-verbose 0 'family_kernel +L0\.delta_net +2 +0 +#2 per task' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega --seconds 0.05 --prefill-tokens 8 -v
+check bench-verbose 0 'delta_net +L0\.delta_net +2 +0 +#2 per task' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega --seconds 0.05 --prefill-tokens 8 -v
 check bench-bad-rows 1 '' 'outside 1..8' -- "$bin" bench --synthetic qwen38-tiny --rows 9
 check bench-bad-shape 1 '' 'unknown synthetic shape' -- "$bin" bench --synthetic nope
 # Speculative figures on a synthetic target need a synthetic drafter (forced τ 1..8, then the split).
