@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <utility>
 
+#include "base/utf8.h"
 #include "server/api_error.h"
-#include "text/tokenizer_utf8.h"
 
 namespace md::server {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "text/tokenizer_utf8.h"
+#include "base/utf8.h"
 
 namespace md::server {
 

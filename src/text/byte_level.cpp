@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "text/tokenizer_utf8.h"
+#include "base/utf8.h"
 
 namespace md::byte_level {
 namespace {

@@ -2,9 +2,9 @@
 
 #include <utf8proc.h>
 
-#include "text/tokenizer_utf8.h"
-
 #include <algorithm>
+
+#include "base/utf8.h"
 
 namespace md::jinja::uni {
 
@@ -40,8 +40,10 @@ std::u32string decode(std::string_view text) {
   return out;
 }
 
-// One UTF-8 encoder for the whole text layer: the tokenizer's.
-void append(std::string& out, char32_t cp) { utf8::append(out, cp); }
+// One UTF-8 encoder for the whole project: base/utf8.h's.
+void append(std::string& out, char32_t cp) {
+  utf8::append(out, cp);
+}
 
 std::string encode(std::u32string_view cps) {
   std::string out;

@@ -4,7 +4,7 @@
 #include <pcre2.h>
 
 #include "base/error.h"
-#include "text/tokenizer_utf8.h"
+#include "base/utf8.h"
 
 namespace md {
 namespace {

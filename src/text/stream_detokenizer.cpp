@@ -1,6 +1,6 @@
 #include "text/stream_detokenizer.h"
 
-#include "text/tokenizer_utf8.h"
+#include "base/utf8.h"
 
 namespace md {
 

@@ -7,10 +7,10 @@
 #include "base/error.h"
 #include "base/file_util.h"
 #include "base/log.h"
+#include "base/utf8.h"
 #include "text/byte_level.h"
 #include "text/pretokenizer_pattern.h"
 #include "text/tiktoken_pattern.h"
-#include "text/tokenizer_utf8.h"
 
 namespace md {
 namespace {

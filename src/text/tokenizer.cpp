@@ -5,8 +5,8 @@
 #include "base/error.h"
 #include "base/file_util.h"
 #include "base/mapped_file.h"
+#include "base/utf8.h"
 #include "text/tokenizer_hf.h"
-#include "text/tokenizer_utf8.h"
 
 namespace md {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "text/tokenizer_utf8.h"
+#include "base/utf8.h"
 
 namespace md {
 namespace {

@@ -1,6 +1,6 @@
 #include "text/tokenizer_hf.h"
 
-#include "text/tokenizer_utf8.h"
+#include "base/utf8.h"
 #include "text/unicode_normalizer.h"
 
 namespace md {

@@ -5,7 +5,7 @@
 #include <cstdlib>
 
 #include "base/error.h"
-#include "text/tokenizer_utf8.h"
+#include "base/utf8.h"
 
 namespace md {
 namespace {

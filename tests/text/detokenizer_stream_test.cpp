@@ -1,10 +1,10 @@
 // StreamDetokenizer: complete characters only, nothing re-emitted, same text as decode().
 #include <gtest/gtest.h>
 
+#include "base/utf8.h"
 #include "text/byte_level.h"
 #include "text/stream_detokenizer.h"
 #include "text/tokenizer.h"
-#include "text/tokenizer_utf8.h"
 
 namespace md {
 namespace {

@@ -13,12 +13,12 @@
 
 #include "base/error.h"
 #include "base/file_util.h"
+#include "base/utf8.h"
 #include "text/bpe.h"
 #include "text/byte_level.h"
 #include "text/tokenizer.h"
 #include "text/tokenizer_added_tokens.h"
 #include "text/tokenizer_hf.h"
-#include "text/tokenizer_utf8.h"
 #include "text/unicode_normalizer.h"
 
 namespace md {

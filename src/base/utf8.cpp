@@ -1,4 +1,4 @@
-#include "text/tokenizer_utf8.h"
+#include "base/utf8.h"
 
 #include <cstring>
 

@@ -1,5 +1,6 @@
-// UTF-8 validation and repair for the tokenizers: invalid input never crashes, it is repaired
-// exactly like Python's bytes.decode('utf-8', 'replace') / Rust's String::from_utf8_lossy.
+// UTF-8 validation, repair and coding (tokenizers, templates, server): invalid input never
+// crashes, it is repaired exactly like Python's bytes.decode('utf-8', 'replace') / Rust's
+// String::from_utf8_lossy.
 #pragma once
 
 #include <cstddef>
