@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "server/api_error.h"
-#include "text/jinja_error.h"
+#include "text/jinja/error.h"
 #include "text/reasoning_parser.h"
 
 namespace md::server {

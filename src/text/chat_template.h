@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "text/jinja_interpreter.h"
-#include "text/jinja_template.h"
+#include "text/jinja/interpreter.h"
+#include "text/jinja/template.h"
 
 namespace md {
 
