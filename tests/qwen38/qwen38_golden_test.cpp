@@ -67,7 +67,8 @@ TEST_P(Qwen38Golden, SegmentedPrefillContinuesFromTheCache) {
   auto state = model->new_sequence(kCapacity);
   std::vector<float> all, logits;
   std::span<const int32_t> ids(golden.ids);
-  for (auto [begin, end] : {std::pair<std::size_t, std::size_t>{0, 50}, {50, 130}, {130, ids.size()}}) {
+  for (auto [begin, end] :
+       {std::pair<std::size_t, std::size_t>{0, 50}, {50, 130}, {130, ids.size()}}) {
     model->forward(*state, ids.subspan(begin, end - begin), LogitRows::kAll, logits);
     all.insert(all.end(), logits.begin(), logits.end());
   }
@@ -86,7 +87,8 @@ TEST_P(Qwen38Golden, GreedyContinuationsMatchTransformers) {
     for (std::size_t step = 0; step < golden.greedy.size(); ++step) {
       if (golden.greedy_margin[step] < kNearTie) break;
       int32_t token = argmax(logits.data(), model->vocab_size());
-      ASSERT_EQ(token, golden.greedy[step]) << "prompt of " << golden.ids.size() << " tokens, step " << step;
+      ASSERT_EQ(token, golden.greedy[step])
+          << "prompt of " << golden.ids.size() << " tokens, step " << step;
       ++compared;
       model->forward(*state, std::span(&token, 1), LogitRows::kLast, logits);
     }
@@ -127,8 +129,8 @@ TEST_P(Qwen38Golden, PerturbedFormulasFailTheComparison) {
     options.ablation = ablation;
     auto model = load_fixture(GetParam(), KvCacheType::kF32, options);
     double error = worst_prompt_error(*model, goldens);
-    EXPECT_GT(error, 10 * kF32Bound) << "ablation " << static_cast<int>(ablation)
-                                     << " went unnoticed (error " << error << ")";
+    EXPECT_GT(error, 10 * kF32Bound)
+        << "ablation " << static_cast<int>(ablation) << " went unnoticed (error " << error << ")";
   }
 }
 
@@ -147,61 +149,42 @@ namespace {
 TEST(Qwen38GoldenState, DeltaNetStatesMatchTransformersCache) {
   auto model = load_fixture("tiny-qwen38", KvCacheType::kF32);
   std::vector<GoldenPrompt> goldens = load_goldens("tiny-qwen38");
-  SafetensorsFile file(std::string(MD_SOURCE_DIR) + "/tests/goldens/qwen38/tiny-qwen38.safetensors");
+  SafetensorsFile file(std::string(MD_SOURCE_DIR) +
+                       "/tests/goldens/qwen38/tiny-qwen38.safetensors");
   auto sequence = model->new_sequence(256);
   std::vector<float> logits;
   model->forward(*sequence, goldens.at(3).ids, LogitRows::kLast, logits);
   auto& state = dynamic_cast<Qwen38State&>(*sequence);
   const Qwen38Config& c = model->config();
-  int64_t dk = c.linear_key_head_dim, dv = c.linear_value_head_dim, history = c.linear_conv_kernel - 1;
+  int64_t dk = c.linear_key_head_dim, dv = c.linear_value_head_dim,
+          history = c.linear_conv_kernel - 1;
   int checked = 0;
   for (int64_t layer = 0; layer < c.num_layers; ++layer) {
     if (c.is_full_attention(layer)) continue;
     const Qwen38GdnState& ours = state.gdn(c.linear_attention_ordinal(layer));
-    std::vector<float> hf = tensor_values<float>(file, fmt::format("p3.state.layer{}.recurrent", layer));
+    std::vector<float> hf =
+        tensor_values<float>(file, fmt::format("p3.state.layer{}.recurrent", layer));
     std::vector<float> transposed(hf.size());
     for (int64_t h = 0; h < c.linear_num_value_heads; ++h) {
       for (int64_t k = 0; k < dk; ++k) {
-        for (int64_t v = 0; v < dv; ++v) transposed[(h * dv + v) * dk + k] = hf[(h * dk + k) * dv + v];
+        for (int64_t v = 0; v < dv; ++v)
+          transposed[(h * dv + v) * dk + k] = hf[(h * dk + k) * dv + v];
       }
     }
     EXPECT_LE(relative_error(ours.recurrent.data(), transposed.data(), transposed.size()), 1e-4)
         << "layer " << layer;
-    std::vector<float> hf_conv = tensor_values<float>(file, fmt::format("p3.state.layer{}.conv", layer));
+    std::vector<float> hf_conv =
+        tensor_values<float>(file, fmt::format("p3.state.layer{}.conv", layer));
     std::vector<float> newest(static_cast<std::size_t>(c.conv_dim() * history));
     for (int64_t ch = 0; ch < c.conv_dim(); ++ch) {
-      for (int64_t j = 0; j < history; ++j) newest[ch * history + j] = hf_conv[ch * (history + 1) + 1 + j];
+      for (int64_t j = 0; j < history; ++j)
+        newest[ch * history + j] = hf_conv[ch * (history + 1) + 1 + j];
     }
-    EXPECT_LE(relative_error(ours.conv.data(), newest.data(), newest.size()), 1e-5) << "layer " << layer;
+    EXPECT_LE(relative_error(ours.conv.data(), newest.data(), newest.size()), 1e-5)
+        << "layer " << layer;
     ++checked;
   }
   EXPECT_EQ(checked, 6);
-}
-
-}  // namespace
-}  // namespace md::test
-
-namespace md::test {
-namespace {
-
-TEST(Qwen38Generation, CancelledBeforePrefillGeneratesNothing) {
-  auto model = load_fixture("tiny-qwen38", KvCacheType::kF32);
-  auto tokenizer = load_tokenizer(qwen38_fixture_dir("tiny-qwen38"));
-  engine::Generator generator(*model, *tokenizer, 1024);
-  engine::GenerationRequest request;
-  request.prompt.assign(600, 65);  // three prefill chunks
-  request.sampling.temperature = 0;
-  std::atomic<bool> cancel{true};
-  engine::GenerationResult result = generator.generate(request, nullptr, &cancel);
-  EXPECT_EQ(result.finish, engine::FinishReason::kCancelled);
-  EXPECT_TRUE(result.tokens.empty());
-  EXPECT_TRUE(generator.cached_tokens().empty());
-  // The generator stays usable: the same request without cancellation runs normally.
-  request.max_tokens = 3;
-  request.ignore_eos = true;
-  result = generator.generate(request, nullptr);
-  EXPECT_EQ(result.tokens.size(), 3u);
-  EXPECT_EQ(result.finish, engine::FinishReason::kLength);
 }
 
 }  // namespace

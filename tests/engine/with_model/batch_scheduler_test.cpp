@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "../../qwen38/qwen38_test_util.h"
 #include "engine/generation.h"
-#include "qwen38_test_util.h"
 #include "scheduler_test_util.h"
 #include "text/tokenizer.h"
 
@@ -40,7 +40,8 @@ class BatchSchedulerTest : public ::testing::Test {
 };
 
 TEST_F(BatchSchedulerTest, GreedyOutputEqualsTheGenerator) {
-  std::vector<int32_t> ids = prompt("The quick brown fox jumps over the lazy dog, again and again.");
+  std::vector<int32_t> ids =
+      prompt("The quick brown fox jumps over the lazy dog, again and again.");
   engine::Generator generator(*model_, *tokenizer_, kContext);
   ChoiceWork work = make_work(ids, 40, 0.0f, 1);
   engine::GenerationResult expected = generator.generate(work.request, nullptr);
@@ -62,9 +63,13 @@ TEST_F(BatchSchedulerTest, GreedyOutputEqualsTheGenerator) {
 // seeded sampling mixed).
 TEST_F(BatchSchedulerTest, OutputsAreBatchInvariant) {
   std::vector<ChoiceWork> works;
-  const char* texts[] = {"Hello", "A much longer prompt that takes more than one prefill chunk " \
+  const char* texts[] = {"Hello",
+                         "A much longer prompt that takes more than one prefill chunk "
                          "because it goes on and on with many words in it, and then some more.",
-                         "Third", "Count: one two three four five", "x", "The end."};
+                         "Third",
+                         "Count: one two three four five",
+                         "x",
+                         "The end."};
   for (int i = 0; i < 6; ++i) {
     works.push_back(make_work(prompt(texts[i]), 24 + 5 * i, i % 2 == 0 ? 0.0f : 0.9f, 100 + i));
   }
@@ -115,8 +120,9 @@ TEST_F(BatchSchedulerTest, SeededChoicesDifferAndChoiceZeroMatchesASingleRequest
 // The n choices of one prompt share one prefill (when they get rows together) and each still
 // produces exactly what it produces alone.
 TEST_F(BatchSchedulerTest, SiblingChoicesSharePrefillAndMatchTheirSoloRuns) {
-  std::vector<int32_t> ids = prompt("Shared prefill for the choices of one prompt, long enough "
-                                    "to need more than one sixty-four token chunk of prefill work.");
+  std::vector<int32_t> ids = prompt(
+      "Shared prefill for the choices of one prompt, long enough "
+      "to need more than one sixty-four token chunk of prefill work.");
   std::vector<ChoiceWork> three;
   for (int j = 0; j < 3; ++j) {
     ChoiceWork w = make_work(ids, 20, 0.8f, engine::choice_seed(11, 0, j));
@@ -186,8 +192,9 @@ TEST_F(BatchSchedulerTest, QueueLimitCountsRequestsAndCancellationFreesRows) {
 // Scoring a prompt (max_tokens 0 with echo) reports one entry per prompt token after the first,
 // equal to the log-probabilities of an all-rows forward pass.
 TEST_F(BatchSchedulerTest, PromptScoringMatchesTheForwardPass) {
-  std::vector<int32_t> ids = prompt("Score this prompt, token by token, across two prefill chunks "
-                                    "of sixty-four tokens each, or nearly so, please.");
+  std::vector<int32_t> ids = prompt(
+      "Score this prompt, token by token, across two prefill chunks "
+      "of sixty-four tokens each, or nearly so, please.");
   ChoiceWork work = make_work(ids, 0, 0.0f, 1);
   work.generate = false;
   work.prompt_top_logprobs = 2;

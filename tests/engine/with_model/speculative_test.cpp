@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "../../qwen38/qwen38_test_util.h"
 #include "engine/choice_decoder.h"
 #include "engine/generation.h"
 #include "engine/sampler.h"
 #include "models/drafters/speculative_drafter.h"
-#include "qwen38_test_util.h"
 #include "test_drafters.h"
 
 namespace md::test {
@@ -44,8 +44,8 @@ std::vector<int32_t> ids(const engine::GenerationResult& r) {
   return out;
 }
 
-Outcome generate(Qwen38Model& model, const Tokenizer& tokenizer, const engine::GenerationRequest& request,
-             SpeculativeDrafter* drafter) {
+Outcome generate(Qwen38Model& model, const Tokenizer& tokenizer,
+                 const engine::GenerationRequest& request, SpeculativeDrafter* drafter) {
   engine::Generator generator(model, tokenizer, kContext);
   generator.set_drafter(drafter);
   Outcome run;
@@ -154,8 +154,8 @@ double total_variation(const std::map<int32_t, int>& a, const std::map<int32_t, 
 }
 
 std::map<int32_t, int> second_tokens(Qwen38Model& model, const Tokenizer& tokenizer,
-                                     SpeculativeDrafter* drafter, int64_t force_accept,
-                                     int draws, uint64_t seed_base) {
+                                     SpeculativeDrafter* drafter, int64_t force_accept, int draws,
+                                     uint64_t seed_base) {
   engine::Generator generator(model, tokenizer, 64);
   generator.set_drafter(drafter, 0, force_accept);
   std::map<int32_t, int> counts;
@@ -222,7 +222,8 @@ TEST(SpeculativeSampling, AcceptanceRuleReproducesTheTargetDistribution) {
   engine::Sampler sampler(request.sampling, kVocab, 0);
   std::vector<float> scratch = logits;
   std::vector<double> p(kVocab, 0.0);
-  for (const engine::Candidate& c : sampler.distribution(scratch)) p[static_cast<std::size_t>(c.id)] = c.value;
+  for (const engine::Candidate& c : sampler.distribution(scratch))
+    p[static_cast<std::size_t>(c.id)] = c.value;
   // q: skewed towards a few of p's tokens and one token p excludes.
   int32_t outside = 0;
   while (p[static_cast<std::size_t>(outside)] > 0) ++outside;
@@ -230,8 +231,8 @@ TEST(SpeculativeSampling, AcceptanceRuleReproducesTheTargetDistribution) {
   for (int32_t t = 0; t < kVocab; ++t) {
     if (p[static_cast<std::size_t>(t)] > 0) ranked.push_back(t);
   }
-  std::vector<std::pair<int32_t, float>> q = {{ranked[0], 0.1f}, {ranked[3], 0.5f},
-                                              {ranked[5], 0.2f}, {outside, 0.2f}};
+  std::vector<std::pair<int32_t, float>> q = {
+      {ranked[0], 0.1f}, {ranked[3], 0.5f}, {ranked[5], 0.2f}, {outside, 0.2f}};
   constexpr int kDraws = 40000;
   const double bound = 0.015 + 3.0 / std::sqrt(kDraws);
   // The guarantee holds for drafts drawn from q: draw one per seed, independently of the rule's

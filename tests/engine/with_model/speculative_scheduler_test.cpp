@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "../../qwen38/qwen38_test_util.h"
 #include "engine/batch_scheduler.h"
 #include "engine/generation.h"
 #include "models/drafters/dflash2/dflash2_drafter.h"
-#include "qwen38_test_util.h"
 #include "scheduler_test_util.h"
 #include "test_drafters.h"
 

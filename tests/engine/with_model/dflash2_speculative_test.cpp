@@ -4,14 +4,13 @@
 // chunks (spec §14 test 6), and the round accounting adds up.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "../../qwen38/qwen38_test_util.h"
 #include "engine/generation.h"
 #include "models/drafters/dflash2/dflash2_drafter.h"
-#include "qwen38_test_util.h"
 
 namespace md::test {
 namespace {
@@ -54,30 +53,6 @@ TEST(DFlash2Speculative, GreedyOutputAndStateEqualPlainDecoding) {
   EXPECT_EQ(s.produced, s.rounds + s.accepted);
   EXPECT_DOUBLE_EQ(s.mean_acceptance_length(),
                    static_cast<double>(s.rounds + s.accepted) / static_cast<double>(s.rounds));
-}
-
-int64_t threads_in_process() {
-  auto tasks = std::filesystem::directory_iterator("/proc/self/task");
-  return std::distance(std::filesystem::begin(tasks), std::filesystem::end(tasks));
-}
-
-// The drafter's fused round runs on the target's persistent team when their worker counts match,
-// so speculation starts no second team (which would spin against the first on the same cores);
-// with another count it needs, and starts, its own.
-TEST(DFlash2Speculative, TheDrafterRunsOnTheTargetsTeam) {
-  auto model = load_fixture("tiny-qwen38", KvCacheType::kF32, {}, 2);
-  std::unique_ptr<SpeculativeDrafter> same =
-      load_dflash2_drafter(drafter_dir(), model->target_view(), 2);
-  std::unique_ptr<SpeculativeDrafter> other =
-      load_dflash2_drafter(drafter_dir(), model->target_view(), 3);
-  std::vector<float> taps(5 * 128, 0.25f);
-  same->append_context(taps, 1);
-  other->append_context(taps, 1);
-  int64_t before = threads_in_process();
-  same->propose(7, 0.0f, {});
-  EXPECT_EQ(threads_in_process(), before);
-  other->propose(7, 0.0f, {});
-  EXPECT_EQ(threads_in_process(), before + 2);  // a team of 3: the caller and two workers
 }
 
 }  // namespace
