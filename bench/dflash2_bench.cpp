@@ -45,7 +45,7 @@ void BM_Round(benchmark::State& state, ExecutorKind executor) {
   run.threads = 1;
   md::Qwen38Model target(g_target, run);
   md::DFlash2Drafter drafter(g_draft, target.target_view(), threads,
-                             md::DFlash2Options{md::DFlash2Ablation::kNone, executor});
+                             md::DFlash2Options{.executor = executor});
   int64_t width = drafter.config().fc_in_features();
   std::vector<float> prompt = random_taps(kPrompt * width);
   std::vector<float> rows = random_taps(commit * width);

@@ -18,7 +18,9 @@ namespace {
 
 volatile std::sig_atomic_t g_stop_signal = 0;
 
-extern "C" void on_stop_signal(int signal) { g_stop_signal = signal; }
+extern "C" void on_stop_signal(int signal) {
+  g_stop_signal = signal;
+}
 
 struct ServeFlags {
   ModelFlags model;
@@ -66,10 +68,13 @@ void add_serve_flags(CLI::App& sub, ServeFlags& f) {
       ->check(CLI::IsMember({"json", "xml"}));
   sub.add_flag("!--no-reasoning-parser", o.reasoning_parser,
                "Leave <think> blocks in content instead of reasoning_content");
-  sub.add_option("--test-fault-after-tokens", o.fault_after_tokens,
+  // The test seam (server_testing.h): hidden from --help (an empty group), for the HTTP
+  // end-to-end tests that run the real binary.
+  sub.add_option("--test-fault-after-tokens", o.test_hooks.scheduler.fault_after_tokens,
                  "Test hook: fail each choice after this many tokens")
       ->group("");
-  sub.add_option("--test-load-delay-ms", o.load_delay_ms, "Test hook: delay the model load")
+  sub.add_option("--test-load-delay-ms", o.test_hooks.load_delay_ms,
+                 "Test hook: delay the model load")
       ->group("");
 }
 
@@ -78,8 +83,8 @@ std::vector<std::string> split_names(const std::string& names) {
   std::size_t start = 0;
   while (start <= names.size()) {
     std::size_t comma = names.find(',', start);
-    std::string name = names.substr(start, comma == std::string::npos ? std::string::npos
-                                                                       : comma - start);
+    std::string name =
+        names.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     if (!name.empty()) out.push_back(name);
     if (comma == std::string::npos) break;
     start = comma + 1;
@@ -102,8 +107,8 @@ int serve(ServeFlags& f) {
   fmt::print(stderr, "megadecode serve: listening on http://{}:{}\n", f.server.host, port);
   std::fflush(stderr);
 
-  if (f.server.load_delay_ms > 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(f.server.load_delay_ms));
+  if (f.server.test_hooks.load_delay_ms > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(f.server.test_hooks.load_delay_ms));
   }
   ModelSession session;
   try {
@@ -125,9 +130,9 @@ int serve(ServeFlags& f) {
       served.speculative_method = "dflash2";
       served.drafter_source = session.drafter_directory;
     }
-    served.fingerprint_source = fmt::format("{}|{}|{}|{}|{}", session.source.directory,
-                                            session.model->description(), f.model.kv_cache,
-                                            session.context, f.model.matmul_inputs);
+    served.fingerprint_source =
+        fmt::format("{}|{}|{}|{}|{}", session.source.directory, session.model->description(),
+                    f.model.kv_cache, session.context, f.model.matmul_inputs);
     server.serve_model(served);
   } catch (const std::exception& e) {
     server.mark_failed();

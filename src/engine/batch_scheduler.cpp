@@ -55,7 +55,9 @@ BatchScheduler::Admission BatchScheduler::submit(std::shared_ptr<RequestStream> 
   return Admission::kAccepted;
 }
 
-void BatchScheduler::notify_cancelled() { wake_.notify_all(); }
+void BatchScheduler::notify_cancelled() {
+  wake_.notify_all();
+}
 
 void BatchScheduler::close() {
   std::lock_guard lock(mutex_);
@@ -205,8 +207,8 @@ void BatchScheduler::admit() {
     running_.fetch_add(1);
     row.stream->push(StreamEvent::of(StreamEvent::Kind::kRowAssigned, row.work.choice));
     try {
-      row.decoder = std::make_unique<ChoiceDecoder>(row.work.request, eos_ids_, vocab_,
-                                                    tokenizer_, row.work.seed, options_.context);
+      row.decoder = std::make_unique<ChoiceDecoder>(row.work.request, eos_ids_, vocab_, tokenizer_,
+                                                    row.work.seed, options_.context);
       row.leader = prefill_leader_for(row);
     } catch (const std::exception& e) {
       fail_row(row, e.what());
@@ -243,12 +245,14 @@ void BatchScheduler::prefill_chunk() {
   Row& row = *oldest;
   const std::vector<int32_t>& prompt = row.work.request.prompt;
   auto begin = static_cast<std::size_t>(row.prefilled);
-  std::size_t end = std::min(prompt.size(), begin + static_cast<std::size_t>(options_.prefill_chunk));
+  std::size_t end =
+      std::min(prompt.size(), begin + static_cast<std::size_t>(options_.prefill_chunk));
   bool scoring = row.work.prompt_top_logprobs >= 0;
   try {
     std::span<const int32_t> chunk(prompt.data() + begin, end - begin);
     model_.forward(*row.state, chunk, scoring ? LogitRows::kAll : LogitRows::kLast, logits_);
-    if (row.drafter) row.drafter->append_context(model_.last_taps(), static_cast<int64_t>(chunk.size()));
+    if (row.drafter)
+      row.drafter->append_context(model_.last_taps(), static_cast<int64_t>(chunk.size()));
     prefill_tokens_.fetch_add(static_cast<int64_t>(end - begin));
     row.prefilled = static_cast<int64_t>(end);
     if (scoring) score_prompt_rows(row, begin, end);
@@ -401,9 +405,9 @@ void BatchScheduler::run_round(Row& row) {
 }
 
 void BatchScheduler::check_fault(const Row& row) const {
-  if (options_.fault_after_tokens > 0 && row.decoder->generated() >= options_.fault_after_tokens) {
-    fail("fault injected after {} tokens (--test-fault-after-tokens)",
-         options_.fault_after_tokens);
+  const int64_t after = options_.test_hooks.fault_after_tokens;
+  if (after > 0 && row.decoder->generated() >= after) {
+    fail("fault injected after {} tokens (--test-fault-after-tokens)", after);
   }
 }
 

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/batch_scheduler_testing.h"
 #include "engine/choice_decoder.h"
 #include "engine/generation_request.h"
 #include "engine/request_stream.h"
@@ -34,19 +35,18 @@ namespace md::engine {
 // One choice: what one row computes.
 struct ChoiceWork {
   GenerationRequest request;
-  uint64_t seed = 0;               // this choice's random stream (see choice_seed)
-  int32_t choice = 0;              // index within its request
+  uint64_t seed = 0;                 // this choice's random stream (see choice_seed)
+  int32_t choice = 0;                // index within its request
   int32_t prompt_top_logprobs = -1;  // >= 0: report the prompt's log-probabilities, with this many
                                      // alternatives per position
-  bool generate = true;            // false: prefill (and score) only, no output token
+  bool generate = true;              // false: prefill (and score) only, no output token
 };
 
 struct SchedulerOptions {
-  int rows = 8;                  // independent rows (maximum batch)
-  int64_t context = 0;           // tokens per row (prompt + output)
-  int64_t max_queue = 256;       // waiting requests beyond which submit() refuses
-  int64_t prefill_chunk = 256;   // prompt tokens per prefill call (the Generator's chunk)
-  int64_t fault_after_tokens = 0;  // test hook: a choice fails after this many tokens (0: off)
+  int rows = 8;                 // independent rows (maximum batch)
+  int64_t context = 0;          // tokens per row (prompt + output)
+  int64_t max_queue = 256;      // waiting requests beyond which submit() refuses
+  int64_t prefill_chunk = 256;  // prompt tokens per prefill call (the Generator's chunk)
   // Speculative decoding: every generating row runs rounds (speculative_round.h) with its own
   // drafter, drafter->new_sequence(); null: rows decode together one token per step. Each row
   // speculating alone keeps rows batch invariant (a row's rounds depend on its request only).
@@ -59,6 +59,7 @@ struct SchedulerOptions {
   int64_t spec_max_rows = 1;
   // Called on the step thread after every verify round that carried drafts (metrics).
   std::function<void(int64_t drafted, int64_t accepted)> on_round;
+  testing::SchedulerHooks test_hooks;  // test seam (batch_scheduler_testing.h): off by default
 };
 
 // What a row is doing, for /slots.
@@ -119,9 +120,9 @@ class BatchScheduler {
     std::shared_ptr<RequestStream> stream;  // null: free
     ChoiceWork work;
     std::unique_ptr<ChoiceDecoder> decoder;
-    int64_t prefilled = 0;  // prompt tokens fed
+    int64_t prefilled = 0;   // prompt tokens fed
     int32_t next_token = 0;  // decoding: the token to feed at the next step
-    uint64_t admitted = 0;  // admission order (oldest prefill first)
+    uint64_t admitted = 0;   // admission order (oldest prefill first)
     bool decoding = false;
     // Sibling choices of one prompt share its prefill: a follower waits, without prefilling,
     // for its leader's prompt to be in; it then gets a copy of the leader's state and logits.
@@ -151,7 +152,7 @@ class BatchScheduler {
   void run_round(Row& row);
   void update_decoded_counts();
   void append_step_taps(const std::vector<Row*>& rows);
-  // The test hook of SchedulerOptions::fault_after_tokens.
+  // The fault of the test seam (SchedulerOptions::test_hooks).
   void check_fault(const Row& row) const;
   // Samples a row's next token from `logits`, pushes it, and frees the row when it finished.
   void sample_into(Row& row, std::span<float> logits);

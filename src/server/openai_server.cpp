@@ -4,8 +4,8 @@
 #include <httplib.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <string_view>
@@ -107,7 +107,7 @@ void run_handler(ServerContext& context, Handler handler, const httplib::Request
 }
 
 std::string fingerprint_of(const std::string& source) {
-  return fmt::format("fp_{:010x}", std::hash<std::string>{}(source) & 0xFFFFFFFFFFULL);
+  return fmt::format("fp_{:010x}", std::hash<std::string>{}(source)&0xFFFFFFFFFFULL);
 }
 
 }  // namespace
@@ -126,7 +126,9 @@ OpenAiServer::~OpenAiServer() {
   context_->scheduler.reset();
 }
 
-ServerState OpenAiServer::state() const { return context_->state.load(); }
+ServerState OpenAiServer::state() const {
+  return context_->state.load();
+}
 
 void OpenAiServer::install_routes() {
   ServerContext& ctx = *context_;
@@ -145,8 +147,9 @@ void OpenAiServer::install_routes() {
     std::string request_id = req.get_header_value("X-Request-Id");
     res.set_header("X-Request-Id", request_id.empty() ? random_id("req-") : request_id);
     const Route* route = find_route(req.path, &log.route);
-    const bool has_body = req.has_header("Content-Length") ? req.get_header_value("Content-Length") != "0"
-                                                           : req.has_header("Transfer-Encoding");
+    const bool has_body = req.has_header("Content-Length")
+                              ? req.get_header_value("Content-Length") != "0"
+                              : req.has_header("Transfer-Encoding");
     auto reject = [&](const ApiError& error) {
       send_error(res, error);
       // The body of a rejected request is never read: the connection cannot carry another one.
@@ -199,32 +202,32 @@ void OpenAiServer::install_routes() {
   for (const Route& route : route_table()) {
     for (const std::string& path : route.paths) {
       if (std::string(route.method) == "GET") {
-        http_->Get(path, [&ctx, h = route.handler](const httplib::Request& req,
-                                                    httplib::Response& res) {
-          run_handler(ctx, h, req, res);
-        });
+        http_->Get(path,
+                   [&ctx, h = route.handler](const httplib::Request& req, httplib::Response& res) {
+                     run_handler(ctx, h, req, res);
+                   });
         continue;
       }
       // POST bodies are read here rather than by cpp-httplib: it would parse form-encoded
       // bodies (with an 8 KiB limit of its own) whatever the route, and it applies no size limit
       // to chunked bodies. The body is JSON whatever the Content-Type (§0).
-      http_->Post(path, [&ctx, h = route.handler](const httplib::Request& req,
-                                                   httplib::Response& res,
-                                                   const httplib::ContentReader& reader) {
-        httplib::Request with_body = req;
-        const std::size_t limit = ctx.options.max_body_bytes;
-        bool within = reader([&](const char* data, std::size_t length) {
-          if (with_body.body.size() + length > limit) return false;
-          with_body.body.append(data, length);
-          return true;
-        });
-        if (!within || with_body.body.size() > limit) {
-          send_error(res, request_too_large(limit));
-          res.set_header("Connection", "close");
-          return;
-        }
-        run_handler(ctx, h, with_body, res);
-      });
+      http_->Post(path,
+                  [&ctx, h = route.handler](const httplib::Request& req, httplib::Response& res,
+                                            const httplib::ContentReader& reader) {
+                    httplib::Request with_body = req;
+                    const std::size_t limit = ctx.options.max_body_bytes;
+                    bool within = reader([&](const char* data, std::size_t length) {
+                      if (with_body.body.size() + length > limit) return false;
+                      with_body.body.append(data, length);
+                      return true;
+                    });
+                    if (!within || with_body.body.size() > limit) {
+                      send_error(res, request_too_large(limit));
+                      res.set_header("Connection", "close");
+                      return;
+                    }
+                    run_handler(ctx, h, with_body, res);
+                  });
     }
   }
 
@@ -248,19 +251,20 @@ void OpenAiServer::install_routes() {
 
   http_->set_logger([&ctx](const httplib::Request& req, const httplib::Response& res) {
     RequestLog& log = current_request_log();
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                          log.start)
-                    .count();
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - log.start)
+            .count();
     ctx.metrics.http_response(log.route.empty() ? "other" : log.route, res.status);
     // The response is out: a connection it declared closed must not read another request
     // (cpp-httplib 0.11 would keep it alive and parse an unread body as one).
     if (res.get_header_value("Connection") == "close") {
       ClientWatch(req.local_port, req.remote_addr, req.remote_port).stop_reading();
     }
-    log::info("access method={} path={} status={} prompt_tokens={} completion_tokens={} "
-              "latency_ms={:.1f} request_id={}",
-              req.method, req.path, res.status, log.prompt_tokens, log.completion_tokens, ms,
-              res.get_header_value("X-Request-Id"));
+    log::info(
+        "access method={} path={} status={} prompt_tokens={} completion_tokens={} "
+        "latency_ms={:.1f} request_id={}",
+        req.method, req.path, res.status, log.prompt_tokens, log.completion_tokens, ms,
+        res.get_header_value("X-Request-Id"));
   });
 }
 
@@ -293,10 +297,10 @@ void OpenAiServer::serve_model(const ServedModel& model) {
   ctx.tool_format = ctx.options.tool_call_format == "json"  ? ToolCallFormat::kJson
                     : ctx.options.tool_call_format == "xml" ? ToolCallFormat::kXml
                                                             : tool_call_format_for_template(source);
-  std::string speculation =
-      model.drafter == nullptr ? "none"
-                               : fmt::format("{}:{}:{}", model.speculative_method,
-                                             model.drafter_source, model.block_size);
+  std::string speculation = model.drafter == nullptr
+                                ? "none"
+                                : fmt::format("{}:{}:{}", model.speculative_method,
+                                              model.drafter_source, model.block_size);
   ctx.fingerprint = fingerprint_of(ctx.build.revision + "|" + model.fingerprint_source + "|" +
                                    model.executor + "|spec:" + speculation);
   ctx.tokenizer_ready.store(true);
@@ -306,7 +310,7 @@ void OpenAiServer::serve_model(const ServedModel& model) {
   scheduler.context = model.context;
   scheduler.max_queue = ctx.options.max_queue;
   scheduler.prefill_chunk = ctx.options.prefill_chunk;
-  scheduler.fault_after_tokens = ctx.options.fault_after_tokens;
+  scheduler.test_hooks = ctx.options.test_hooks.scheduler;
   if (model.drafter != nullptr) {
     scheduler.drafter = model.drafter;
     scheduler.block_size = model.block_size;
@@ -316,7 +320,8 @@ void OpenAiServer::serve_model(const ServedModel& model) {
       metrics.spec_step(static_cast<int>(drafted), static_cast<int>(accepted));
     };
   }
-  ctx.scheduler = std::make_unique<engine::BatchScheduler>(*model.model, *model.tokenizer, scheduler);
+  ctx.scheduler =
+      std::make_unique<engine::BatchScheduler>(*model.model, *model.tokenizer, scheduler);
   ctx.metrics.set_draft_positions(static_cast<int>(ctx.scheduler->draft_positions()));
   warm_up();
   ctx.state.store(ServerState::kReady);
@@ -332,8 +337,7 @@ void OpenAiServer::warm_up() {
   work.request.max_tokens = 1;
   work.request.ignore_eos = true;
   work.request.sampling.temperature = 0;
-  if (context_->scheduler->submit(stream, {work}) !=
-      engine::BatchScheduler::Admission::kAccepted) {
+  if (context_->scheduler->submit(stream, {work}) != engine::BatchScheduler::Admission::kAccepted) {
     fail("the engine did not accept its warm-up request");
   }
   for (;;) {

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "server/server_testing.h"
+
 namespace md::server {
 
 struct ServerOptions {
@@ -31,9 +33,7 @@ struct ServerOptions {
   std::string cors_origin;
   std::string tool_call_format;  // "", "json" or "xml"
   bool reasoning_parser = true;
-  // Test hooks.
-  int64_t fault_after_tokens = 0;
-  int64_t load_delay_ms = 0;
+  testing::ServerHooks test_hooks;  // test seam (server_testing.h): off by default
 };
 
 }  // namespace md::server

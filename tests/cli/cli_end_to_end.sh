@@ -10,6 +10,9 @@ check help 0 'Subcommands:' '' -- "$bin" --help
 for sub in run chat serve bench pack tokenize info; do
   check "help-$sub" 0 'Usage: .*'"$sub" '' -- "$bin" "$sub" --help
 done
+# serve's test seam (the --test-* hooks of server_testing.h) is no user option: --help hides it.
+! "$bin" serve --help 2>&1 | grep -q -- '--test-'
+expect serve-help-hides-test-hooks $? 'serve --help lists a --test-* option'
 check no-subcommand 2 '' 'subcommand' -- "$bin"
 check unknown-flag 2 '' 'tokenize-me' -- "$bin" tokenize --model x --tokenize-me
 check chat-without-model 2 '' 'no model given.*|--model' -- env MEGADECODE_MODEL= MEGADECODE_ROOT="$work" "$bin" chat

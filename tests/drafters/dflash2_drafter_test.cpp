@@ -13,10 +13,12 @@
 #include "base/error.h"
 #include "dflash2_oracle.h"
 #include "dflash2_test_util.h"
+#include "models/drafters/dflash2/dflash2_testing.h"
 
 namespace md {
 namespace {
 
+using md::testing::DFlash2Ablation;
 using test::OracleRound;
 using test::Vec;
 

@@ -19,11 +19,14 @@
 #include "models/common/config_files.h"
 #include "models/drafters/dflash2/dflash2_drafter.h"
 #include "models/drafters/dflash2/dflash2_selector.h"
+#include "models/drafters/dflash2/dflash2_testing.h"
 #include "models/drafters/dflash2/dflash2_weights.h"
 #include "models/qwen38/qwen38_model.h"
 
 namespace md {
 namespace {
+
+using md::testing::DFlash2Ablation;
 
 namespace fs = std::filesystem;
 
@@ -51,7 +54,6 @@ std::string fixture(const std::string& family, const std::string& name) {
                 << " or scripts/setup";
   return "";
 }
-
 
 kernels::Bf16Matrix matrix(const Checkpoint& checkpoint, const std::string& name) {
   const TensorView& t = checkpoint.at(name);

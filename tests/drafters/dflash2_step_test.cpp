@@ -16,9 +16,12 @@
 
 #include "dflash2_test_util.h"
 #include "models/drafters/dflash2/dflash2_drafter.h"
+#include "models/drafters/dflash2/dflash2_testing.h"
 
 namespace md {
 namespace {
+
+using md::testing::DFlash2Ablation;
 
 constexpr int64_t kWidth = 5 * 128;  // taps · hidden of tiny-dflash2
 constexpr float kTemperature = 0.7f;

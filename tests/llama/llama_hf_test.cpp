@@ -19,6 +19,7 @@
 #include "base/error.h"
 #include "io/safetensors_file.h"
 #include "models/llama/llama_gguf_model.h"
+#include "models/llama/llama_testing.h"
 #include "models/model_loader.h"
 
 namespace md {
@@ -169,7 +170,7 @@ TEST_F(LlamaHf, DecodeStepProgramMatchesTransformers) {
 // wrong pairing; that must miss the goldens by far more than the bound, or the test above could
 // not tell the permutation from its absence.
 TEST_F(LlamaHf, UnpermutedQkFailsByFarMoreThanTheBound) {
-  LlamaGgufModel model(fixture_dir().string(), kOptions, LlamaHfQk::kAsStored);
+  LlamaGgufModel model(fixture_dir().string(), kOptions, testing::LlamaHfQk::kAsStored);
   double worst = worst_forward_error(model, json_["prompts"], goldens_);
   std::printf("q/k not permuted: max |dlogit| / max |logit| = %.3g\n", worst);
   EXPECT_GT(worst, 10 * kBound);

@@ -9,10 +9,13 @@
 #include <cstdio>
 
 #include "../support/matmul_inputs_support.h"
+#include "models/qwen38/qwen38_testing.h"
 #include "qwen38_test_util.h"
 
 namespace md::test {
 namespace {
+
+using md::testing::Qwen38Ablation;
 
 constexpr int64_t kCapacity = 512;
 constexpr auto kBf16 = kernels::MatmulInputs::kBf16;

@@ -5,11 +5,14 @@
 #include <cstdio>
 
 #include "engine/generation.h"
+#include "models/qwen38/qwen38_testing.h"
 #include "qwen38_test_util.h"
 #include "text/tokenizer.h"
 
 namespace md::test {
 namespace {
+
+using md::testing::Qwen38Ablation;
 
 constexpr int64_t kCapacity = 512;
 // f32 activations and f32 KV cache against transformers in float32: both compute the same

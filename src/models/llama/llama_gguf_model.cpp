@@ -40,7 +40,7 @@ LlamaConfig hf_config(const std::string& directory) {
 }  // namespace
 
 LlamaGgufModel::LlamaGgufModel(const std::string& path, const ModelRunOptions& options,
-                               LlamaHfQk hf_qk)
+                               testing::LlamaHfQk hf_qk)
     : path_(path),
       gguf_(std::filesystem::is_directory(path) ? nullptr : std::make_unique<GgufFile>(path)),
       checkpoint_(gguf_ ? nullptr : std::make_unique<Checkpoint>(path)),

@@ -32,9 +32,9 @@ class LlamaGgufModel final : public LanguageModel {
  public:
   // `path` is a .gguf file or a Hugging Face model directory. Throws md::Error for another
   // architecture, unsupported settings or weight formats, and tensors missing or shaped unlike
-  // the metadata says. `hf_qk` only matters for directories (kAsStored: tests' negative control).
+  // the metadata says. `hf_qk` is a test seam (llama_testing.h) for directories; leave it.
   LlamaGgufModel(const std::string& path, const ModelRunOptions& options,
-                 LlamaHfQk hf_qk = LlamaHfQk::kPermuteForAdjacentRope);
+                 testing::LlamaHfQk hf_qk = {});
 
   std::string description() const override;
   int64_t vocab_size() const override { return config_.vocab_size; }

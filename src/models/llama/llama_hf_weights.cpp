@@ -13,6 +13,7 @@
 #include "base/error.h"
 #include "kernels/gguf_dequant.h"
 #include "kernels/gguf_matmul.h"
+#include "models/llama/llama_testing.h"
 
 namespace md {
 
@@ -101,7 +102,7 @@ GgufMatrix permute_heads(const GgufMatrix& m, int64_t head_dim, LlamaGgufWeights
 }  // namespace
 
 LlamaGgufWeights bind_llama_hf_weights(const Checkpoint& checkpoint, const LlamaConfig& c,
-                                       LlamaHfQk qk) {
+                                       testing::LlamaHfQk qk) {
   // The kernels pair (2i, 2i+1); an odd head_dim has no such pairing (the config parser refuses
   // it too, this only keeps the permutation's precondition local).
   if (c.head_dim % 2 != 0) fail("checkpoint {}: head_dim {} is odd", checkpoint.path(), c.head_dim);
@@ -120,7 +121,7 @@ LlamaGgufWeights bind_llama_hf_weights(const Checkpoint& checkpoint, const Llama
     l.ffn_norm = bind_vector(checkpoint, p + "post_attention_layernorm.weight", h);
     l.q = bind_matrix(checkpoint, p + "self_attn.q_proj.weight", c.q_dim(), h, w);
     l.k = bind_matrix(checkpoint, p + "self_attn.k_proj.weight", c.kv_dim(), h, w);
-    if (qk == LlamaHfQk::kPermuteForAdjacentRope) {
+    if (qk == testing::LlamaHfQk::kPermuteForAdjacentRope) {
       l.q = permute_heads(l.q, c.head_dim, w);
       l.k = permute_heads(l.k, c.head_dim, w);
     }

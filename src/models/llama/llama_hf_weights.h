@@ -18,13 +18,14 @@
 
 namespace md {
 
-// How q_proj/k_proj rows are bound. kAsStored exists only as a negative control for tests: it
-// runs HF's rows through the adjacent-pair RoPE, which is wrong.
-enum class LlamaHfQk { kPermuteForAdjacentRope, kAsStored };
+namespace testing {
+enum class LlamaHfQk : int;  // llama_testing.h
+}  // namespace testing
 
 // Throws md::Error naming the tensor and its file when one is missing, has a shape unlike the
-// config implies, or a dtype other than BF16, F16 or F32.
+// config implies, or a dtype other than BF16, F16 or F32. `qk` is a test seam: its default binds
+// q/k permuted as above.
 LlamaGgufWeights bind_llama_hf_weights(const Checkpoint& checkpoint, const LlamaConfig& config,
-                                       LlamaHfQk qk = LlamaHfQk::kPermuteForAdjacentRope);
+                                       testing::LlamaHfQk qk = {});
 
 }  // namespace md

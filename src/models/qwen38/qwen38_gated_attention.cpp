@@ -9,6 +9,7 @@
 #include "kernels/norms.h"
 #include "models/qwen38/qwen38_head_math.h"
 #include "models/qwen38/qwen38_layers.h"
+#include "models/qwen38/qwen38_testing.h"
 
 namespace md {
 
@@ -62,7 +63,7 @@ void gated_attention_forward(const Qwen38LayerContext& ctx, const Qwen38Attentio
 
   Buffer attended = buffer(rows * c.attn_output_dim());
   float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  bool gated = ctx.options.ablation != Qwen38Ablation::kSkipAttentionGate;
+  bool gated = ctx.options.ablation != testing::Qwen38Ablation::kSkipAttentionGate;
   int64_t tasks = rows * c.num_attention_heads;
   auto run = [&](int64_t first, int64_t last) {
     Buffer scores = buffer(first_position + rows);

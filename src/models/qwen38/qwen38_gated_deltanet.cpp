@@ -9,6 +9,7 @@
 #include "kernels/norms.h"
 #include "models/qwen38/qwen38_head_math.h"
 #include "models/qwen38/qwen38_layers.h"
+#include "models/qwen38/qwen38_testing.h"
 
 namespace md {
 
@@ -21,7 +22,8 @@ Buffer buffer(int64_t n) {
 
 // Which key head value head j reads: consecutive repetition (j / group), not tiling.
 int64_t key_head_of(const Qwen38Config& c, const Qwen38Options& o, int64_t value_head) {
-  if (o.ablation == Qwen38Ablation::kTiledKeyHeads) return value_head % c.linear_num_key_heads;
+  if (o.ablation == testing::Qwen38Ablation::kTiledKeyHeads)
+    return value_head % c.linear_num_key_heads;
   return value_head / c.linear_head_group();
 }
 
@@ -69,7 +71,7 @@ void gated_deltanet_forward(const Qwen38LayerContext& ctx, const Qwen38GdnWeight
   kernels::matmul(w.in_proj_a, x, rows, a.data(), ctx.pool);
 
   Buffer mixed = buffer(rows * c.conv_dim());
-  if (ctx.options.ablation == Qwen38Ablation::kSkipConv) {
+  if (ctx.options.ablation == testing::Qwen38Ablation::kSkipConv) {
     for (std::size_t i = 0; i < mixed.size(); ++i) mixed[i] = kernels::silu(projected[i]);
   } else {
     kernels::causal_conv_silu(state.conv.data(), w.conv1d, c.conv_dim(), c.linear_conv_kernel,

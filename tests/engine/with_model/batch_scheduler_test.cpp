@@ -221,7 +221,7 @@ TEST_F(BatchSchedulerTest, PromptScoringMatchesTheForwardPass) {
 // finishes normally and the scheduler keeps serving.
 TEST_F(BatchSchedulerTest, FaultInOneRequestLeavesTheOthers) {
   engine::SchedulerOptions o = options(2);
-  o.fault_after_tokens = 5;
+  o.test_hooks.fault_after_tokens = 5;
   BatchScheduler scheduler(*model_, *tokenizer_, o);
   auto failing = std::make_shared<RequestStream>();
   auto fine = std::make_shared<RequestStream>();

@@ -15,6 +15,7 @@
 #include "models/drafters/dflash2/dflash2_head_math.h"
 #include "models/drafters/dflash2/dflash2_selector.h"
 #include "models/drafters/dflash2/dflash2_step.h"
+#include "models/drafters/dflash2/dflash2_testing.h"
 #include "models/model_family.h"
 #include "program/executor.h"
 
@@ -191,7 +192,7 @@ DFlash2Drafter::~DFlash2Drafter() = default;
 
 bool DFlash2Drafter::fused() const {
   return options_.executor != ExecutorKind::kReference &&
-         options_.ablation == DFlash2Ablation::kNone;
+         options_.ablation == testing::DFlash2Ablation::kNone;
 }
 
 void DFlash2Drafter::append_context(std::span<const float> taps, int64_t rows) {
@@ -243,7 +244,7 @@ void DFlash2Drafter::embed_block(int32_t anchor, Block& b) const {
 void DFlash2Drafter::block_conv(const DFlash2ConvWeights& w, int side, const float* in,
                                 const float* coeffs, float* out) const {
   int64_t n = config_.block_size * config_.hidden_size;
-  if (options_.ablation == DFlash2Ablation::kSkipBlockConv) {
+  if (options_.ablation == testing::DFlash2Ablation::kSkipBlockConv) {
     std::copy(in, in + n, out);
     return;
   }
@@ -289,7 +290,7 @@ void DFlash2Drafter::attend_block(int64_t layer, int64_t start, Block& b) {
   int64_t window = c.sliding_window;
   int64_t group = c.num_attention_heads / c.num_key_value_heads;
   float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  bool causal = options_.ablation == DFlash2Ablation::kCausalBlock;
+  bool causal = options_.ablation == testing::DFlash2Ablation::kCausalBlock;
   auto run = [&](int64_t first, int64_t last) {
     Buffer scores = buffer(window + b.rows);
     for (int64_t task = first; task < last; ++task) {
@@ -405,7 +406,7 @@ std::unique_ptr<SpeculativeDrafter> load_dflash2_drafter(const std::string& dire
                                                          const TargetView& target, int threads,
                                                          ExecutorKind executor) {
   return std::make_unique<DFlash2Drafter>(directory, target, threads,
-                                          DFlash2Options{DFlash2Ablation::kNone, executor});
+                                          DFlash2Options{.executor = executor});
 }
 
 }  // namespace md

@@ -23,15 +23,13 @@
 
 namespace md {
 
-// Deliberate formula changes used only by tests, to prove that golden comparisons can fail.
-enum class DFlash2Ablation {
-  kNone,
-  kCausalBlock,    // block rows attend only to earlier block rows (Z1's causal default)
-  kSkipBlockConv,  // attention_conv and mlp_conv pass their input through
-};
+namespace testing {
+enum class DFlash2Ablation : int;  // dflash2_testing.h
+}  // namespace testing
 
 struct DFlash2Options {
-  DFlash2Ablation ablation = DFlash2Ablation::kNone;  // anything but kNone runs the reference
+  // Test seam: value-initialised, the drafter as specified; anything else runs the reference.
+  testing::DFlash2Ablation ablation{};
   // How a round runs: the fused program (dflash2_step.h) on a persistent team, the same program
   // op by op, or the reference forward below. All three give bitwise the same proposals.
   ExecutorKind executor = ExecutorKind::kMega;
