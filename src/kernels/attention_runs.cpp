@@ -4,17 +4,9 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/dot_f32.h"
+
 namespace md::kernels {
-
-namespace {
-
-float dot(const float* a, const float* b, int64_t n) {
-  float sum = 0;
-  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
-  return sum;
-}
-
-}  // namespace
 
 void attend_runs(const float* q, std::span<const KeyRun> runs, int64_t head_dim, float scale,
                  float* scores, float* out) {
@@ -22,7 +14,7 @@ void attend_runs(const float* q, std::span<const KeyRun> runs, int64_t head_dim,
   int64_t n = 0;
   for (const KeyRun& run : runs) {
     for (int64_t t = 0; t < run.count; ++t, ++n) {
-      scores[n] = dot(q, run.keys + t * run.stride, head_dim) * scale;
+      scores[n] = dot_f32(q, run.keys + t * run.stride, head_dim) * scale;
       top = std::max(top, scores[n]);
     }
   }

@@ -4,19 +4,15 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/dot_f32.h"
+
 namespace md::kernels {
 
 namespace {
 
-float dot(const float* a, const float* b, int64_t n) {
-  float sum = 0;
-  for (int64_t i = 0; i < n; ++i) sum += a[i] * b[i];
-  return sum;
-}
-
 // y[v] = Σ_k S[v][k] x[k]
 void state_times(const float* state, int64_t dv, int64_t dk, const float* x, float* y) {
-  for (int64_t v = 0; v < dv; ++v) y[v] = dot(state + v * dk, x, dk);
+  for (int64_t v = 0; v < dv; ++v) y[v] = dot_f32(state + v * dk, x, dk);
 }
 
 void recurrent_row(float* state, int64_t dv, int64_t dk, const float* q, const float* k,
@@ -25,7 +21,7 @@ void recurrent_row(float* state, int64_t dv, int64_t dk, const float* q, const f
   for (int64_t i = 0; i < dv * dk; ++i) state[i] *= decay;
   for (int64_t r = 0; r < dv; ++r) {
     float* row = state + r * dk;
-    float delta = beta * (v[r] - dot(row, k, dk));
+    float delta = beta * (v[r] - dot_f32(row, k, dk));
     for (int64_t c = 0; c < dk; ++c) row[c] += delta * k[c];
   }
   state_times(state, dv, dk, q, out);
@@ -50,7 +46,7 @@ void chunk(float* state, int64_t dv, int64_t dk, const DeltaRuleRows& in, int64_
   // A[t][s] = β_t (k_t·k_s) e^{c_t − c_s} for s < t; exponents are differences (≤ 0).
   for (int64_t t = 0; t < n; ++t) {
     for (int64_t j = 0; j < t; ++j) {
-      s.a[t * n + j] = in.beta[t0 + t] * dot(k(t), k(j), dk) * std::exp(s.cum[t] - s.cum[j]);
+      s.a[t * n + j] = in.beta[t0 + t] * dot_f32(k(t), k(j), dk) * std::exp(s.cum[t] - s.cum[j]);
     }
   }
   // Forward substitution of (I + A) U0 = β v and (I + A) W = β e^{c} k.
@@ -82,7 +78,7 @@ void chunk(float* state, int64_t dv, int64_t dk, const DeltaRuleRows& in, int64_
     float decay = std::exp(s.cum[t]);
     for (int64_t i = 0; i < dv; ++i) o[i] *= decay;
     for (int64_t j = 0; j <= t; ++j) {
-      float coef = dot(q(t), k(j), dk) * std::exp(s.cum[t] - s.cum[j]);
+      float coef = dot_f32(q(t), k(j), dk) * std::exp(s.cum[t] - s.cum[j]);
       const float* u_j = s.u.data() + j * dv;
       for (int64_t i = 0; i < dv; ++i) o[i] += coef * u_j[i];
     }
@@ -113,8 +109,8 @@ void gated_delta_recurrent(float* state, int64_t dv, int64_t dk, const DeltaRule
   }
 }
 
-void gated_delta_chunked(float* state, int64_t dv, int64_t dk, const DeltaRuleRows& in,
-                         float* out, int64_t out_stride, int64_t chunk_rows) {
+void gated_delta_chunked(float* state, int64_t dv, int64_t dk, const DeltaRuleRows& in, float* out,
+                         int64_t out_stride, int64_t chunk_rows) {
   ChunkScratch scratch;
   scratch.cum.resize(static_cast<std::size_t>(chunk_rows));
   scratch.a.assign(static_cast<std::size_t>(chunk_rows * chunk_rows), 0.0f);
