@@ -2,6 +2,7 @@
 // two pieces and a draft block's own rows), softmax in f32 over all of them together.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 
@@ -19,5 +20,15 @@ struct KeyRun {
 // total key count. With no keys at all, out is zero.
 void attend_runs(const float* q, std::span<const KeyRun> runs, int64_t head_dim, float scale,
                  float* scores, float* out);
+
+// The block rows [first, last] that row t of a draft block of `rows` attends to: every row within
+// the window, before and after t, as the block is bidirectional (only rows up to t if causal).
+struct BlockRows {
+  int64_t first = 0;
+  int64_t last = 0;
+};
+inline BlockRows visible_block_rows(int64_t t, int64_t rows, int64_t window, bool causal = false) {
+  return {std::max<int64_t>(0, t - window + 1), causal ? t : std::min(rows - 1, t + window - 1)};
+}
 
 }  // namespace md::kernels

@@ -68,10 +68,10 @@ void attend_block(const WindowAttentionOperands& op, int64_t g, const Program& p
   kernels::KeyRun runs[kernels::KvRing::kMaxRuns + 1];
   for (int64_t t = 0; t < rows; ++t) {
     int64_t count = ring.runs(g, start + t - op.window + 1, start, runs);
-    const int64_t lo = std::max<int64_t>(0, t - op.window + 1);
-    const int64_t hi = std::min(rows - 1, t + op.window - 1);
-    const int64_t offset = lo * op.kv_stride + g * hd;
-    runs[count++] = kernels::KeyRun{k + offset, v + offset, hi - lo + 1, op.kv_stride};
+    const kernels::BlockRows visible = kernels::visible_block_rows(t, rows, op.window);
+    const int64_t offset = visible.first * op.kv_stride + g * hd;
+    runs[count++] =
+        kernels::KeyRun{k + offset, v + offset, visible.last - visible.first + 1, op.kv_stride};
     for (int64_t head = g * group; head < (g + 1) * group; ++head) {
       kernels::attend_runs(q + t * op.q_stride + head * hd,
                            std::span<const kernels::KeyRun>(runs, static_cast<std::size_t>(count)),

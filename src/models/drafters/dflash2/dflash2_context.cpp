@@ -134,14 +134,6 @@ int64_t ContextStore::extend(int64_t rows) {
   return first;
 }
 
-float* ContextStore::key_ring(int64_t layer, int64_t kv_head) {
-  return keys_[size(layer)].data() + kv_head * capacity_ * config_.head_dim;
-}
-
-float* ContextStore::value_ring(int64_t layer, int64_t kv_head) {
-  return values_[size(layer)].data() + kv_head * capacity_ * config_.head_dim;
-}
-
 std::vector<KeyRun> ContextStore::key_runs(int64_t layer, int64_t kv_head, int64_t first,
                                            int64_t end) const {
   std::vector<KeyRun> runs(size(kMaxKeyRuns));

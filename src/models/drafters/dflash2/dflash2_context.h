@@ -63,10 +63,6 @@ class ContextStore final : public program::StepState {
   // Returns the first new position.
   int64_t extend(int64_t rows);
   float* feature_row(int64_t position) { return features_.data() + position * config_.hidden_size; }
-  // One layer and KV head's ring of keys or values, [sliding_window slots][head_dim]; position p
-  // lives in slot(p).
-  float* key_ring(int64_t layer, int64_t kv_head);
-  float* value_ring(int64_t layer, int64_t kv_head);
   int64_t slot(int64_t position) const { return position % capacity_; }
   // One layer's rings as the shared kernels see them.
   kernels::KvRing ring(int64_t layer) const;

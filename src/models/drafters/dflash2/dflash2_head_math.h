@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/attention_runs.h"
 #include "kernels/norms.h"
 #include "kernels/rope.h"
 
@@ -19,14 +20,7 @@ inline void normalise_and_rotate(float* head, const uint16_t* norm, int64_t head
   rope.apply(head, cos_values, sin_values);
 }
 
-// The block rows [first, last] that block row t attends to: every row within the window, before
-// and after t, as the block is bidirectional (only rows up to t under the causal ablation).
-struct BlockRows {
-  int64_t first = 0;
-  int64_t last = 0;
-};
-inline BlockRows visible_block_rows(int64_t t, int64_t rows, int64_t window, bool causal = false) {
-  return {std::max<int64_t>(0, t - window + 1), causal ? t : std::min(rows - 1, t + window - 1)};
-}
+using kernels::BlockRows;
+using kernels::visible_block_rows;
 
 }  // namespace md::dflash2
