@@ -56,15 +56,18 @@ void add_model_flags(CLI::App& command, ModelFlags& flags) {
 CLI::Option* add_matmul_inputs_option(CLI::App& command, std::string& value) {
   return command
       .add_option("--matmul-inputs", value,
-                  "What the bf16 weights multiply: f32 activations as they are, or activations "
-                  "rounded to bf16 (AVX512-BF16 only: faster with several rows, e.g. speculative "
-                  "verify; logits move by ~1e-2 of their range)")
-      ->check(CLI::IsMember({"f32", "bf16"}));
+                  "What the weights multiply: f32 activations as they are; bf16 (bf16 weights, "
+                  "AVX512-BF16 only: activations rounded to bf16, faster with several rows); or "
+                  "q8 (GGUF Q4_0/Q4_1/Q8_0 weights: activations quantised to int8 per 32, "
+                  "integer dot products as llama.cpp computes them). Both move logits by ~1e-2 "
+                  "of their range")
+      ->check(CLI::IsMember({"f32", "bf16", "q8"}));
 }
 
 kernels::MatmulInputs parse_matmul_inputs(const std::string& value) {
-  const kernels::MatmulInputs inputs =
-      value == "bf16" ? kernels::MatmulInputs::kBf16 : kernels::MatmulInputs::kF32;
+  const kernels::MatmulInputs inputs = value == "bf16" ? kernels::MatmulInputs::kBf16
+                                       : value == "q8" ? kernels::MatmulInputs::kQ8
+                                                       : kernels::MatmulInputs::kF32;
   kernels::check_matmul_inputs(inputs);
   return inputs;
 }

@@ -23,7 +23,7 @@ struct ModelFlags {
   int threads = 0;      // 0: all hardware threads
   std::string kv_cache = "bf16";
   std::string executor = "mega";
-  std::string matmul_inputs = "f32";  // f32 or bf16 (kernels::MatmulInputs)
+  std::string matmul_inputs = "f32";  // f32, bf16 or q8 (kernels::MatmulInputs)
   // Speculative decoding: a drafter directory or org/name[@rev]; off with no_spec.
   std::string draft;
   bool no_spec = false;

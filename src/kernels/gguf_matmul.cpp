@@ -1,8 +1,10 @@
 #include "kernels/gguf_matmul.h"
 
 #include <cstdint>
+#include <vector>
 
 #include "kernels/gguf_matmul_kernels.h"
+#include "kernels/gguf_matmul_q8.h"
 #include "kernels/isa.h"
 
 namespace md::kernels {
@@ -16,6 +18,25 @@ constexpr int64_t kThreadRowGrain = 16;
 const GgufMatmulKernels& active() {
   static const GgufMatmulKernels& kernels = gguf_matmul_kernels(active_isa_level());
   return kernels;
+}
+
+// The q8 mode quantises the tile's activation rows on entry, into this thread's scratch (grown,
+// never shrunk). Every tile of a product quantises the same rows to the same bits, so no tile
+// depends on which one ran first; the cost is a pass over cols·n_rows floats per tile.
+void q8_tile(const GgufMatrix& w, int64_t row_begin, int64_t row_end, const float* x,
+             int64_t x_stride, int64_t n_rows, const MatmulOut& out) {
+  thread_local std::vector<std::int8_t> qs;
+  thread_local std::vector<float> scales, sums;
+  const int64_t blocks = w.cols / kQ8Block;
+  const auto need = static_cast<std::size_t>(n_rows * w.cols);
+  if (qs.size() < need) qs.resize(need);
+  if (scales.size() < need / kQ8Block) scales.resize(need / kQ8Block), sums.resize(need / kQ8Block);
+  for (int64_t n = 0; n < n_rows; ++n) {
+    quantize_q8_row(x + n * x_stride, w.cols, qs.data() + n * w.cols, scales.data() + n * blocks,
+                    sums.data() + n * blocks);
+  }
+  gguf_q8_tile(w, row_begin, row_end, Q8Rows{qs.data(), scales.data(), sums.data(), w.cols, n_rows},
+               out);
 }
 
 }  // namespace
@@ -68,7 +89,7 @@ bool gguf_matmul_accepts(const GgufMatrix& w) {
 }
 
 Bf16Matrix bf16_view(const GgufMatrix& w) {
-  return {reinterpret_cast<const uint16_t*>(w.data), w.rows, w.cols, w.bf16_inputs};
+  return {reinterpret_cast<const uint16_t*>(w.data), w.rows, w.cols, w.inputs};
 }
 
 void gguf_matmul_tile(const GgufMatrix& w, int64_t row_begin, int64_t row_end, const float* x,
@@ -76,6 +97,10 @@ void gguf_matmul_tile(const GgufMatrix& w, int64_t row_begin, int64_t row_end, c
   if (row_begin >= row_end || n_rows <= 0) return;
   if (w.type == GgmlType::kBF16) {  // the one bf16 path (matmul.h), whatever the container
     matmul_tile(bf16_view(w), row_begin, row_end, x, x_stride, n_rows, out);
+    return;
+  }
+  if (w.inputs == MatmulInputs::kQ8 && gguf_q8_supports(w.type)) {
+    q8_tile(w, row_begin, row_end, x, x_stride, n_rows, out);
     return;
   }
   active().tile_for(w.type)(w, row_begin, row_end, x, x_stride, n_rows, out);

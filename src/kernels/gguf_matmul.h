@@ -36,8 +36,12 @@ struct GgufMatrix {
   int64_t rows = 0;
   int64_t cols = 0;
   std::size_t row_bytes = 0;
-  // BF16 only: the bf16 kernels' input mode (bf16_matrix.h). The other formats ignore it.
-  MatmulInputs bf16_inputs = MatmulInputs::kF32;
+  // What the weights multiply (bf16_matrix.h): kBf16 applies to BF16 (the bf16 kernels' mode),
+  // kQ8 to Q4_0, Q4_1 and Q8_0 (gguf_matmul_q8.h); every other pairing is kF32.
+  MatmulInputs inputs = MatmulInputs::kF32;
+  // Q4_0 / Q4_1 in the kQ8 mode, optionally: the same rows regrouped by pack_gguf_q8_rows
+  // (gguf_q8_packing.h), which the vector q8 path reads instead of `data` (owned by the model).
+  const std::uint8_t* packed = nullptr;
 
   const std::uint8_t* row(int64_t r) const {
     return data + static_cast<std::size_t>(r) * row_bytes;

@@ -7,8 +7,10 @@
 
 // GCC 12's avx512fintrin.h builds "undefined" registers as `__m512 y = y;`, which
 // -W(maybe-)uninitialized flag once inlined here (fixed in later GCC).
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <cstring>

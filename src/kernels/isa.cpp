@@ -47,6 +47,17 @@ bool has_avx512_bf16() {
 #endif
 }
 
+bool has_f16c() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return false;
+  return (ecx & (1u << 29)) != 0;
+#else
+  return false;
+#endif
+}
+
 Isa resolve_isa(std::string_view requested, Isa best) {
   Isa wanted = best;
   if (requested == "scalar") {

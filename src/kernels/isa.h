@@ -30,6 +30,10 @@ inline const char* active_isa() {
 // avx512 path, which also establishes that the OS saves the AVX-512 registers.
 bool has_avx512_bf16();
 
+// Whether the CPU converts f16 in hardware (F16C, CPUID leaf 1 ECX bit 29): every AVX2 CPU made
+// has it, but it is a separate bit; the q8 integer-dot path (gguf_matmul_q8.h) needs it.
+bool has_f16c();
+
 // Every path this CPU can run, scalar first (tests compare them all).
 std::vector<Isa> available_isas();
 

@@ -26,8 +26,10 @@
 
 // GCC 12's avx512fintrin.h builds "undefined" registers as `__m512 y = y;`, which
 // -W(maybe-)uninitialized flag once inlined here (fixed in later GCC).
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include "kernels/avx512_lane_sum.h"
@@ -56,7 +58,7 @@ struct Avx512Bf16 {
   using Weights = __m512bh;  // 32 bf16 weights, 16 pairs
   using Inputs = __m512bh;   // 32 inputs rounded to bf16, paired as the weights
   using InputElement = uint16_t;
-  static constexpr int kLanes = 16;
+  [[maybe_unused]] static constexpr int kLanes = 16;  // part of the traits (matmul_blocked.h)
   static constexpr int kStep = 32;
   // R weight rows × N input rows take R·N accumulators + R weight vectors + 1 input vector of the
   // 32 registers: the AVX-512 path's shapes fit.

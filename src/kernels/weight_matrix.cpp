@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "kernels/gguf_matmul_q8.h"
+#include "kernels/gguf_q8_packing.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -20,12 +23,22 @@ WeightMatrix WeightMatrix::of(const Bf16Matrix& m) {
 
 WeightMatrix WeightMatrix::of(const GgufMatrix& m) {
   if (m.type == GgmlType::kBF16) return of(bf16_view(m));  // one bf16 path
-  return {WeightFormat::kGguf, m.type, m.data, m.rows, m.cols, m.row_bytes};
+  return {WeightFormat::kGguf, m.type, m.data, m.rows, m.cols, m.row_bytes, m.inputs, m.packed};
 }
 
 std::string_view WeightMatrix::format_name() const {
   if (format == WeightFormat::kBf16)
     return inputs == MatmulInputs::kBf16 ? "bf16 (bf16 inputs)" : "bf16";
+  if (inputs == MatmulInputs::kQ8 && gguf_q8_supports(gguf_type)) {
+    switch (gguf_type) {  // string_view of static storage, as the plain names
+      case GgmlType::kQ4_0:
+        return "Q4_0 (q8 inputs)";
+      case GgmlType::kQ4_1:
+        return "Q4_1 (q8 inputs)";
+      default:
+        return "Q8_0 (q8 inputs)";
+    }
+  }
   return ggml_type_info(gguf_type).name;
 }
 
@@ -36,16 +49,26 @@ void weight_tile(const WeightMatrix& w, int64_t row_begin, int64_t row_end, cons
     matmul_tile(m, row_begin, row_end, x, x_stride, n_rows, out);
     return;
   }
-  GgufMatrix m{w.gguf_type, w.data, w.rows, w.cols, w.row_bytes};
+  GgufMatrix m{w.gguf_type, w.data, w.rows, w.cols, w.row_bytes, w.inputs, w.packed};
   gguf_matmul_tile(m, row_begin, row_end, x, x_stride, n_rows, out);
 }
 
 void prefetch_rows(const WeightMatrix& w, int64_t row_begin, int64_t row_end, std::size_t from,
                    std::size_t to) {
 #if defined(__x86_64__)
-  // The rows of a tile are contiguous in every format, so the range is one run of bytes.
+  // The rows of a tile are contiguous in every format, so the range is one run of bytes. Packed
+  // rows (the q8 path's groups of eight, gguf_q8_packing.h) take as many bytes, counted from the
+  // tile's first row within its group.
   const std::uint8_t* base = w.row(row_begin);
-  to = std::min(to, w.bytes(row_begin, row_end));
+  std::size_t end = w.bytes(row_begin, row_end);
+  if (w.packed != nullptr && w.inputs == MatmulInputs::kQ8) {
+    const GgmlTypeInfo& info = ggml_type_info(w.gguf_type);
+    const auto dense = static_cast<std::size_t>(w.cols / info.block_elems) * info.block_bytes;
+    base = w.packed + static_cast<std::size_t>(row_begin / kQ8PackRows) * dense * kQ8PackRows;
+    const std::size_t skip = static_cast<std::size_t>(row_begin % kQ8PackRows) * dense;
+    from += skip, to += skip, end += skip;
+  }
+  to = std::min(to, end);
   for (std::size_t at = from & ~std::size_t{63}; at < to; at += 64) {
     _mm_prefetch(reinterpret_cast<const char*>(base + at), _MM_HINT_T1);
   }

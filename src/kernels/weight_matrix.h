@@ -24,7 +24,8 @@ struct WeightMatrix {
   int64_t rows = 0;  // outputs
   int64_t cols = 0;  // inputs
   std::size_t row_bytes = 0;
-  MatmulInputs inputs = MatmulInputs::kF32;  // kBf16 only (bf16_matrix.h)
+  MatmulInputs inputs = MatmulInputs::kF32;  // bf16_matrix.h: kBf16 for bf16, kQ8 for GGUF blocks
+  const std::uint8_t* packed = nullptr;      // GgufMatrix::packed
 
   static WeightMatrix of(const Bf16Matrix& m);
   static WeightMatrix of(const GgufMatrix& m);

@@ -21,6 +21,9 @@ template <typename... Fs>
 struct Overloaded : Fs... {
   using Fs::operator()...;
 };
+// C++20 deduces this for aggregates, but Clang only from version 17.
+template <typename... Fs>
+Overloaded(Fs...) -> Overloaded<Fs...>;
 
 }  // namespace
 

@@ -53,8 +53,11 @@ class LlamaStepTest : public ::testing::Test {
     }
     model_ = open(2);
   }
-  static std::unique_ptr<LlamaGgufModel> open(int threads) {
-    return std::make_unique<LlamaGgufModel>(smollm2_path(), ModelRunOptions{threads});
+  static std::unique_ptr<LlamaGgufModel> open(
+      int threads, kernels::MatmulInputs inputs = kernels::MatmulInputs::kF32) {
+    ModelRunOptions options{threads};
+    options.matmul_inputs = inputs;
+    return std::make_unique<LlamaGgufModel>(smollm2_path(), options);
   }
   // `rows` sequences prefilled (reference forward) to different lengths, the longest `longest`.
   Sequences prefilled(int rows, int longest) {
@@ -130,6 +133,35 @@ TEST_F(LlamaStepTest, MegaOpsAndReferenceEqualEachRowAloneBitwise) {
     }
     model_->set_executor(ExecutorKind::kMega);
   }
+}
+
+// The q8 input mode (integer dot products over int8-quantised activations) keeps the same
+// contracts: every executor equals each row alone, at any thread count.
+TEST_F(LlamaStepTest, Q8InputsKeepTheBitwiseContracts) {
+  model_ = open(2, kernels::MatmulInputs::kQ8);
+  const int64_t vocab = model_->vocab_size();
+  const int rows = 4;
+  Sequences base = prefilled(rows, 19);
+  std::vector<int32_t> tokens = {11, 2000, 30000, 49000};
+  std::vector<float> expected = alone(clones(base), tokens);
+  for (ExecutorKind kind : {ExecutorKind::kMega, ExecutorKind::kOps, ExecutorKind::kReference}) {
+    ASSERT_TRUE(model_->set_executor(kind));
+    Sequences batch = clones(base);
+    std::vector<float> logits;
+    model_->decode(pointers(batch), tokens, logits);
+    EXPECT_TRUE(bitwise_equal(logits.data(), expected.data(), rows * vocab))
+        << "executor " << static_cast<int>(kind);
+  }
+  std::unique_ptr<LlamaGgufModel> three = open(3, kernels::MatmulInputs::kQ8);
+  Sequences batch = clones(base);
+  std::vector<float> logits;
+  three->decode(pointers(batch), tokens, logits);
+  EXPECT_TRUE(bitwise_equal(logits.data(), expected.data(), rows * vocab)) << "3 threads";
+  // The mode is engaged: the f32 mode's logits differ.
+  std::unique_ptr<LlamaGgufModel> f32 = open(2);
+  Sequences plain = clones(base);
+  f32->decode(pointers(plain), tokens, logits);
+  EXPECT_FALSE(bitwise_equal(logits.data(), expected.data(), rows * vocab));
 }
 
 // More rows than one step takes: the model runs them as steps of 8 and the rest.

@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include "../support/matmul_inputs_support.h"
+#include "base/error.h"
 #include "models/qwen38/qwen38_testing.h"
 #include "qwen38_test_util.h"
 
@@ -104,6 +106,19 @@ TEST_P(Qwen38Bf16InputsGolden, PerturbedFormulasStillFailTheComparison) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Qwen38Bf16InputsGolden,
                          ::testing::ValuesIn(qwen38_fixture_names()), fixture_test_name);
+
+// q8 inputs are for GGUF integer blocks; a bf16 checkpoint refuses them by name instead of
+// silently running f32.
+TEST(Qwen38MatmulInputs, RefusesQ8InputsForBf16Weights) {
+  try {
+    load_fixture(qwen38_fixture_names().front(), KvCacheType::kF32, {}, 1, ExecutorKind::kMega,
+                 kernels::MatmulInputs::kQ8);
+    FAIL() << "q8 inputs were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("q8 matmul inputs apply to GGUF"), std::string::npos)
+        << e.what();
+  }
+}
 
 }  // namespace
 }  // namespace md::test

@@ -288,10 +288,11 @@ TEST(ToolCallXml, NoParametersGivesAnEmptyObject) {
 
 // Closing tags models drop at the end of a block are accepted, as vLLM's Qwen3-Coder parser does.
 TEST(ToolCallXml, MissingClosingTagsAtTheEndAreAccepted) {
-  for (const std::string& body : {"\n<function=get_weather>\n" + param("city", "Paris"),
-                                  std::string("\n<function=get_weather>\n<parameter=city>\nParis\n"
-                                              "</function>"),
-                                  std::string("\n<function=get_weather>\n<parameter=city>\nParis")}) {
+  for (const std::string& body :
+       {"\n<function=get_weather>\n" + param("city", "Paris"),
+        std::string("\n<function=get_weather>\n<parameter=city>\nParis\n"
+                    "</function>"),
+        std::string("\n<function=get_weather>\n<parameter=city>\nParis")}) {
     ParsedToolCalls parsed = parse("<tool_call>" + body + "\n</tool_call>");
     ASSERT_EQ(parsed.calls.size(), 1u) << body;
     EXPECT_EQ(parsed.calls[0].name, "get_weather");
@@ -304,12 +305,12 @@ TEST(ToolCallXml, MissingClosingTagsAtTheEndAreAccepted) {
 
 TEST(ToolCallXml, MalformedBlocksComeBackAsContent) {
   const std::vector<std::string> bodies = {
-      "\n<function=>\n</function>",                                      // no name
-      "\n<function=get_weather\n</function>",                            // name never closed
-      "\n<function=f>\nstray text\n</function>",                         // junk between items
-      "\n<function=f>\n</function>\ntrailing",                           // text after </function>
-      "\n<function=f>\n<parameter=>\nx\n</parameter>\n</function>",      // empty key
-      "\n<parameter=city>\nParis\n</parameter>",                         // no <function=
+      "\n<function=>\n</function>",                                  // no name
+      "\n<function=get_weather\n</function>",                        // name never closed
+      "\n<function=f>\nstray text\n</function>",                     // junk between items
+      "\n<function=f>\n</function>\ntrailing",                       // text after </function>
+      "\n<function=f>\n<parameter=>\nx\n</parameter>\n</function>",  // empty key
+      "\n<parameter=city>\nParis\n</parameter>",                     // no <function=
   };
   for (const std::string& body : bodies) {
     std::string text = "<tool_call>" + body + "\n</tool_call>";
@@ -538,8 +539,10 @@ TEST(ToolCallStreaming, ByteByByteMatchesWholeParse) {
 // blocks, stray and partial tags, whitespace runs, multi-byte text.
 // GCC 12 at -O3 reports a false -Wrestrict inside std::string's inlined appends here (GCC bug
 // 105329); nothing in this function overlaps.
+#if !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wrestrict"
+#endif
 std::string random_text(std::mt19937& rng) {
   static const std::vector<std::string> fragments = {
       "Hello",
@@ -576,7 +579,9 @@ std::string random_text(std::mt19937& rng) {
   for (std::size_t n = count(rng); n > 0; --n) text += fragments[pick(rng)];
   return text;
 }
+#if !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 TEST(ToolCallStreaming, RandomTextsInRandomSplitsMatchWholeParse) {
   std::mt19937 rng(20240611);

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "kernels/gguf_dequant.h"
+#include "kernels/gguf_q8_packing.h"
 
 namespace md {
 
@@ -67,10 +68,24 @@ LlamaGgufWeights bind_llama_gguf_weights(const GgufFile& file, const LlamaConfig
 }
 
 void set_matmul_inputs(LlamaGgufWeights& weights, kernels::MatmulInputs inputs) {
-  auto tag = [inputs](std::initializer_list<GgufMatrix*> matrices) {
-    for (GgufMatrix* m : matrices) m->bf16_inputs = inputs;
+  auto tag = [&](std::initializer_list<GgufMatrix*> matrices) {
+    for (GgufMatrix* m : matrices) {
+      m->inputs = inputs;
+      // The q8 path reads Q4_0 / Q4_1 regrouped by eight rows: a copy made once, here (the
+      // file's pages of these matrices are then never touched).
+      if (inputs == kernels::MatmulInputs::kQ8 && kernels::gguf_q8_packs(m->type) &&
+          m->packed == nullptr) {
+        weights.owned.push_back(
+            std::make_unique<std::uint8_t[]>(kernels::gguf_q8_packed_bytes(*m)));
+        kernels::pack_gguf_q8_rows(*m, weights.owned.back().get());
+        m->packed = weights.owned.back().get();
+      }
+    }
   };
-  tag({&weights.embedding, &weights.output});
+  tag({&weights.embedding});
+  if (weights.output.data == weights.embedding.data)
+    weights.output.packed = weights.embedding.packed;
+  tag({&weights.output});
   for (LlamaLayerWeights& l : weights.layers) {
     tag({&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down});
   }

@@ -54,8 +54,9 @@ class Dict {
   const Value* find(const Value& key) const;
   const Value* find(std::string_view key) const;
   const std::vector<std::pair<Value, Value>>& entries() const { return entries_; }
-  std::size_t size() const { return entries_.size(); }
-  void clear() { entries_.clear(); }
+  // Defined after Value: std::pair<Value, Value> needs the complete type (Clang checks it here).
+  std::size_t size() const;
+  void clear();
   int depth() const { return depth_; }
   // Computes depth() from the entries; throws when nesting exceeds the safety limit.
   void seal();
@@ -175,6 +176,13 @@ bool is_iterable(const Value& v);
 bool contains(const Value& container, const Value& item);
 // Throws unless the value can be a dict key (Python hashable).
 void require_hashable(const Value& v);
+inline std::size_t Dict::size() const {
+  return entries_.size();
+}
+inline void Dict::clear() {
+  entries_.clear();
+}
+
 // Containers nested deeper than this are refused: deep values would overflow the stack when
 // compared, printed or destroyed.
 inline constexpr int kMaxValueNesting = 250;

@@ -63,13 +63,11 @@ TEST_F(BatchSchedulerTest, GreedyOutputEqualsTheGenerator) {
 // seeded sampling mixed).
 TEST_F(BatchSchedulerTest, OutputsAreBatchInvariant) {
   std::vector<ChoiceWork> works;
-  const char* texts[] = {"Hello",
-                         "A much longer prompt that takes more than one prefill chunk "
-                         "because it goes on and on with many words in it, and then some more.",
-                         "Third",
-                         "Count: one two three four five",
-                         "x",
-                         "The end."};
+  const std::string long_text =
+      "A much longer prompt that takes more than one prefill chunk because it goes on and on "
+      "with many words in it, and then some more.";
+  const char* texts[] = {"Hello", long_text.c_str(), "Third", "Count: one two three four five",
+                         "x",     "The end."};
   for (int i = 0; i < 6; ++i) {
     works.push_back(make_work(prompt(texts[i]), 24 + 5 * i, i % 2 == 0 ? 0.0f : 0.9f, 100 + i));
   }
