@@ -1,6 +1,7 @@
 #include "kernels/gguf_matmul.h"
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "kernels/gguf_matmul_kernels.h"
@@ -22,21 +23,47 @@ const GgufMatmulKernels& active() {
 
 // The q8 mode quantises the tile's activation rows on entry, into this thread's scratch (grown,
 // never shrunk). Every tile of a product quantises the same rows to the same bits, so no tile
-// depends on which one ran first; the cost is a pass over cols·n_rows floats per tile.
+// depends on which one ran first. The scratch also keeps the rows it last quantised: the tiles a
+// worker takes of one instruction read the same rows, and comparing them (a memcmp that fails in
+// the first bytes for other rows) costs less than quantising again.
+struct Q8Scratch {
+  std::vector<float> rows;  // the quantised rows as they were, cols apart
+  std::vector<std::int8_t> qs;
+  std::vector<float> scales, sums;
+  int64_t cols = 0, n_rows = 0;
+
+  bool holds(const float* x, int64_t x_stride, int64_t n, int64_t c) const {
+    if (c != cols || n != n_rows) return false;
+    for (int64_t r = 0; r < n; ++r) {
+      if (std::memcmp(rows.data() + r * c, x + r * x_stride, static_cast<std::size_t>(c) * 4) !=
+          0) {
+        return false;
+      }
+    }
+    return true;
+  }
+  void quantise(const float* x, int64_t x_stride, int64_t n, int64_t c) {
+    const auto need = static_cast<std::size_t>(n * c);
+    if (qs.size() < need) qs.resize(need), rows.resize(need);
+    if (scales.size() < need / kQ8Block)
+      scales.resize(need / kQ8Block), sums.resize(need / kQ8Block);
+    const int64_t blocks = c / kQ8Block;
+    for (int64_t r = 0; r < n; ++r) {
+      std::memcpy(rows.data() + r * c, x + r * x_stride, static_cast<std::size_t>(c) * 4);
+      quantize_q8_row(x + r * x_stride, c, qs.data() + r * c, scales.data() + r * blocks,
+                      sums.data() + r * blocks);
+    }
+    cols = c, n_rows = n;
+  }
+};
+
 void q8_tile(const GgufMatrix& w, int64_t row_begin, int64_t row_end, const float* x,
              int64_t x_stride, int64_t n_rows, const MatmulOut& out) {
-  thread_local std::vector<std::int8_t> qs;
-  thread_local std::vector<float> scales, sums;
-  const int64_t blocks = w.cols / kQ8Block;
-  const auto need = static_cast<std::size_t>(n_rows * w.cols);
-  if (qs.size() < need) qs.resize(need);
-  if (scales.size() < need / kQ8Block) scales.resize(need / kQ8Block), sums.resize(need / kQ8Block);
-  for (int64_t n = 0; n < n_rows; ++n) {
-    quantize_q8_row(x + n * x_stride, w.cols, qs.data() + n * w.cols, scales.data() + n * blocks,
-                    sums.data() + n * blocks);
-  }
-  gguf_q8_tile(w, row_begin, row_end, Q8Rows{qs.data(), scales.data(), sums.data(), w.cols, n_rows},
-               out);
+  thread_local Q8Scratch scratch;
+  if (!scratch.holds(x, x_stride, n_rows, w.cols)) scratch.quantise(x, x_stride, n_rows, w.cols);
+  gguf_q8_tile(
+      w, row_begin, row_end,
+      Q8Rows{scratch.qs.data(), scratch.scales.data(), scratch.sums.data(), w.cols, n_rows}, out);
 }
 
 }  // namespace

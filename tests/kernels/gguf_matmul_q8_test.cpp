@@ -332,6 +332,31 @@ TEST(GgufQ8, MatmulTileEntersTheModeOnlyForTaggedIntegerBlocks) {
   EXPECT_FALSE(gguf_q8_supports(GgmlType::kF16));
 }
 
+// The entry keeps the rows it last quantised per thread: rows changed in place (the same
+// pointer, as a program's buffers are) must be quantised afresh, unchanged ones may be reused.
+TEST(GgufQ8, RowsChangedInPlaceAreQuantisedAfresh) {
+  const int64_t cols = 128, rows = 6;
+  const Weights w(GgmlType::kQ4_1, rows, cols, 71);
+  std::vector<float> x = activations(1, cols, 72);
+  auto product = [&] {
+    std::vector<float> y(rows);
+    gguf_matmul_tile(w.matrix(), 0, rows, x.data(), cols, 1, MatmulOut{y.data(), rows, false});
+    return y;
+  };
+  auto expected = [&] {
+    const Quantised q = replay_quantise(x, 1, cols);
+    std::vector<float> y(rows);
+    for (int64_t r = 0; r < rows; ++r) y[r] = replay_dot(w.matrix(), r, q, 0);
+    return y;
+  };
+  EXPECT_EQ(product(), expected());
+  EXPECT_EQ(product(), expected());  // the same rows again
+  x[cols - 1] += 1.0f;               // the last column only: the first bytes still match
+  EXPECT_EQ(product(), expected());
+  x[0] = -x[0];
+  EXPECT_EQ(product(), expected());
+}
+
 // Negative control for the bitwise replay: one changed weight byte shows in its row and no other.
 TEST(GgufQ8, NoticesAChangedWeight) {
   for (const GgufQ8Kernels* k : every_path()) {
