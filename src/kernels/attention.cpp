@@ -5,21 +5,33 @@
 #include <limits>
 
 #include "base/dtype.h"
+#include "kernels/isa.h"
 #include "kernels/matmul.h"
 
 namespace md::kernels {
 
 namespace {
 
-inline float element(float value) { return value; }
-inline float element(uint16_t bits) { return bf16_to_f32(bits); }
-
 float dot(const float* q, const float* k, int64_t n) {
   float sum = 0;
   for (int64_t i = 0; i < n; ++i) sum += q[i] * k[i];
   return sum;
 }
-float dot(const float* q, const uint16_t* k, int64_t n) { return dot_bf16(k, q, n); }
+float dot(const float* q, const uint16_t* k, int64_t n) {
+  return dot_bf16(k, q, n);
+}
+
+// out += p · v, element by element (one rounded product and one rounded sum each, on every path).
+void add_scaled(float p, const float* v, float* out, int64_t n) {
+  for (int64_t d = 0; d < n; ++d) out[d] += p * v[d];
+}
+void add_scaled(float p, const uint16_t* v, float* out, int64_t n) {
+#if defined(__x86_64__)
+  static const bool avx2 = active_isa_level() != Isa::kScalar;
+  if (avx2) return add_scaled_bf16_avx2(p, v, out, n);
+#endif
+  for (int64_t d = 0; d < n; ++d) out[d] += p * bf16_to_f32(v[d]);
+}
 
 template <typename T>
 void attend_impl(const float* q, const T* keys, const T* values, int64_t n_keys, int64_t stride,
@@ -38,8 +50,7 @@ void attend_impl(const float* q, const T* keys, const T* values, int64_t n_keys,
   std::fill(out, out + head_dim, 0.0f);
   for (int64_t t = 0; t < n_keys; ++t) {
     float p = scores[t] * inv_total;
-    const T* v = values + t * stride;
-    for (int64_t d = 0; d < head_dim; ++d) out[d] += p * element(v[d]);
+    add_scaled(p, values + t * stride, out, head_dim);
   }
 }
 

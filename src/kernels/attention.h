@@ -13,4 +13,10 @@ void attend(const float* q, const float* keys, const float* values, int64_t n_ke
 void attend(const float* q, const uint16_t* keys, const uint16_t* values, int64_t n_keys,
             int64_t stride, int64_t head_dim, float scale, float* scores, float* out);
 
+#if defined(__x86_64__)
+// The AVX2 form of the bf16 value sum's inner loop, out[d] += p · v[d] (attention_avx2.cpp):
+// attend() uses it on the avx2 and avx512 paths; bitwise the portable loop (tests).
+void add_scaled_bf16_avx2(float p, const uint16_t* v, float* out, int64_t n);
+#endif
+
 }  // namespace md::kernels

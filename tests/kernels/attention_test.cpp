@@ -2,7 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <vector>
+
+#include "base/dtype.h"
 #include "kernel_test_util.h"
+#include "kernels/isa.h"
 
 namespace md::kernels {
 namespace {
@@ -10,7 +15,8 @@ namespace {
 TEST(Attention, MatchesDoubleSoftmaxForF32AndBf16Caches) {
   const int64_t n = 23, d = 40, stride = 40;
   std::vector<float> q = test::random_floats(d, 1, 2.0f);
-  std::vector<uint16_t> kb = test::random_bf16(n * stride, 2), vb = test::random_bf16(n * stride, 3);
+  std::vector<uint16_t> kb = test::random_bf16(n * stride, 2),
+                        vb = test::random_bf16(n * stride, 3);
   std::vector<float> kf(kb.size()), vf(vb.size());
   for (std::size_t i = 0; i < kb.size(); ++i) {
     kf[i] = bf16_to_f32(kb[i]);
@@ -38,6 +44,28 @@ TEST(Attention, MatchesDoubleSoftmaxForF32AndBf16Caches) {
          out.data());
   EXPECT_LT(test::relative_max_error(out, expected), 1e-5);
 }
+
+#if defined(__x86_64__)
+// The AVX2 value-sum loop is bitwise the portable out[d] += p · v[d] (one rounded product, one
+// rounded sum), for lengths with and without a tail and for values of every magnitude.
+TEST(Attention, Avx2ValueSumIsBitwiseThePortableLoop) {
+  if (best_isa() == Isa::kScalar) GTEST_SKIP() << "the CPU lacks AVX2";
+  for (int64_t n : {1, 7, 8, 64, 67, 128}) {
+    const std::vector<uint16_t> v = test::random_bf16(static_cast<std::size_t>(n), 3 + n, 100.0f);
+    std::vector<float> out = test::random_floats(static_cast<std::size_t>(n), 4 + n, 10.0f);
+    std::vector<float> expected = out;
+    for (float p : {0.0f, 1e-7f, 0.3f, -2.5f}) {
+      for (int64_t d = 0; d < n; ++d) {
+        const float product = p * bf16_to_f32(v[static_cast<std::size_t>(d)]);
+        expected[static_cast<std::size_t>(d)] = expected[static_cast<std::size_t>(d)] + product;
+      }
+      add_scaled_bf16_avx2(p, v.data(), out.data(), n);
+      ASSERT_EQ(0, std::memcmp(out.data(), expected.data(), out.size() * sizeof(float)))
+          << "n " << n << " p " << p;
+    }
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace md::kernels
