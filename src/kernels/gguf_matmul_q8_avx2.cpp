@@ -88,28 +88,39 @@ __m256i dot_signed(__m256i w, __m256i a) {
   return dot_unsigned(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
 }
 
+// Each format: its block size, where the quant bytes start in a block (after the f16 scale and
+// minimum), how many there are, and how they become 32 weight bytes.
 struct Q4_0 {
   static constexpr int kBytes = 18;
+  static constexpr int kQuantOffset = 2;
+  static constexpr int kQuantBytes = 16;
   static constexpr bool kHasMin = false;
-  static __m256i weights(const std::uint8_t* at) {
-    return _mm256_sub_epi8(nibbles(at + 2), _mm256_set1_epi8(8));
+  static __m256i quants(const std::uint8_t* q) {
+    return _mm256_sub_epi8(nibbles(q), _mm256_set1_epi8(8));
   }
+  static __m256i weights(const std::uint8_t* at) { return quants(at + kQuantOffset); }
   static __m256i dot(__m256i w, __m256i a) { return dot_signed(w, a); }
 };
 
 struct Q4_1 {
   static constexpr int kBytes = 20;
+  static constexpr int kQuantOffset = 4;
+  static constexpr int kQuantBytes = 16;
   static constexpr bool kHasMin = true;
-  static __m256i weights(const std::uint8_t* at) { return nibbles(at + 4); }
+  static __m256i quants(const std::uint8_t* q) { return nibbles(q); }
+  static __m256i weights(const std::uint8_t* at) { return quants(at + kQuantOffset); }
   static __m256i dot(__m256i w, __m256i a) { return dot_unsigned(w, a); }
 };
 
 struct Q8_0 {
   static constexpr int kBytes = 34;
+  static constexpr int kQuantOffset = 2;
+  static constexpr int kQuantBytes = 32;
   static constexpr bool kHasMin = false;
-  static __m256i weights(const std::uint8_t* at) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(at + 2));
+  static __m256i quants(const std::uint8_t* q) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
   }
+  static __m256i weights(const std::uint8_t* at) { return quants(at + kQuantOffset); }
   static __m256i dot(__m256i w, __m256i a) { return dot_signed(w, a); }
 };
 
@@ -217,19 +228,17 @@ void tile(const GgufMatrix& w, int64_t row_begin, int64_t row_end, const Q8Rows&
   }
 }
 
-// --- Packed Q4_0 / Q4_1 (gguf_q8_packing.h): eight rows' scales convert in one instruction ------
+// --- Packed rows (gguf_q8_packing.h): eight rows' scales convert in one instruction ------
 
 template <class F>
 struct Packed {
-  static constexpr int kScaleBytes = F::kHasMin ? 32 : 16;  // d[8] (+ m[8]) per block column
+  static constexpr int kScaleBytes = F::kQuantOffset * kQ8PackRows;  // d[8] (+ m[8])
   static constexpr int kColumnBytes = F::kBytes * kQ8PackRows;
   static __m256 scales(const std::uint8_t* column, int which) {
     return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(column + 16 * which)));
   }
   static __m256i weights(const std::uint8_t* column, int row) {
-    __m256i w = nibbles(column + kScaleBytes + 16 * row);
-    if constexpr (!F::kHasMin) w = _mm256_sub_epi8(w, _mm256_set1_epi8(8));
-    return w;
+    return F::quants(column + kScaleBytes + F::kQuantBytes * row);
   }
 };
 
@@ -344,6 +353,7 @@ void tile_any(const GgufMatrix& w, int64_t row_begin, int64_t row_end, const Q8R
       if (w.packed != nullptr) return packed_tile<Q4_1>(w, row_begin, row_end, x, out);
       return tile<Q4_1>(w, row_begin, row_end, x, out);
     default:
+      if (w.packed != nullptr) return packed_tile<Q8_0>(w, row_begin, row_end, x, out);
       return tile<Q8_0>(w, row_begin, row_end, x, out);
   }
 }

@@ -5,7 +5,7 @@
 namespace md::kernels {
 
 bool gguf_q8_packs(GgmlType type) {
-  return type == GgmlType::kQ4_0 || type == GgmlType::kQ4_1;
+  return type == GgmlType::kQ4_0 || type == GgmlType::kQ4_1 || type == GgmlType::kQ8_0;
 }
 
 std::size_t gguf_q8_group_bytes(const GgufMatrix& w) {
@@ -20,8 +20,8 @@ std::size_t gguf_q8_packed_bytes(const GgufMatrix& w) {
 
 void pack_gguf_q8_rows(const GgufMatrix& w, std::uint8_t* out) {
   const GgmlTypeInfo& info = ggml_type_info(w.type);
-  const int scales = w.type == GgmlType::kQ4_1 ? 2 : 1;  // f16 values before the nibbles
-  const std::size_t nibble_bytes = info.block_bytes - 2 * static_cast<std::size_t>(scales);
+  const int scales = w.type == GgmlType::kQ4_1 ? 2 : 1;  // f16 values before the quants
+  const std::size_t quant_bytes = info.block_bytes - 2 * static_cast<std::size_t>(scales);
   const int64_t blocks = w.cols / info.block_elems;
   std::memset(out, 0, gguf_q8_packed_bytes(w));
   for (int64_t r = 0; r < w.rows; ++r) {
@@ -34,8 +34,8 @@ void pack_gguf_q8_rows(const GgufMatrix& w, std::uint8_t* out) {
         std::memcpy(column + 2 * (static_cast<std::size_t>(s) * kQ8PackRows + slot), block + 2 * s,
                     2);
       }
-      std::memcpy(column + 2 * static_cast<std::size_t>(scales) * kQ8PackRows + slot * nibble_bytes,
-                  block + 2 * scales, nibble_bytes);
+      std::memcpy(column + 2 * static_cast<std::size_t>(scales) * kQ8PackRows + slot * quant_bytes,
+                  block + 2 * scales, quant_bytes);
     }
   }
 }

@@ -250,12 +250,12 @@ TEST(GgufQ8, StaysWithinTheQuantisationBoundOfTheExactProduct) {
   }
 }
 
-// Q4_0 and Q4_1 packed by eight rows (gguf_q8_packing.h), as models hand them to the vector
-// path: bitwise the definition for every row count (ragged last group), activation count and
-// row range, including ranges that start and end inside a group.
+// Rows packed by eight (gguf_q8_packing.h), as models hand them to the vector path: bitwise the
+// definition for every row count (ragged last group), activation count and row range, including
+// ranges that start and end inside a group.
 TEST(GgufQ8, PackedRowsFollowTheDefinitionBitwise) {
   for (const GgufQ8Kernels* k : every_path()) {
-    for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ4_1}) {
+    for (GgmlType type : kTypes) {
       for (int64_t rows : {1, 8, 13, 24}) {
         const int64_t cols = 192;
         const Weights w(type, rows, cols, 61 + rows);

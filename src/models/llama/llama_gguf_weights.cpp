@@ -71,7 +71,7 @@ void set_matmul_inputs(LlamaGgufWeights& weights, kernels::MatmulInputs inputs) 
   auto tag = [&](std::initializer_list<GgufMatrix*> matrices) {
     for (GgufMatrix* m : matrices) {
       m->inputs = inputs;
-      // The q8 path reads Q4_0 / Q4_1 regrouped by eight rows: a copy made once, here (the
+      // The q8 path reads Q4_0 / Q4_1 / Q8_0 regrouped by eight rows: a copy made once, here (the
       // file's pages of these matrices are then never touched).
       if (inputs == kernels::MatmulInputs::kQ8 && kernels::gguf_q8_packs(m->type) &&
           m->packed == nullptr) {

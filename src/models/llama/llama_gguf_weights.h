@@ -36,7 +36,7 @@ struct LlamaGgufWeights {
 LlamaGgufWeights bind_llama_gguf_weights(const GgufFile& file, const LlamaConfig& config);
 
 // Tags every matrix with the input mode (kernels/bf16_matrix.h: BF16 ones heed kBf16; Q4_0, Q4_1
-// and Q8_0 heed kQ8, and the Q4 ones are then packed for it into `owned`).
+// and Q8_0 heed kQ8, and are then packed for it into `owned`).
 void set_matmul_inputs(LlamaGgufWeights& weights, kernels::MatmulInputs inputs);
 
 }  // namespace md
