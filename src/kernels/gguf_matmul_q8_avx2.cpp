@@ -98,7 +98,6 @@ struct Q4_0 {
   static __m256i quants(const std::uint8_t* q) {
     return _mm256_sub_epi8(nibbles(q), _mm256_set1_epi8(8));
   }
-  static __m256i weights(const std::uint8_t* at) { return quants(at + kQuantOffset); }
   static __m256i dot(__m256i w, __m256i a) { return dot_signed(w, a); }
 };
 
@@ -108,7 +107,6 @@ struct Q4_1 {
   static constexpr int kQuantBytes = 16;
   static constexpr bool kHasMin = true;
   static __m256i quants(const std::uint8_t* q) { return nibbles(q); }
-  static __m256i weights(const std::uint8_t* at) { return quants(at + kQuantOffset); }
   static __m256i dot(__m256i w, __m256i a) { return dot_unsigned(w, a); }
 };
 
@@ -120,7 +118,6 @@ struct Q8_0 {
   static __m256i quants(const std::uint8_t* q) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
   }
-  static __m256i weights(const std::uint8_t* at) { return quants(at + kQuantOffset); }
   static __m256i dot(__m256i w, __m256i a) { return dot_signed(w, a); }
 };
 
@@ -154,7 +151,7 @@ void block(const GgufMatrix& w, int64_t row0, const Q8Rows& x, int64_t n0, float
     for (int i = 0; i < R; ++i) {
       const std::uint8_t* at = rows[i] + b * F::kBytes;
       __builtin_prefetch(at + kPrefetchBytes);
-      const __m256i wq = F::weights(at);
+      const __m256i wq = F::quants(at + F::kQuantOffset);
       const float dw = f16_at(at);
       for (int j = 0; j < N; ++j) {
         const __m256 lanes = _mm256_cvtepi32_ps(F::dot(wq, a[j]));

@@ -43,6 +43,15 @@ class SmolLM2Golden : public ::testing::Test {
     model_ =
         std::make_unique<LlamaGgufModel>(smollm2_path(), ModelRunOptions{2, KvCacheType::kF32});
   }
+  struct Prompt {
+    std::vector<int32_t> ids, positions;
+    std::vector<float> logits;  // one vocabulary row per entry of positions
+  };
+  Prompt prompt(int p) const {
+    return {test::tensor_values<int32_t>(goldens_, fmt::format("p{}.ids", p)),
+            test::tensor_values<int32_t>(goldens_, fmt::format("p{}.positions", p)),
+            test::tensor_values<float>(goldens_, fmt::format("p{}.logits", p))};
+  }
   SafetensorsFile goldens_{std::string(MD_SOURCE_DIR) +
                            "/tests/goldens/smollm2/smollm2.safetensors"};
   std::unique_ptr<LlamaGgufModel> model_;
@@ -51,11 +60,7 @@ class SmolLM2Golden : public ::testing::Test {
 TEST_F(SmolLM2Golden, LogitsMatchTransformers) {
   int64_t vocab = model_->vocab_size();
   for (int p = 0; goldens_.find(fmt::format("p{}.ids", p)) != nullptr; ++p) {
-    std::vector<int32_t> ids = test::tensor_values<int32_t>(goldens_, fmt::format("p{}.ids", p));
-    std::vector<int32_t> positions =
-        test::tensor_values<int32_t>(goldens_, fmt::format("p{}.positions", p));
-    std::vector<float> expected =
-        test::tensor_values<float>(goldens_, fmt::format("p{}.logits", p));
+    auto [ids, positions, expected] = prompt(p);
     auto state = model_->new_sequence(256);
     std::vector<float> logits;
     model_->forward(*state, ids, LogitRows::kAll, logits);
@@ -74,11 +79,7 @@ TEST_F(SmolLM2Golden, LogitsMatchTransformers) {
 TEST_F(SmolLM2Golden, DecodeStepLogitsMatchTransformers) {
   int64_t vocab = model_->vocab_size();
   for (int p = 0; goldens_.find(fmt::format("p{}.ids", p)) != nullptr; ++p) {
-    std::vector<int32_t> ids = test::tensor_values<int32_t>(goldens_, fmt::format("p{}.ids", p));
-    std::vector<int32_t> positions =
-        test::tensor_values<int32_t>(goldens_, fmt::format("p{}.positions", p));
-    std::vector<float> expected =
-        test::tensor_values<float>(goldens_, fmt::format("p{}.logits", p));
+    auto [ids, positions, expected] = prompt(p);
     auto state = model_->new_sequence(256);
     std::vector<float> logits;
     model_->forward(*state, std::span(ids).first(static_cast<std::size_t>(positions[0])),
@@ -145,11 +146,7 @@ TEST_F(SmolLM2Golden, Q8InputsStayWithinTheQuantisationBound) {
   std::vector<double> q8_errors, f32_errors;
   int agreeing = 0, compared = 0;
   for (int p = 0; goldens_.find(fmt::format("p{}.ids", p)) != nullptr; ++p) {
-    std::vector<int32_t> ids = test::tensor_values<int32_t>(goldens_, fmt::format("p{}.ids", p));
-    std::vector<int32_t> positions =
-        test::tensor_values<int32_t>(goldens_, fmt::format("p{}.positions", p));
-    std::vector<float> expected =
-        test::tensor_values<float>(goldens_, fmt::format("p{}.logits", p));
+    auto [ids, positions, expected] = prompt(p);
     for (auto* model : {q8.get(), model_.get()}) {
       auto state = model->new_sequence(256);
       std::vector<float> logits;
