@@ -62,10 +62,6 @@ std::size_t normalised_floats(const std::vector<Instruction>& instructions, int6
 
 // While a task waits, its worker asks for this many more weight bytes per spin round.
 constexpr std::size_t kPrefetchBytesPerRound = 256;
-// Spin rounds before a waiting worker sleeps on the producer's counter: a producer in a small
-// model is microseconds away, but a spinning thread steals issue slots from a sibling
-// hyperthread, and a descheduled producer may be a time slice away.
-constexpr int kSpinRounds = 4000;
 
 }  // namespace
 
@@ -185,7 +181,7 @@ bool Program::satisfied(const Dependency& d, uint64_t step) const {
   return true;
 }
 
-void Program::wait_for(const Instruction& ins, int64_t task, uint64_t step) {
+void Program::wait_for(const Instruction& ins, int64_t task, uint64_t step, int spin_rounds) {
   // Only a task that has to wait prefetches its weights: a ready one streams them right away.
   std::size_t prefetched = 0;
   std::size_t prefetch_total = 0;
@@ -196,7 +192,7 @@ void Program::wait_for(const Instruction& ins, int64_t task, uint64_t step) {
       prefetch_total = task_weight_bytes(ins, task);
       waited = true;
     }
-    for (int spin = 0; spin < kSpinRounds; ++spin) {
+    for (int spin = 0; spin < spin_rounds; ++spin) {
       if (prefetched < prefetch_total) {
         prefetch_task_weights(ins, task, prefetched, prefetched + kPrefetchBytesPerRound);
         prefetched += kPrefetchBytesPerRound;
@@ -238,7 +234,7 @@ void Program::run_instruction(int worker, int32_t index, uint64_t step) {
     auto task = static_cast<int64_t>(claims.fetch_add(1, std::memory_order_relaxed));
     if (task >= ins.tasks) return;
     uint64_t start = stats != nullptr ? now_ns() : 0;
-    wait_for(ins, task, step);
+    wait_for(ins, task, step, context.spin_rounds);
     uint64_t ready = stats != nullptr ? now_ns() : 0;
     if (!prologue_done) {
       run_prologue(ins, *this, context);
@@ -255,7 +251,8 @@ void Program::run_instruction(int worker, int32_t index, uint64_t step) {
   }
 }
 
-void Program::run_worker(int worker, uint64_t step) {
+void Program::run_worker(int worker, uint64_t step, int spin_rounds) {
+  contexts_[static_cast<std::size_t>(worker)].spin_rounds = spin_rounds;
   for (std::size_t i = 0; i < instructions_.size(); ++i) {
     run_instruction(worker, static_cast<int32_t>(i), step);
   }

@@ -18,6 +18,7 @@
 #include "kernels/kv_cache.h"
 #include "kernels/kv_ring.h"
 #include "program/instruction.h"
+#include "program/spin_budget.h"
 
 namespace md::program {
 
@@ -53,6 +54,7 @@ struct WorkerContext {
   int worker = 0;
   float* normalised = nullptr;
   float* scratch = nullptr;
+  int spin_rounds = SpinBudget::kIdleRounds;  // before a wait sleeps (spin_budget.h)
 };
 
 // Time and tasks of one instruction on one worker, summed over the profiled steps.
@@ -99,9 +101,10 @@ class Program {
 
   // Executors: begin_step() before the workers start (returns the step's number), then every
   // worker runs run_worker (fused) or, instruction by instruction with a barrier between them,
-  // run_instruction (op by op).
+  // run_instruction (op by op). A fused worker waiting for a producer spins `spin_rounds` pause
+  // rounds before it sleeps.
   uint64_t begin_step();
-  void run_worker(int worker, uint64_t step);
+  void run_worker(int worker, uint64_t step, int spin_rounds = SpinBudget::kIdleRounds);
   void run_instruction(int worker, int32_t index, uint64_t step);
 
   // Per-instruction, per-worker time and wait accounting (off by default: it reads the clock
@@ -123,7 +126,7 @@ class Program {
 
   void validate() const;
   bool satisfied(const Dependency& dependency, uint64_t step) const;
-  void wait_for(const Instruction& ins, int64_t task, uint64_t step);
+  void wait_for(const Instruction& ins, int64_t task, uint64_t step, int spin_rounds);
   void complete(int32_t index, int64_t task, uint64_t step);
 
   std::vector<Instruction> instructions_;

@@ -160,6 +160,64 @@ TEST(CpuExecutor, AStalledWorkerLeavesItsShareToTheOthers) {
   EXPECT_EQ(std::count(ran_by.begin(), ran_by.end(), ran_by[0]), 1);
 }
 
+// A scripted run queue: worker w waited half of each 10 ms step while contended[w] is set.
+std::atomic<bool> scripted_contention[4];
+std::atomic<int64_t> scripted_delay[4], scripted_wall[4];
+
+ThreadClock scripted_clock(int worker) {
+  auto w = static_cast<std::size_t>(worker);
+  const int64_t wall = scripted_wall[w] += 10'000'000;
+  const int64_t delay =
+      scripted_contention[w] ? scripted_delay[w] += 5'000'000 : scripted_delay[w].load();
+  return {delay, wall};
+}
+
+uint64_t tasks_of(const Program& program, int worker) {
+  uint64_t tasks = 0;
+  for (const auto& ins : program.profile()[static_cast<std::size_t>(worker)]) tasks += ins.tasks;
+  return tasks;
+}
+
+TEST(CpuExecutor, AContendedWorkerSitsOutWhileAnotherIsCalm) {
+  for (auto& flag : scripted_contention) flag = false;
+  Pipeline pipeline;
+  Program program(pipeline.instructions(), {}, 3, 16);
+  CpuExecutor executor(3, scripted_clock);
+  auto run_steps = [&](int steps) {
+    program.reset_profile();
+    program.set_profiling(true);
+    for (int i = 0; i < steps; ++i) {
+      pipeline.step_input += 1;
+      executor.run(program);
+      ASSERT_EQ(pipeline.sum, pipeline.expected()) << "step input " << pipeline.step_input;
+    }
+  };
+  run_steps(20);
+  for (int w = 0; w < 3; ++w) EXPECT_TRUE(executor.took_part(w)) << w;
+
+  // Worker 1 preempted: from the step after it noticed, it claims nothing.
+  scripted_contention[1] = true;
+  run_steps(2);
+  run_steps(50);
+  EXPECT_FALSE(executor.took_part(1));
+  EXPECT_EQ(tasks_of(program, 1), 0u);
+  EXPECT_GT(tasks_of(program, 0) + tasks_of(program, 2), 0u);
+
+  // Every worker preempted: the first half of the team (workers 0 and 1 of 3) runs the steps.
+  scripted_contention[0] = scripted_contention[2] = true;
+  run_steps(2);
+  run_steps(20);
+  EXPECT_TRUE(executor.took_part(0));
+  EXPECT_TRUE(executor.took_part(1));
+  EXPECT_FALSE(executor.took_part(2));
+  EXPECT_EQ(tasks_of(program, 2), 0u);
+
+  // Contention gone: the whole team is back after kContendedSteps calm steps.
+  for (auto& flag : scripted_contention) flag = false;
+  run_steps(SpinBudget::kContendedSteps + 2);
+  for (int w = 0; w < 3; ++w) EXPECT_TRUE(executor.took_part(w)) << w;
+}
+
 TEST(Program, RefusesMalformedPrograms) {
   auto noop = [](int64_t, WorkerContext&) {};
   {
