@@ -46,9 +46,10 @@ void SpinBudget::observe(int64_t run_delay_ns, int64_t wall_ns) {
     const int64_t waited = run_delay_ns - last_delay_ns_;
     const int64_t elapsed = wall_ns - last_wall_ns_;
     if (waited >= kPreemptedNs && waited * kPreemptedShare >= elapsed) {
-      contended_steps_ = kContendedSteps;
-    } else if (contended_steps_ > 0) {
-      --contended_steps_;
+      if (++preempted_in_a_row_ >= kPreemptedSteps) contended_steps_ = kContendedSteps;
+    } else {
+      preempted_in_a_row_ = 0;
+      if (contended_steps_ > 0) --contended_steps_;
     }
   }
   last_delay_ns_ = run_delay_ns;

@@ -197,7 +197,7 @@ TEST(CpuExecutor, AContendedWorkerSitsOutWhileAnotherIsCalm) {
 
   // Worker 1 preempted: from the step after it noticed, it claims nothing.
   scripted_contention[1] = true;
-  run_steps(2);
+  run_steps(SpinBudget::kPreemptedSteps + 1);
   run_steps(50);
   EXPECT_FALSE(executor.took_part(1));
   EXPECT_EQ(tasks_of(program, 1), 0u);
@@ -205,7 +205,7 @@ TEST(CpuExecutor, AContendedWorkerSitsOutWhileAnotherIsCalm) {
 
   // Every worker preempted: the first half of the team (workers 0 and 1 of 3) runs the steps.
   scripted_contention[0] = scripted_contention[2] = true;
-  run_steps(2);
+  run_steps(SpinBudget::kPreemptedSteps + 1);
   run_steps(20);
   EXPECT_TRUE(executor.took_part(0));
   EXPECT_TRUE(executor.took_part(1));

@@ -15,23 +15,45 @@ TEST(SpinBudget, StartsCalmWithTheLongSpin) {
   EXPECT_FALSE(budget.contended());
 }
 
-TEST(SpinBudget, AnEighthOfTheStepOnTheRunQueueIsContention) {
+// Three steps in a row with waits of `waited` in steps of `elapsed`.
+void preempt(SpinBudget& budget, int64_t& delay, int64_t& wall, int64_t waited, int64_t elapsed,
+             int steps = SpinBudget::kPreemptedSteps) {
+  for (int i = 0; i < steps; ++i) budget.observe(delay += waited, wall += elapsed);
+}
+
+TEST(SpinBudget, AnEighthOfEachStepOnTheRunQueueThreeTimesInARowIsContention) {
   SpinBudget budget;
-  budget.observe(0, 0);
-  budget.observe(kMs, 10 * kMs);  // 1 ms of 10 waiting: under an eighth
+  int64_t delay = 0, wall = 0;
+  budget.observe(delay, wall);
+  preempt(budget, delay, wall, kMs, 10 * kMs);  // 1 ms of 10: under an eighth
   EXPECT_FALSE(budget.contended());
-  budget.observe(kMs + kMs + kMs / 4, 20 * kMs);  // 1.25 ms of 10: an eighth
+  preempt(budget, delay, wall, kMs + kMs / 4, 10 * kMs, SpinBudget::kPreemptedSteps - 1);
+  EXPECT_FALSE(budget.contended());
+  preempt(budget, delay, wall, kMs + kMs / 4, 10 * kMs, 1);  // 1.25 ms of 10: an eighth
   EXPECT_TRUE(budget.contended());
   EXPECT_EQ(budget.rounds(), SpinBudget::kContendedRounds);
 }
 
+TEST(SpinBudget, ATransientPreemptionIsNotContention) {
+  SpinBudget budget;
+  int64_t delay = 0, wall = 0;
+  budget.observe(delay, wall);
+  // 10 ms of 26 (another process ran), twice, then a calm step, then twice again.
+  preempt(budget, delay, wall, 10 * kMs, 26 * kMs, SpinBudget::kPreemptedSteps - 1);
+  budget.observe(delay, wall += 10 * kMs);
+  preempt(budget, delay, wall, 10 * kMs, 26 * kMs, SpinBudget::kPreemptedSteps - 1);
+  EXPECT_FALSE(budget.contended());
+  EXPECT_EQ(budget.rounds(), SpinBudget::kIdleRounds);
+}
+
 TEST(SpinBudget, ShortWaitsAreNeverContentionHoweverShortTheStep) {
   SpinBudget budget;
-  budget.observe(0, 0);
+  int64_t delay = 0, wall = 0;
+  budget.observe(delay, wall);
   // 150 µs of a 300 µs step: half of it, but under kPreemptedNs (a tick, a wake-up).
-  budget.observe(150'000, 300'000);
+  preempt(budget, delay, wall, 150'000, 300'000);
   EXPECT_FALSE(budget.contended());
-  budget.observe(150'000 + SpinBudget::kPreemptedNs, 300'000 + 2 * SpinBudget::kPreemptedNs);
+  preempt(budget, delay, wall, SpinBudget::kPreemptedNs, 2 * SpinBudget::kPreemptedNs);
   EXPECT_TRUE(budget.contended());
 }
 
@@ -39,7 +61,7 @@ TEST(SpinBudget, ContentionLastsKContendedStepsCalmObservations) {
   SpinBudget budget;
   int64_t delay = 0, wall = 0;
   budget.observe(delay, wall);
-  budget.observe(delay += 5 * kMs, wall += 10 * kMs);
+  preempt(budget, delay, wall, 5 * kMs, 10 * kMs);
   ASSERT_TRUE(budget.contended());
   for (int i = 1; i < SpinBudget::kContendedSteps; ++i) {
     budget.observe(delay, wall += 10 * kMs);
@@ -52,12 +74,13 @@ TEST(SpinBudget, ContentionLastsKContendedStepsCalmObservations) {
 
 TEST(SpinBudget, AnUnknownRunQueueChangesNothing) {
   SpinBudget budget;
-  budget.observe(-1, 0);
-  budget.observe(-1, 10 * kMs);
+  int64_t delay = 0, wall = 0;
+  budget.observe(-1, wall);
+  budget.observe(-1, wall += 10 * kMs);
   EXPECT_FALSE(budget.contended());
-  budget.observe(0, 10 * kMs);
-  budget.observe(-1, 20 * kMs);  // not a baseline: the next known value compares with 0 at 10 ms
-  budget.observe(5 * kMs, 30 * kMs);
+  budget.observe(delay, wall += 10 * kMs);
+  budget.observe(-1, wall += 10 * kMs);  // not a baseline: the next known value compares with 0
+  preempt(budget, delay, wall, 5 * kMs, 10 * kMs);
   EXPECT_TRUE(budget.contended());
 }
 
