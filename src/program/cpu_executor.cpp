@@ -1,5 +1,8 @@
 #include "program/cpu_executor.h"
 
+#include <algorithm>
+#include <span>
+
 #include "base/error.h"
 
 #if defined(__x86_64__)
@@ -45,10 +48,8 @@ bool CpuExecutor::took_part(int worker) const {
 }
 
 void CpuExecutor::observe(int worker) {
-  Worker& self = workers_[static_cast<std::size_t>(worker)];
   const ThreadClock clock = clock_(worker);
-  self.budget.observe(clock.run_delay_ns, clock.wall_ns);
-  self.contended.store(self.budget.contended(), std::memory_order_relaxed);
+  workers_[static_cast<std::size_t>(worker)].budget.observe(clock.run_delay_ns, clock.wall_ns);
 }
 
 // Contended workers sit the step out while at least one worker is not contended. When all are
@@ -59,16 +60,14 @@ void CpuExecutor::observe(int worker) {
 // the other process stops. Decided from what each worker observed at its last step, before the
 // step is released to them.
 void CpuExecutor::choose_workers() {
-  bool any_calm = false;
-  for (int w = 0; w < threads_; ++w) {
-    any_calm = any_calm ||
-               !workers_[static_cast<std::size_t>(w)].contended.load(std::memory_order_relaxed);
-  }
+  const std::span<Worker> team(workers_.get(), static_cast<std::size_t>(threads_));
+  const bool any_calm =
+      std::any_of(team.begin(), team.end(), [](const Worker& w) { return !w.budget.contended(); });
   const int half = (threads_ + 1) / 2;
   for (int w = 0; w < threads_; ++w) {
-    Worker& worker = workers_[static_cast<std::size_t>(w)];
-    const bool part = any_calm ? !worker.contended.load(std::memory_order_relaxed) : w < half;
-    worker.takes_part.store(part, std::memory_order_relaxed);
+    Worker& worker = team[static_cast<std::size_t>(w)];
+    worker.takes_part.store(any_calm ? !worker.budget.contended() : w < half,
+                            std::memory_order_relaxed);
   }
 }
 

@@ -39,8 +39,9 @@ class CpuExecutor final : public Executor {
 
  private:
   struct alignas(64) Worker {
-    SpinBudget budget;                   // written by the worker's own thread only
-    std::atomic<bool> contended{false};  // published for worker 0's decision
+    // Written by the worker's own thread during a step, read by worker 0 between steps: the
+    // finished_ count (release/acquire) orders the two.
+    SpinBudget budget;
     std::atomic<bool> takes_part{true};  // decided by worker 0 before the step starts
   };
 

@@ -104,7 +104,7 @@ class Program {
   // run_instruction (op by op). A fused worker waiting for a producer spins `spin_rounds` pause
   // rounds before it sleeps.
   uint64_t begin_step();
-  void run_worker(int worker, uint64_t step, int spin_rounds = SpinBudget::kIdleRounds);
+  void run_worker(int worker, uint64_t step, int spin_rounds);
   void run_instruction(int worker, int32_t index, uint64_t step);
 
   // Per-instruction, per-worker time and wait accounting (off by default: it reads the clock
