@@ -3,7 +3,11 @@
 // machine's read bandwidth measured in the same run: decode at batch 1 is bound by it, and a
 // batch of up to 8 rows should cost little more than one.
 //
-//   matmul_bench [--mib=64] [google benchmark flags]
+//   matmul_bench [--mib=64] [--cols=4096] [--tile-rows=0] [google benchmark flags]
+//
+// --cols sets the row length (a decode step's matrices have 1024 to 17408 columns); --tile-rows=N
+// deals tiles of N rows to the threads in turn, as the fused executor's tasks are claimed, instead
+// of one contiguous share each (0), so that the cost of starting a tile shows.
 //
 // By default each benchmark runs 5 times in random order (--benchmark_repetitions=5
 // --benchmark_enable_random_interleaving=true --benchmark_min_time=0.2).
@@ -33,12 +37,13 @@ namespace {
 
 using md::kernels::Isa;
 
-constexpr int64_t kCols = 4096;
+int64_t g_cols = 4096;                   // row length (--cols)
 constexpr int64_t kThreadRowGrain = 48;  // threads split rows at row-block boundaries
 int64_t g_rows = 8192;                   // 64 MiB of bf16 by default (--mib)
+int64_t g_tile_rows = 0;                 // rows per tile dealt in turn; 0: one share per thread
 
 std::vector<uint16_t> make_weights() {
-  std::vector<uint16_t> w(static_cast<std::size_t>(g_rows * kCols));
+  std::vector<uint16_t> w(static_cast<std::size_t>(g_rows * g_cols));
   std::mt19937 rng(1);
   std::normal_distribution<float> normal;
   for (uint16_t& bits : w) bits = md::f32_to_bf16(normal(rng));
@@ -84,9 +89,9 @@ __attribute__((target("avx2"))) uint64_t sum_rows_avx2(const uint16_t* data, int
   __m256i acc[kReadRows];
   for (__m256i& a : acc) a = _mm256_setzero_si256();
   for (int64_t r = 0; r < rows; r += kReadRows) {
-    for (int64_t c = 0; c < kCols; c += 32) {
+    for (int64_t c = 0; c < g_cols; c += 32) {
       for (int64_t i = 0; i < kReadRows; ++i) {
-        const auto* p = reinterpret_cast<const __m256i*>(data + (r + i) * kCols + c);
+        const auto* p = reinterpret_cast<const __m256i*>(data + (r + i) * g_cols + c);
         acc[i] = _mm256_add_epi64(
             acc[i], _mm256_add_epi64(_mm256_loadu_si256(p), _mm256_loadu_si256(p + 1)));
       }
@@ -98,7 +103,7 @@ __attribute__((target("avx2"))) uint64_t sum_rows_avx2(const uint16_t* data, int
 
 uint64_t sum_rows_scalar(const uint16_t* data, int64_t rows) {
   uint64_t sum = 0;
-  for (int64_t i = 0; i < rows * kCols; ++i) sum += data[i];
+  for (int64_t i = 0; i < rows * g_cols; ++i) sum += data[i];
   return sum;
 }
 
@@ -111,7 +116,7 @@ void BM_MemoryRead(benchmark::State& state) {
   bool avx2 = md::kernels::best_isa() >= Isa::kAvx2;
   timed(state, fmt::format("read/{}", threads), [&] {
     pool.parallel_for(g_rows / kReadRows, [&](int64_t begin, int64_t end) {
-      const uint16_t* data = w.data() + begin * kReadRows * kCols;
+      const uint16_t* data = w.data() + begin * kReadRows * g_cols;
       int64_t rows = (end - begin) * kReadRows;
       uint64_t sum = avx2 ? sum_rows_avx2(data, rows) : sum_rows_scalar(data, rows);
       benchmark::DoNotOptimize(sum);
@@ -146,18 +151,32 @@ void BM_Matmul(benchmark::State& state, const Path& path) {
   const int threads = static_cast<int>(state.range(1));
   const md::kernels::MatmulKernels& kernels = *path.kernels;
   md::ThreadPool pool(threads);
-  std::vector<float> x(static_cast<std::size_t>(rows * kCols));
+  std::vector<float> x(static_cast<std::size_t>(rows * g_cols));
   std::mt19937 rng(2);
   std::normal_distribution<float> normal;
   for (float& value : x) value = normal(rng);
   std::vector<float> y(static_cast<std::size_t>(rows * g_rows));
-  md::kernels::Bf16Matrix matrix{w.data(), g_rows, kCols};
+  md::kernels::Bf16Matrix matrix{w.data(), g_rows, g_cols};
   const int64_t blocks = (g_rows + kThreadRowGrain - 1) / kThreadRowGrain;
   timed(state, fmt::format("{}/{}/{}", path.name, rows, threads), [&] {
-    pool.parallel_for(blocks, [&](int64_t begin, int64_t end) {
-      kernels.tile(matrix, begin * kThreadRowGrain, std::min(end * kThreadRowGrain, g_rows),
-                   x.data(), kCols, rows, md::kernels::MatmulOut{y.data(), g_rows, false});
-    });
+    if (g_tile_rows == 0) {
+      pool.parallel_for(blocks, [&](int64_t begin, int64_t end) {
+        kernels.tile(matrix, begin * kThreadRowGrain, std::min(end * kThreadRowGrain, g_rows),
+                     x.data(), g_cols, rows, md::kernels::MatmulOut{y.data(), g_rows, false});
+      });
+    } else {
+      // Tiles dealt round-robin, as claims hand them out: a thread's next tile is not the rows
+      // after its last one.
+      const int64_t tiles = (g_rows + g_tile_rows - 1) / g_tile_rows;
+      pool.parallel_for(threads, [&](int64_t begin, int64_t end) {
+        for (int64_t part = begin; part < end; ++part) {
+          for (int64_t t = part; t < tiles; t += threads) {
+            kernels.tile(matrix, t * g_tile_rows, std::min((t + 1) * g_tile_rows, g_rows), x.data(),
+                         g_cols, rows, md::kernels::MatmulOut{y.data(), g_rows, false});
+          }
+        }
+      });
+    }
     benchmark::DoNotOptimize(y.data());
   });
 }
@@ -195,14 +214,21 @@ int main(int argc, char** argv) {
   std::string interleave = "--benchmark_enable_random_interleaving=true";
   std::string min_time = "--benchmark_min_time=0.2";
   std::vector<char*> args{argv[0], repetitions.data(), interleave.data(), min_time.data()};
-  // --mib=N sizes the matrix (and the read buffer); it is not a Google Benchmark flag.
+  // --mib=N sizes the matrix (and the read buffer), --cols its rows, --tile-rows the kernel
+  // calls; they are not Google Benchmark flags.
+  int64_t mib = 64;
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--mib=", 6) == 0) {
-      g_rows = std::max<int64_t>(kThreadRowGrain, std::atoll(argv[i] + 6) * (1 << 20) / 2 / kCols);
+      mib = std::max<int64_t>(1, std::atoll(argv[i] + 6));
+    } else if (std::strncmp(argv[i], "--cols=", 7) == 0) {
+      g_cols = std::max<int64_t>(32, std::atoll(argv[i] + 7));
+    } else if (std::strncmp(argv[i], "--tile-rows=", 12) == 0) {
+      g_tile_rows = std::max<int64_t>(0, std::atoll(argv[i] + 12));
     } else {
       args.push_back(argv[i]);
     }
   }
+  g_rows = std::max<int64_t>(kThreadRowGrain, mib * (1 << 20) / 2 / g_cols);
   int filtered_argc = static_cast<int>(args.size());
   benchmark::Initialize(&filtered_argc, args.data());
 

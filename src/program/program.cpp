@@ -83,7 +83,7 @@ Program::Program(std::vector<Instruction> instructions, std::vector<float*> buff
   stamps_ = std::make_unique<std::atomic<uint64_t>[]>(std::max<std::size_t>(1, total_tasks));
   for (std::size_t t = 0; t < total_tasks; ++t) stamps_[t].store(0, std::memory_order_relaxed);
   done_ = std::make_unique<Counter[]>(count);
-  claims_ = std::make_unique<Counter[]>(count);
+  claims_ = std::make_unique<Counter[]>(claim_counters());
   std::size_t normalised = normalised_floats(instructions_, max_rows_);
   for (int w = 0; w < workers_; ++w) {
     scratch_.emplace_back(allocate_scratch(normalised + scratch_floats), free_scratch);
@@ -160,7 +160,7 @@ void Program::set_count(int i, int64_t rows) {
 uint64_t Program::begin_step() {
   // The workers of the previous step have all returned, so nobody is claiming; the executor's
   // release of the step publishes these stores.
-  for (std::size_t i = 0; i < instructions_.size(); ++i) {
+  for (std::size_t i = 0; i < claim_counters(); ++i) {
     claims_[i].value.store(0, std::memory_order_relaxed);
   }
   if (profiling_) ++profiled_steps_;
@@ -225,28 +225,40 @@ void Program::complete(int32_t index, int64_t task, uint64_t step) {
 void Program::run_instruction(int worker, int32_t index, uint64_t step) {
   const Instruction& ins = instructions_[static_cast<std::size_t>(index)];
   WorkerContext& context = contexts_[static_cast<std::size_t>(worker)];
-  auto& claims = claims_[static_cast<std::size_t>(index)].value;
   bool prologue_done = false;
   InstructionProfile* stats =
       profiling_ ? &profile_[static_cast<std::size_t>(worker)][static_cast<std::size_t>(index)]
                  : nullptr;
-  for (;;) {
-    auto task = static_cast<int64_t>(claims.fetch_add(1, std::memory_order_relaxed));
-    if (task >= ins.tasks) return;
-    uint64_t start = stats != nullptr ? now_ns() : 0;
-    wait_for(ins, task, step, context.spin_rounds);
-    uint64_t ready = stats != nullptr ? now_ns() : 0;
-    if (!prologue_done) {
-      run_prologue(ins, *this, context);
-      prologue_done = true;
-    }
-    run_task(ins, task, *this, context);
-    complete(index, task, step);
-    if (stats != nullptr) {
-      uint64_t end = now_ns();
-      stats->tasks += 1;
-      stats->wait_ns += ready - start;
-      stats->busy_ns += end - ready;
+  // Each worker owns one contiguous segment of the tasks and claims it front to back, so that the
+  // weight rows it streams continue where its last task ended and the kernel's prefetch of the
+  // next rows lands in its own next task (a single counter dealt the tasks out in turn, and each
+  // task began with a cold block). Then it claims from the other segments in turn: a worker that
+  // is late, preempted or sitting out leaves its segment to the others.
+  for (int offset = 0; offset < workers_; ++offset) {
+    const int segment = (worker + offset) % workers_;
+    const int64_t begin = ins.tasks * segment / workers_;
+    const int64_t end = ins.tasks * (segment + 1) / workers_;
+    auto& claims = claims_[static_cast<std::size_t>(index) * static_cast<std::size_t>(workers_) +
+                           static_cast<std::size_t>(segment)]
+                       .value;
+    for (;;) {
+      int64_t task = begin + static_cast<int64_t>(claims.fetch_add(1, std::memory_order_relaxed));
+      if (task >= end) break;
+      uint64_t start = stats != nullptr ? now_ns() : 0;
+      wait_for(ins, task, step, context.spin_rounds);
+      uint64_t ready = stats != nullptr ? now_ns() : 0;
+      if (!prologue_done) {
+        run_prologue(ins, *this, context);
+        prologue_done = true;
+      }
+      run_task(ins, task, *this, context);
+      complete(index, task, step);
+      if (stats != nullptr) {
+        uint64_t end_ns = now_ns();
+        stats->tasks += 1;
+        stats->wait_ns += ready - start;
+        stats->busy_ns += end_ns - ready;
+      }
     }
   }
 }

@@ -128,6 +128,9 @@ class Program {
   bool satisfied(const Dependency& dependency, uint64_t step) const;
   void wait_for(const Instruction& ins, int64_t task, uint64_t step, int spin_rounds);
   void complete(int32_t index, int64_t task, uint64_t step);
+  std::size_t claim_counters() const {
+    return instructions_.size() * static_cast<std::size_t>(workers_);
+  }
 
   std::vector<Instruction> instructions_;
   std::vector<float*> buffers_;
@@ -140,7 +143,8 @@ class Program {
   std::vector<std::size_t> first_task_;              // index of instruction i's task 0 in stamps_
   std::unique_ptr<std::atomic<uint64_t>[]> stamps_;  // step in which each task last completed
   std::unique_ptr<Counter[]> done_;                  // tasks completed, over all steps
-  std::unique_ptr<Counter[]> claims_;                // tasks claimed in the current step
+  // Tasks claimed in the current step, per [instruction][segment]: one segment per worker.
+  std::unique_ptr<Counter[]> claims_;
   uint64_t steps_run_ = 0;
 
   std::vector<std::unique_ptr<float[], void (*)(float*)>> scratch_;

@@ -93,10 +93,11 @@ TEST(Executors, AreChosenInOnePlace) {
   EXPECT_THROW(make_executor(ExecutorKind::kReference, 1), Error);
 }
 
-// Consumer task t reads only producer task t. Producer task 1 does not finish until consumer
+// Both consumer tasks read only producer task 0. Producer task 1 does not finish until consumer
 // task 0 has run, so a consumer that waited for the whole producer (a chain) would never start:
-// the program must complete, on every team size that can run both at once. The wait is bounded
-// so that a regression fails instead of hanging.
+// the program must complete, on every team size that can run both at once, whichever worker is
+// stuck in producer task 1 and wherever the others start claiming. The wait is bounded so that a
+// regression fails instead of hanging.
 TEST(CpuExecutor, ATaskWaitsOnlyForTheProducerTilesItReads) {
   for (int threads : {2, 3}) {
     std::atomic<bool> consumer_ran{false};
@@ -116,22 +117,58 @@ TEST(CpuExecutor, ATaskWaitsOnlyForTheProducerTilesItReads) {
       }
     }));
     Instruction consume = family("consume", 2, [&](int64_t t, WorkerContext&) {
-      consumed[static_cast<std::size_t>(t)] = produced[static_cast<std::size_t>(t)] * 2;
+      consumed[static_cast<std::size_t>(t)] = produced[0] * 2 + t;
       if (t == 0) consumer_ran = true;
     });
-    consume.task_waits = {{{0, 0, 1}}, {{0, 1, 2}}};
+    consume.task_waits = {{{0, 0, 1}}, {{0, 0, 1}}};
     list.push_back(std::move(consume));
     Program program(std::move(list), {}, threads, 1);
     CpuExecutor executor(threads);
     executor.run(program);
     EXPECT_FALSE(timed_out) << threads << " threads: consumer task 0 waited for producer task 1";
-    EXPECT_EQ(consumed, (std::vector<int64_t>{20, 22}));
+    EXPECT_EQ(consumed, (std::vector<int64_t>{20, 21}));
   }
 }
 
+// A worker claims its own contiguous segment of an instruction's tasks first (so that the weight
+// rows it streams continue from task to task), not the lowest unclaimed task. Task 0 does not
+// finish until another worker has run a task, so whoever runs first besides it shows where it
+// started: worker 1 of two starts at the middle, task 4 of 8 (a single counter would give it
+// task 1). The worker that ran task 0 shows nothing: it may have been worker 1, after its own
+// segment.
+TEST(CpuExecutor, EachWorkerStartsOnItsOwnSegment) {
+  constexpr int64_t kTasks = 8;
+  std::vector<int64_t> first_task(2, -1);
+  std::atomic<int64_t> ran_besides_zero{0};
+  std::atomic<bool> timed_out{false};
+  std::vector<Instruction> list;
+  list.push_back(family("segments", kTasks, [&](int64_t t, WorkerContext& c) {
+    auto w = static_cast<std::size_t>(c.worker);
+    if (first_task[w] < 0) first_task[w] = t;
+    if (t != 0) {
+      ran_besides_zero.fetch_add(1);
+      return;
+    }
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (ran_besides_zero.load() == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        timed_out = true;
+        return;
+      }
+      std::this_thread::yield();
+    }
+  }));
+  Program program(std::move(list), {}, 2, 1);
+  CpuExecutor executor(2);
+  executor.run(program);
+  EXPECT_FALSE(timed_out);
+  EXPECT_EQ(first_task[1], kTasks / 2);
+}
+
 // Tasks are claimed, not assigned: while one worker is stuck in a task the other takes the rest
-// of the instruction. Task 0 does not finish until every other task has (bounded: a static split,
-// which leaves half of the tasks to the stuck worker, fails on the time-out instead of hanging).
+// of the instruction, its segment included. Task 0 does not finish until every other task has
+// (bounded: a static split, which leaves the stuck worker's segment to it, fails on the time-out
+// instead of hanging).
 TEST(CpuExecutor, AStalledWorkerLeavesItsShareToTheOthers) {
   constexpr int64_t kTasks = 64;
   std::vector<int> ran_by(kTasks, -1);
@@ -157,7 +194,7 @@ TEST(CpuExecutor, AStalledWorkerLeavesItsShareToTheOthers) {
   CpuExecutor executor(2);
   executor.run(program);
   EXPECT_FALSE(timed_out) << "the stalled worker's share waited for it";
-  EXPECT_EQ(std::count(ran_by.begin(), ran_by.end(), ran_by[0]), 1);
+  EXPECT_EQ(std::count(ran_by.begin(), ran_by.end(), -1), 0);
 }
 
 // A scripted run queue: worker w waited half of each 10 ms step while contended[w] is set.
