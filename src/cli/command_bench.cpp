@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <memory>
@@ -34,6 +35,7 @@ struct BenchOptions {
   std::vector<std::string> executors = {"mega", "ops"};
   int threads = 0;
   double seconds = 1.5;
+  int rounds = 3;  // interleaved: each re-measures the bandwidth, then every (executor, rows)
   int64_t prompt_tokens = 16;
   int64_t prefill_tokens = 128;
   int64_t context = 1024;
@@ -64,6 +66,52 @@ struct DecodeFigure {
   double step_ms() const { return seconds / static_cast<double>(steps) * 1e3; }
 };
 
+// One (executor, rows) pair: its rounds, each timed right after that round's bandwidth pass, and
+// their sum.
+struct DecodeSeries {
+  DecodeFigure total;
+  std::vector<DecodeFigure> rounds;
+};
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  std::size_t mid = values.size() / 2;
+  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+}
+
+// Rounds of the machine's read bandwidth and of every decode measurement in turn: on a shared
+// machine the bandwidth drifts by tens of percent within a minute, so a figure is only compared
+// with the bandwidth (or the other executor) measured next to it, and the medians over rounds are
+// reported.
+struct DecodeRounds {
+  std::vector<double> bandwidth;  // per round, all threads
+  std::vector<DecodeSeries> series;
+  double step_bytes = 0;
+
+  double fraction(const DecodeFigure& f, std::size_t round) const {
+    return step_bytes / (f.step_ms() / 1e3) / bandwidth[round];
+  }
+  std::vector<double> fractions(const DecodeSeries& s) const {
+    std::vector<double> out;
+    for (std::size_t r = 0; r < s.rounds.size(); ++r) out.push_back(fraction(s.rounds[r], r));
+    return out;
+  }
+  const DecodeSeries* find(const std::string& executor, int rows) const {
+    for (const DecodeSeries& s : series) {
+      if (s.total.executor == executor && s.total.rows == rows) return &s;
+    }
+    return nullptr;
+  }
+  // a's speed over b's, per round.
+  static std::vector<double> ratios(const DecodeSeries& a, const DecodeSeries& b) {
+    std::vector<double> out;
+    for (std::size_t r = 0; r < a.rounds.size(); ++r) {
+      out.push_back(a.rounds[r].tokens_per_second() / b.rounds[r].tokens_per_second());
+    }
+    return out;
+  }
+};
+
 double since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
@@ -85,7 +133,7 @@ std::vector<int32_t> synthetic_prompt(int64_t length, int64_t vocab, int seed) {
 // Decode steps of `rows` independent sequences for about `seconds` (sequences that fill their
 // context are refilled outside the timed region).
 DecodeFigure measure_decode(LanguageModel& model, const BenchOptions& options, int rows,
-                            const std::string& executor) {
+                            const std::string& executor, double seconds) {
   std::vector<std::unique_ptr<SequenceState>> sequences;
   std::vector<SequenceState*> states;
   std::vector<float> logits;
@@ -104,7 +152,7 @@ DecodeFigure measure_decode(LanguageModel& model, const BenchOptions& options, i
   }
   DecodeFigure figure{executor, rows, 0, 0};
   for (int warm = 0; warm < 2; ++warm) model.decode(states, tokens, logits);
-  while (figure.steps < 3 || figure.seconds < options.seconds) {
+  while (figure.steps < 3 || figure.seconds < seconds) {
     if (states[0]->position() + 1 >= states[0]->capacity()) {
       for (int r = 0; r < rows; ++r) refill(r);
     }
@@ -224,30 +272,47 @@ int run_bench(const BenchOptions& options) {
   std::unique_ptr<LanguageModel> model = open_model(options, name);
   double load_seconds = since(load_start);
   int threads = options.threads > 0 ? options.threads : ThreadPool::hardware_threads();
-  // 1 GiB: beyond any last-level cache, as the weights of a real model are.
-  double bandwidth = kernels::measure_read_bandwidth(threads, std::size_t{1} << 30, 0.5);
-  double bandwidth_one = kernels::measure_read_bandwidth(1, std::size_t{1} << 30, 0.3);
-  double step_bytes = static_cast<double>(model->decode_weight_bytes());
-
-  std::vector<DecodeFigure> figures;
-  std::vector<std::string> profiles;
+  DecodeRounds measured;
+  measured.step_bytes = static_cast<double>(model->decode_weight_bytes());
   for (const std::string& executor : options.executors) {
     if (!model->set_executor(parse_executor(executor))) {
       fail("--executors: {} has no '{}' executor", name, executor);
     }
-    for (int rows : options.rows) {
-      figures.push_back(measure_decode(*model, options, rows, executor));
-      program::Program* program = executor == "reference" ? nullptr : model->decode_program(rows);
-      if (!options.profile || program == nullptr) continue;
-      // A separate pass: the clock reads around every task must not touch the figures above.
-      program->reset_profile();
-      program->set_profiling(true);
-      (void)measure_decode(*model, options, rows, executor);
-      program->set_profiling(false);
-      profiles.push_back(
-          fmt::format("profile: {} executor, {} row(s)\n{}", executor, rows,
-                      format_profile(*program, bandwidth, figures.back().step_ms() / 1e3)));
+    for (int rows : options.rows)
+      measured.series.push_back({DecodeFigure{executor, rows, 0, 0}, {}});
+  }
+  // 1 GiB: beyond any last-level cache, as the weights of a real model are.
+  constexpr std::size_t kBandwidthBytes = std::size_t{1} << 30;
+  double bandwidth_one = kernels::measure_read_bandwidth(1, kBandwidthBytes, 0.3);
+  for (int round = 0; round < options.rounds; ++round) {
+    measured.bandwidth.push_back(kernels::measure_read_bandwidth(threads, kBandwidthBytes, 0.3));
+    for (DecodeSeries& series : measured.series) {
+      model->set_executor(parse_executor(series.total.executor));
+      DecodeFigure f = measure_decode(*model, options, series.total.rows, series.total.executor,
+                                      options.seconds / options.rounds);
+      series.rounds.push_back(f);
+      series.total.steps += f.steps;
+      series.total.seconds += f.seconds;
     }
+  }
+  const double bandwidth = median(measured.bandwidth);
+  const double step_bytes = measured.step_bytes;
+
+  std::vector<std::string> profiles;
+  for (const DecodeSeries& series : measured.series) {
+    const std::string& executor = series.total.executor;
+    const int rows = series.total.rows;
+    program::Program* program = executor == "reference" ? nullptr : model->decode_program(rows);
+    if (!options.profile || program == nullptr) continue;
+    // A separate pass: the clock reads around every task must not touch the figures above.
+    model->set_executor(parse_executor(executor));
+    program->reset_profile();
+    program->set_profiling(true);
+    (void)measure_decode(*model, options, rows, executor, options.seconds / options.rounds);
+    program->set_profiling(false);
+    profiles.push_back(
+        fmt::format("profile: {} executor, {} row(s)\n{}", executor, rows,
+                    format_profile(*program, bandwidth, series.total.step_ms() / 1e3)));
   }
   model->set_executor(ExecutorKind::kMega);
   auto prefill_state = model->new_sequence(std::max(options.context, options.prefill_tokens + 1));
@@ -267,6 +332,7 @@ int run_bench(const BenchOptions& options) {
         {"matmul_inputs", options.matmul_inputs},
         {"load_seconds", load_seconds},
         {"read_bandwidth_bytes_per_s", bandwidth},
+        {"read_bandwidth_bytes_per_s_per_round", measured.bandwidth},
         {"read_bandwidth_one_thread_bytes_per_s", bandwidth_one},
         {"decode_weight_bytes_per_step", step_bytes},
         {"prefill_tokens", options.prefill_tokens},
@@ -275,15 +341,17 @@ int run_bench(const BenchOptions& options) {
         {"weight_bytes", model->weight_bytes()},
         {"live_state_bytes", prefill_state->bytes()}};
     nlohmann::ordered_json decode = nlohmann::ordered_json::array();
-    for (const DecodeFigure& f : figures) {
-      double gbs = step_bytes / (f.step_ms() / 1e3);
+    for (const DecodeSeries& series : measured.series) {
+      const DecodeFigure& f = series.total;
+      std::vector<double> fractions = measured.fractions(series);
       decode.push_back({{"executor", f.executor},
                         {"rows", f.rows},
                         {"steps", f.steps},
                         {"tokens_per_s", f.tokens_per_second()},
                         {"step_ms", f.step_ms()},
-                        {"weight_bytes_per_s", gbs},
-                        {"fraction_of_bandwidth", gbs / bandwidth}});
+                        {"weight_bytes_per_s", step_bytes / (f.step_ms() / 1e3)},
+                        {"fraction_of_bandwidth", median(fractions)},
+                        {"fraction_of_bandwidth_per_round", fractions}});
     }
     out["decode"] = decode;
     if (!spec.empty()) out["speculative"] = speculation_json(spec);
@@ -298,25 +366,34 @@ int run_bench(const BenchOptions& options) {
              fmt::join(options.executors, ", "));
   fmt::print("threads    {}\n", threads);
   if (options.matmul_inputs != "f32") fmt::print("matmul     {} inputs\n", options.matmul_inputs);
-  fmt::print("bandwidth  {:.2f} GB/s read with {} threads ({:.2f} GB/s with 1), measured now\n",
-             bandwidth / 1e9, threads, bandwidth_one / 1e9);
+  fmt::print(
+      "bandwidth  {:.2f} GB/s read with {} threads (median of {} rounds, {:.2f}-{:.2f}; {:.2f} "
+      "GB/s "
+      "with 1), measured now\n",
+      bandwidth / 1e9, threads, options.rounds,
+      *std::min_element(measured.bandwidth.begin(), measured.bandwidth.end()) / 1e9,
+      *std::max_element(measured.bandwidth.begin(), measured.bandwidth.end()) / 1e9,
+      bandwidth_one / 1e9);
   fmt::print("weights    {:.3f} GB streamed per decode step\n\n", step_bytes / 1e9);
-  fmt::print("{:<9} {:>4} {:>10} {:>10} {:>9} {:>12}\n", "executor", "rows", "tok/s", "step ms",
-             "GB/s", "of bandwidth");
-  for (const DecodeFigure& f : figures) {
-    double gbs = step_bytes / (f.step_ms() / 1e3);
-    fmt::print("{:<9} {:>4} {:>10.1f} {:>10.3f} {:>9.2f} {:>11.1f}%\n", f.executor, f.rows,
-               f.tokens_per_second(), f.step_ms(), gbs / 1e9, 100 * gbs / bandwidth);
+  // "of bandwidth": the median over rounds of each round's fraction, with their range.
+  fmt::print("{:<9} {:>4} {:>10} {:>10} {:>9} {:>12}  {}\n", "executor", "rows", "tok/s", "step ms",
+             "GB/s", "of bandwidth", "rounds");
+  for (const DecodeSeries& series : measured.series) {
+    const DecodeFigure& f = series.total;
+    std::vector<double> fractions = measured.fractions(series);
+    fmt::print("{:<9} {:>4} {:>10.1f} {:>10.3f} {:>9.2f} {:>11.1f}%  {:.0f}-{:.0f}%\n", f.executor,
+               f.rows, f.tokens_per_second(), f.step_ms(), step_bytes / (f.step_ms() / 1e3) / 1e9,
+               100 * median(fractions), 100 * *std::min_element(fractions.begin(), fractions.end()),
+               100 * *std::max_element(fractions.begin(), fractions.end()));
   }
   for (int rows : options.rows) {
-    const DecodeFigure *mega = nullptr, *ops = nullptr;
-    for (const DecodeFigure& f : figures) {
-      if (f.rows == rows && f.executor == "mega") mega = &f;
-      if (f.rows == rows && f.executor == "ops") ops = &f;
-    }
+    const DecodeSeries* mega = measured.find("mega", rows);
+    const DecodeSeries* ops = measured.find("ops", rows);
     if (mega && ops) {
-      fmt::print("mega / ops at {} rows: {:.2f}x\n", rows,
-                 mega->tokens_per_second() / ops->tokens_per_second());
+      std::vector<double> ratios = DecodeRounds::ratios(*mega, *ops);
+      fmt::print("mega / ops at {} rows: {:.2f}x (median of per-round ratios, {:.2f}-{:.2f})\n",
+                 rows, median(ratios), *std::min_element(ratios.begin(), ratios.end()),
+                 *std::max_element(ratios.begin(), ratios.end()));
     }
   }
   fmt::print("\nprefill    {} tokens in {:.1f} ms: {:.1f} tok/s (chunked reference forward)\n",
@@ -355,8 +432,14 @@ CommandAction add_bench_command(CLI::App& app) {
       ->delimiter(',')
       ->check(CLI::IsMember({"mega", "ops", "reference"}));
   sub->add_option("-t,--threads", options->threads, "Worker threads (default: all cores)");
-  sub->add_option("--seconds", options->seconds, "Time per measurement")
+  sub->add_option("--seconds", options->seconds,
+                  "Time per measurement (executor and batch size), over all rounds")
       ->check(CLI::Range(0.05, 60.0));
+  sub->add_option("--rounds", options->rounds,
+                  "Interleaved rounds: each measures the read bandwidth, then every executor and "
+                  "batch size for --seconds / rounds; fractions of the bandwidth and executor "
+                  "ratios are medians of the per-round figures")
+      ->check(CLI::Range(1, 20));
   sub->add_option("--prefill-tokens", options->prefill_tokens,
                   "Prompt length for the prefill figure")
       ->check(CLI::Range(1, 65536));
