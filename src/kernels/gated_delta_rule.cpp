@@ -10,6 +10,9 @@ namespace md::kernels {
 
 namespace {
 
+constexpr int64_t kPrefetchRows = 16;
+constexpr int64_t kFloatsPerLine = 64 / sizeof(float);
+
 // y[v] = Σ_k S[v][k] x[k]
 void state_times(const float* state, int64_t dv, int64_t dk, const float* x, float* y) {
   for (int64_t v = 0; v < dv; ++v) y[v] = dot_f32(state + v * dk, x, dk);
@@ -22,6 +25,11 @@ void recurrent_row(float* state, int64_t dv, int64_t dk, const float* q, const f
   float decay = std::exp(g);
   for (int64_t r = 0; r < dv; ++r) {
     float* row = state + r * dk;
+    // Ask for the row kPrefetchRows ahead (past the last row: the next head's matrix, which
+    // follows in memory): each row's dot products form a dependency chain that leaves the
+    // memory system idle unless the next rows are already on their way.
+    const float* ahead = row + kPrefetchRows * dk;
+    for (int64_t c = 0; c < dk; c += kFloatsPerLine) __builtin_prefetch(ahead + c, 1, 3);
     for (int64_t c = 0; c < dk; ++c) row[c] *= decay;
     float delta = beta * (v[r] - dot_f32(row, k, dk));
     for (int64_t c = 0; c < dk; ++c) row[c] += delta * k[c];
