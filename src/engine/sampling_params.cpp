@@ -22,7 +22,7 @@ void SamplingParams::validate() const {
   // request is almost certainly a mistake. The server narrows this to OpenAI's range at its edge.
   require_closed("temperature", temperature, 0.0f, 100.0f);
   if (top_k < -1) md::fail("top_k must be >= 0 (0 or -1 = off), got {}", top_k);
-  if (!(top_p > 0.0f && top_p <= 1.0f)) md::fail("top_p must be in (0, 1], got {}", top_p);
+  require_closed("top_p", top_p, 0.0f, 1.0f);
   require_closed("min_p", min_p, 0.0f, 1.0f);
   require_closed("presence_penalty", presence_penalty, -2.0f, 2.0f);
   require_closed("frequency_penalty", frequency_penalty, -2.0f, 2.0f);
@@ -35,7 +35,9 @@ void SamplingParams::validate() const {
 }
 
 bool SamplingParams::greedy() const {
-  return temperature < kGreedyTemperature || top_k == 1;
+  // top_p 0 keeps the smallest set of tokens whose mass reaches 0: the top token alone (the API
+  // contract's reading; OpenAI accepts 0).
+  return temperature < kGreedyTemperature || top_k == 1 || top_p == 0.0f;
 }
 
 }  // namespace md::engine

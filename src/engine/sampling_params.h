@@ -23,7 +23,7 @@ struct SamplingParams {
 
   // Throws md::Error naming the first out-of-range field and its allowed range.
   void validate() const;
-  // True when the result is the argmax whatever the draw: temperature ~0, or top_k == 1.
+  // True when the result is the argmax whatever the draw: temperature ~0, top_k == 1 or top_p 0.
   bool greedy() const;
   // True when top-k truncation applies (0 and -1 both mean off).
   bool top_k_enabled() const { return top_k > 0; }

@@ -4,6 +4,8 @@
 
 #include <utility>
 
+#include "base/log.h"
+
 namespace md::server {
 namespace {
 
@@ -177,8 +179,18 @@ ApiError unavailable(Unavailable reason) {
 }
 
 ApiError internal_error(std::string_view cause) {
-  return ApiError(500, "server_error", "internal_error", std::nullopt,
-                  fmt::format("Internal server error: {}", cause));
+  ApiError error(500, "server_error", "internal_error", std::nullopt, "Internal server error.");
+  error.detail = std::string(cause);
+  return error;
+}
+
+ApiError with_request_id(ApiError error, std::string_view request_id) {
+  if (error.detail.empty()) return error;
+  log::error("request {}: internal error: {}", request_id, error.detail);
+  error.message = fmt::format(
+      "Internal server error (request id {}); the server's log has the cause.", request_id);
+  error.detail.clear();
+  return error;
 }
 
 }  // namespace md::server

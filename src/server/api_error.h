@@ -31,6 +31,9 @@ class ApiError : public std::exception {
   std::string message;
   // Seconds for a Retry-After header: set on the retryable statuses (429 and 503, §9).
   std::optional<int> retry_after_seconds;
+  // The cause of an internal error: logged with the request id, never sent (it may hold paths
+  // or other details of the server's machine).
+  std::string detail;
 };
 
 // ---- 400 invalid_request_error: field validation (§2.1) ----
@@ -82,7 +85,12 @@ ApiError queue_full(std::size_t queue_limit);   // 429, Retry-After: 1
 enum class Unavailable { kModelLoading, kShuttingDown, kEngineFailed };
 ApiError unavailable(Unavailable reason);  // 503, Retry-After: 5
 
-// 500 server_error "Internal server error: <cause>". Never for a client mistake.
+// 500 server_error "Internal server error." with `cause` kept as the detail; never for a client
+// mistake. with_request_id() finishes it before it is sent.
 ApiError internal_error(std::string_view cause);
+
+// For an internal error: logs its detail under `request_id` and names the id in the message, so
+// that a user can report it and an operator find the cause. Other errors pass unchanged.
+ApiError with_request_id(ApiError error, std::string_view request_id);
 
 }  // namespace md::server

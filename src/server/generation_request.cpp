@@ -234,7 +234,10 @@ Json parse_content(const FieldReader& message, bool null_allowed) {
   const std::string path = message.path("content");
   const Json* content = message.find("content");
   if (content == nullptr) {
-    if (null_allowed) return nullptr;
+    // An assistant turn that only calls tools (LangChain's tool loop sends "content": null)
+    // reaches the template as "", as vLLM passes it: templates written for strings concatenate
+    // it (SmolLM2's fails on none), and those that test it treat "" as they treat none.
+    if (null_allowed) return "";
     throw missing_required(path);
   }
   if (content->is_string()) return *content;

@@ -24,8 +24,9 @@ ApiError error_for(const std::string& engine_error) {
 }
 
 // An in-band error after the stream started (§9): the error object as an event.
-nlohmann::ordered_json in_band_error(const std::string& engine_error) {
-  ApiError error = error_for(engine_error);
+nlohmann::ordered_json in_band_error(const std::string& engine_error,
+                                     const std::string& request_id) {
+  ApiError error = with_request_id(error_for(engine_error), request_id);
   nlohmann::ordered_json body = error.body();
   if (error.status == 503) {
     body["error"]["type"] = "server_error";
@@ -37,6 +38,7 @@ nlohmann::ordered_json in_band_error(const std::string& engine_error) {
 struct StreamState {
   std::shared_ptr<RequestRun> run;
   std::shared_ptr<ResponseFormatter> formatter;
+  std::string request_id;  // X-Request-Id, for an in-band internal error
   bool include_usage = false;
   bool opened = false;
   Clock::time_point last_write = Clock::now();
@@ -68,7 +70,7 @@ bool stream_step(httplib::DataSink& sink, StreamState& state) {
   for (ChoiceUpdate& update : updates) {
     if (update.error) {
       state.run->cancel("error");
-      (void)write(sink, state, sse_event(in_band_error(*update.error)));
+      (void)write(sink, state, sse_event(in_band_error(*update.error, state.request_id)));
       (void)write(sink, state, "data: [DONE]\n\n");
       sink.done();
       return true;
@@ -176,6 +178,7 @@ void respond(ServerContext&, const httplib::Request&, httplib::Response& res,
   state->run = std::move(run);
   state->formatter = std::move(formatter);
   state->include_usage = include_usage;
+  state->request_id = res.get_header_value("X-Request-Id");
   res.set_header("Cache-Control", "no-cache");
   res.set_header("Connection", "keep-alive");
   res.set_header("X-Accel-Buffering", "no");

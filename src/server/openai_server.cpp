@@ -101,8 +101,8 @@ void run_handler(ServerContext& context, Handler handler, const httplib::Request
   } catch (const ApiError& e) {
     send_error(res, e);
   } catch (const std::exception& e) {
-    log::error("{} {}: {}", req.method, req.path, e.what());
-    send_error(res, internal_error(e.what()));
+    // send_error logs the cause with the request id; the client sees only the id.
+    send_error(res, internal_error(fmt::format("{} {}: {}", req.method, req.path, e.what())));
   }
 }
 

@@ -67,11 +67,18 @@ double as_number(const Json& value, std::string_view param) {
 }
 
 double as_number(const Json& value, std::string_view param, const NumberRule& rule) {
+  auto within = [&rule](double d) {
+    const bool above_min = rule.min_exclusive ? d > rule.min : d >= rule.min;
+    return above_min && d <= rule.max;  // written so that an infinite value (1e400) fails too
+  };
   const double d = as_number(value, param);
-  const bool above_min = rule.min_exclusive ? d > rule.min : d >= rule.min;
-  // Written so that an infinite value (1e400) fails too.
-  if (!(above_min && d <= rule.max)) throw invalid_value(param, rule.text);
-  return d;
+  if (!within(d)) throw invalid_value(param, rule.text);
+  // The engine holds these as float: check the value it will see (1e-46 is 0 as a float, which
+  // is outside "greater than 0"). The bounds are well inside float's range, so the conversion
+  // of a value within them is defined.
+  const double as_float = static_cast<float>(d);
+  if (!within(as_float)) throw invalid_value(param, rule.text);
+  return as_float;
 }
 
 const Json& as_object(const Json& value, std::string_view param) {

@@ -58,6 +58,7 @@ const std::string& as_string(const Json& value, std::string_view param);
 bool as_bool(const Json& value, std::string_view param);
 int64_t as_integer(const Json& value, std::string_view param, const IntegerRule& rule);
 double as_number(const Json& value, std::string_view param);
+// Within the rule both as given and as the float the engine holds; returns the float's value.
 double as_number(const Json& value, std::string_view param, const NumberRule& rule);
 const Json& as_object(const Json& value, std::string_view param);
 const Json& as_array(const Json& value, std::string_view param);

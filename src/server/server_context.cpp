@@ -59,7 +59,7 @@ void send_error(httplib::Response& res, const ApiError& error) {
   if (error.retry_after_seconds) {
     res.set_header("Retry-After", std::to_string(*error.retry_after_seconds));
   }
-  send_json(res, error.body(), error.status);
+  send_json(res, with_request_id(error, res.get_header_value("X-Request-Id")).body(), error.status);
 }
 
 std::string random_id(const std::string& prefix) {

@@ -100,7 +100,8 @@ std::optional<ChatTemplate> ChatTemplate::load(const std::string& model_dir) {
     origin = processor_path;
   }
   if (!source) return std::nullopt;
-  ChatTemplate result(*source, origin);
+  // Named by file, not path: the name appears in rendering errors, which reach API clients.
+  ChatTemplate result(*source, fs::path(origin).filename().string());
   result.set_special_tokens(special_token(config, "bos_token"), special_token(config, "eos_token"));
   return result;
 }

@@ -1,5 +1,7 @@
 #include "text/tokenizer_gguf.h"
 
+#include <filesystem>
+
 #include "base/error.h"
 #include "text/byte_level.h"
 #include "text/tokenizer_hf.h"
@@ -96,7 +98,9 @@ std::unique_ptr<Tokenizer> build_gguf_tokenizer(GgufTokenizerData data) {
 
 std::optional<ChatTemplate> build_gguf_chat_template(const GgufTokenizerData& data) {
   if (data.chat_template.empty()) return std::nullopt;
-  ChatTemplate tmpl(data.chat_template, data.origin + ":tokenizer.chat_template");
+  // Named by file, not path: the name appears in rendering errors, which reach API clients.
+  ChatTemplate tmpl(data.chat_template, std::filesystem::path(data.origin).filename().string() +
+                                            ":tokenizer.chat_template");
   const auto token = [&](const std::optional<std::int32_t>& id) -> std::optional<std::string> {
     if (!id || *id < 0 || static_cast<std::size_t>(*id) >= data.tokens.size()) return std::nullopt;
     return data.tokens[static_cast<std::size_t>(*id)];

@@ -2828,7 +2828,11 @@ def test_fault_mid_stream_is_in_band_error(fault_server, path):
     assert error["error"]["type"] == "server_error"
     assert error["error"]["code"] == "internal_error"
     assert error["error"]["param"] is None
-    assert error["error"]["message"].startswith("Internal server error: ")
+    # The client gets the request id, the server's log the cause under it.
+    request_id = r.headers["x-request-id"]
+    assert error["error"]["message"] == (f"Internal server error (request id {request_id}); "
+                                         "the server's log has the cause.")
+    assert f"request {request_id}: internal error:" in fault_server.output()
     for p in payloads[:-1]:  # no finish chunk for the cancelled choice
         assert all(c.get("finish_reason") is None for c in p["choices"])
 
@@ -2837,7 +2841,10 @@ def test_fault_non_streaming_is_500(fault_server):
     r = httpx.post(fault_server.url + CHAT, json=chat_body(max_tokens=20, ignore_eos=True),
                    timeout=30)
     error = assert_error(r, 500, "internal_error", param=None, type_="server_error")
-    assert error["message"].startswith("Internal server error: ")
+    request_id = r.headers["x-request-id"]
+    assert error["message"] == (f"Internal server error (request id {request_id}); "
+                                "the server's log has the cause.")
+    assert f"request {request_id}: internal error:" in fault_server.output()
 
 
 def test_fault_counts_as_error(fault_server):

@@ -98,6 +98,15 @@ TEST(SamplerGreedy, TopKOneIsArgmaxAtAnyTemperature) {
   }
 }
 
+// top_p 0 keeps only the top token (the API contract), at any temperature.
+TEST(SamplerGreedy, TopPZeroIsArgmaxAtAnyTemperature) {
+  const auto logits = random_logits(1000, 3);
+  const int32_t best = Sampler::argmax(logits);
+  for (int32_t token : sample_run({.temperature = 2.0f, .top_p = 0.0f}, logits, 11, 50)) {
+    EXPECT_EQ(token, best);
+  }
+}
+
 TEST(SamplerGreedy, ArgmaxTreatsNaNAsNegativeInfinity) {
   EXPECT_EQ(Sampler::argmax(std::vector<float>{kNaN, 1.0f, kNaN, 2.0f, kNaN}), 3);
   EXPECT_EQ(Sampler::argmax(std::vector<float>{kNaN, -kInf, 5.0f}), 2);
@@ -173,7 +182,7 @@ TEST(SamplerPenalties, AreAppliedBeforeGreedySelection) {
 }
 
 TEST(SamplerErrors, RejectsBadInputs) {
-  EXPECT_THROW(Sampler({.top_p = 0.0f}, 10, 1), md::Error);
+  EXPECT_THROW(Sampler({.top_p = -1.0f}, 10, 1), md::Error);
   EXPECT_THROW(Sampler({}, 0, 1), md::Error);
   Sampler sampler({}, 10, 1);
   EXPECT_THROW(sampler.observe_prompt(std::vector<int32_t>{1, 10}), md::Error);

@@ -44,7 +44,7 @@ TEST(SamplingParams, EachOutOfRangeFieldIsNamedWithItsRange) {
   EXPECT_THAT(error_of({.temperature = 100.5f}), HasSubstr("temperature"));
   EXPECT_THAT(error_of({.temperature = nan}), HasSubstr("temperature"));
   EXPECT_THAT(error_of({.top_k = -2}), AllOf(HasSubstr("top_k"), HasSubstr(">= 0")));
-  EXPECT_THAT(error_of({.top_p = 0.0f}), AllOf(HasSubstr("top_p"), HasSubstr("(0, 1]")));
+  EXPECT_THAT(error_of({.top_p = -0.01f}), AllOf(HasSubstr("top_p"), HasSubstr("[0, 1]")));
   EXPECT_THAT(error_of({.top_p = 1.01f}), HasSubstr("top_p"));
   EXPECT_THAT(error_of({.min_p = -0.01f}), AllOf(HasSubstr("min_p"), HasSubstr("[0, 1]")));
   EXPECT_THAT(error_of({.min_p = 1.5f}), HasSubstr("min_p"));
@@ -65,6 +65,8 @@ TEST(SamplingParams, GreedyMeansTemperatureNearZeroOrTopKOne) {
   EXPECT_TRUE(SamplingParams{.temperature = 0.0f}.greedy());
   EXPECT_TRUE(SamplingParams{.temperature = 5e-6f}.greedy());
   EXPECT_TRUE((SamplingParams{.temperature = 1.0f, .top_k = 1}.greedy()));
+  EXPECT_TRUE((SamplingParams{.temperature = 1.0f, .top_p = 0.0f}.greedy()));
+  EXPECT_FALSE((SamplingParams{.temperature = 1.0f, .top_p = 1e-30f}.greedy()));
   EXPECT_FALSE(SamplingParams{.temperature = 1e-4f}.greedy());
   EXPECT_FALSE(SamplingParams{}.greedy());
 }

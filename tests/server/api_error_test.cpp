@@ -115,8 +115,15 @@ TEST(ApiError, TransportErrorsOfSection9) {
   expect_fields(request_too_large(16777216), 413, "invalid_request_error", "request_too_large",
                 std::nullopt, "Request body is larger than the limit of 16777216 bytes.");
   expect_fields(internal_error("device error"), 500, "server_error", "internal_error", std::nullopt,
-                "Internal server error: device error");
+                "Internal server error.");
   EXPECT_FALSE(internal_error("x").retry_after_seconds.has_value());
+  // The cause stays on the server: the body names the request id instead.
+  const ApiError sent = with_request_id(internal_error("/models/x.gguf: bad block"), "req-7");
+  EXPECT_EQ(sent.body().dump().find("/models"), std::string::npos);
+  EXPECT_EQ(sent.message,
+            "Internal server error (request id req-7); the server's log has the cause.");
+  EXPECT_EQ(with_request_id(invalid_value("x", "a number"), "req-7").message,
+            invalid_value("x", "a number").message);
   EXPECT_FALSE(invalid_json().retry_after_seconds.has_value());
 }
 

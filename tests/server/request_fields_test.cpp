@@ -56,9 +56,9 @@ TEST(ReadInteger, IntegersBeyondInt64AreOutOfRange) {
   // -9223372036854775809 parses to the double -2^63; so does -9.2233720368547758e18. They cannot
   // be told apart, and the out-of-range literal must be refused (spec §2.2 seed), so a float
   // equal to -2^63 is out of range too (an in-range INT64_MIN literal parses as an integer).
-  for (const char* json : {"9223372036854775808", "18446744073709551615", "18446744073709551616",
-                           "1e19", "-1e19", "9.3e18", "-9223372036854775809",
-                           "-9.2233720368547758e18"}) {
+  for (const char* json :
+       {"9223372036854775808", "18446744073709551615", "18446744073709551616", "1e19", "-1e19",
+        "9.3e18", "-9223372036854775809", "-9.2233720368547758e18"}) {
     EXPECT_EQ(status_of(json), IntegerStatus::kOutOfRange) << json;
   }
   // A double as large as 2^63 is integral, so this is a range error rather than a type error.
@@ -103,8 +103,12 @@ TEST(AsNumber, RulesAreInclusiveUnlessMarkedExclusive) {
   EXPECT_EQ(error_of([] { as_number(Json(-0.1), "p", kUnit); }).code, "invalid_value");
   EXPECT_EQ(error_of([] { as_number(Json(0), "r", kPositive); }).message,
             "Invalid value for 'r': expected a number greater than 0 and at most 2.");
-  EXPECT_EQ(as_number(Json(1e-9), "r", kPositive), 1e-9);
+  EXPECT_EQ(as_number(Json(1e-9), "r", kPositive), static_cast<double>(1e-9f));
   EXPECT_EQ(as_number(Json(2), "r", kPositive), 2.0);
+  // Checked as the float the engine holds: 1e-46 is 0 there.
+  EXPECT_EQ(error_of([] { as_number(Json(1e-46), "r", kPositive); }).message,
+            "Invalid value for 'r': expected a number greater than 0 and at most 2.");
+  EXPECT_EQ(as_number(Json(1e-46), "p", kUnit), 0.0);
   EXPECT_EQ(
       error_of([] { as_number(Json(std::numeric_limits<double>::infinity()), "p", kUnit); }).code,
       "invalid_value");

@@ -113,11 +113,12 @@ TEST(ChatRequest, EveryFieldIsRead) {
   EXPECT_EQ(r.model, "tiny-model");
   EXPECT_EQ(r.frequency_penalty, -2);
   EXPECT_EQ(r.presence_penalty, 2);
-  EXPECT_EQ(r.repetition_penalty, 1.1);
-  EXPECT_EQ(r.temperature, 0.7);
-  EXPECT_EQ(r.top_p, 0.9);
+  // Sampling numbers are read as the floats the engine holds.
+  EXPECT_EQ(r.repetition_penalty, 1.1f);
+  EXPECT_EQ(r.temperature, 0.7f);
+  EXPECT_EQ(r.top_p, 0.9f);
   EXPECT_EQ(r.top_k, 40);
-  EXPECT_EQ(r.min_p, 0.05);
+  EXPECT_EQ(r.min_p, 0.05f);
   EXPECT_EQ(r.max_tokens, 100);  // max_completion_tokens wins
   EXPECT_EQ(r.min_tokens, 3);
   EXPECT_EQ(r.n, 2);
@@ -482,9 +483,9 @@ TEST(ChatMessages, ContentForms) {
                          "missing_required_parameter", "messages[0].content"));
   }
   EXPECT_EQ(messages_of(R"([{"role":"assistant","content":null}])").dump(),
-            R"([{"role":"assistant","content":null}])");
+            R"([{"role":"assistant","content":""}])");
   EXPECT_EQ(messages_of(R"([{"role":"assistant"}])").dump(),
-            R"([{"role":"assistant","content":null}])");
+            R"([{"role":"assistant","content":""}])");
 }
 
 TEST(ChatMessages, OnlyTextPartsAreSupported) {  // §13 item 23
@@ -528,7 +529,7 @@ TEST(ChatMessages, AssistantToolCallsAreNormalised) {
       {"role":"tool","tool_call_id":"call_1","name":"f","content":"42","foo":1}])");
   EXPECT_EQ(
       m[1].dump(),
-      R"({"role":"assistant","content":null,"tool_calls":[)"
+      R"({"role":"assistant","content":"","tool_calls":[)"
       R"({"id":"call_1","type":"function","function":{"name":"f","arguments":{"b":1,"a":[2]}}},)"
       R"({"type":"function","function":{"name":"g","arguments":{"z":true,"y":null}}}]})");
   EXPECT_EQ(m[2].dump(), R"({"role":"tool","content":"42","tool_call_id":"call_1","name":"f"})");
