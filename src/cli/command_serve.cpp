@@ -45,7 +45,8 @@ void add_serve_flags(CLI::App& sub, ServeFlags& f) {
       ->check(CLI::Range(int64_t{1}, int64_t{4096}));
   sub.add_option("--max-body-bytes", o.max_body_bytes, "Largest request body (413 beyond)")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 32));
-  sub.add_option("--max-messages", o.max_messages, "Most chat messages per request");
+  sub.add_option("--max-messages", o.max_messages, "Most chat messages per request")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
   sub.add_option("--default-max-tokens", o.default_max_tokens,
                  "max_tokens when a request gives none (default: chat → the rest of the "
                  "context, completions → 16)");
@@ -57,11 +58,15 @@ void add_serve_flags(CLI::App& sub, ServeFlags& f) {
                  "Prompt tokens per prefill step between decode steps")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   sub.add_option("--shutdown-grace", o.shutdown_grace_seconds,
-                 "Seconds running requests get to finish after SIGTERM");
+                 "Seconds running requests get to finish after SIGTERM")
+      ->check(CLI::Range(0.0, 86400.0));
   sub.add_option("--http-threads", o.http_threads, "Connections served at once")
       ->check(CLI::Range(4, 4096));
-  sub.add_option("--read-timeout", o.read_timeout_seconds, "Seconds to wait for a request");
-  sub.add_option("--write-timeout", o.write_timeout_seconds, "Seconds a write may block");
+  // At least a second: 0 would close every connection before its request arrived.
+  sub.add_option("--read-timeout", o.read_timeout_seconds, "Seconds to wait for a request")
+      ->check(CLI::Range(1, 86400));
+  sub.add_option("--write-timeout", o.write_timeout_seconds, "Seconds a write may block")
+      ->check(CLI::Range(1, 86400));
   sub.add_option("--cors-origin", o.cors_origin, "Send CORS headers allowing this origin");
   sub.add_option("--tool-call-format", o.tool_call_format,
                  "Tool-call format the model writes (default: from the chat template)")
@@ -98,6 +103,11 @@ int serve(ServeFlags& f) {
   std::signal(SIGTERM, on_stop_signal);
   std::signal(SIGPIPE, SIG_IGN);  // a client that vanished mid-write is a failed write, not death
 
+  if (!server::is_loopback_host(f.server.host) && f.server.api_key.empty()) {
+    log::warn(
+        "listening on {} without --api-key: anyone who can reach this address can use the model",
+        f.server.host);
+  }
   std::string spec = model_spec(f.model);
   server::OpenAiServer server(f.server, server::BuildInfo{"0.1.0", MD_GIT_REVISION}, spec,
                               f.model.executor);

@@ -147,6 +147,8 @@ ResolvedModel resolve_model_source(const std::string& spec) {
         "file or org/name[@revision]",
         path);
   }
+  // A missing "model.gguf" is a missing file (also without a leading ./), not a directory.
+  if (fs::path(path).extension() == ".gguf") fail("no such GGUF file: {}", path);
   if (looks_like_path(spec)) fail("no such model directory: {}", path);
   return resolve_repo(parse_repo_spec(spec));
 }

@@ -45,6 +45,12 @@ ChatPrompt render_chat_prompt(const ChatPromptFields& fields, const ChatTemplate
     throw invalid_value_message(
         "messages", "This model has no chat template; use /v1/completions with a prompt.");
   }
+  if (!fields.tools.is_null() && !chat_template->takes_tools()) {
+    throw invalid_value_message(
+        "tools",
+        "This model's chat template does not use tools, so the model would never see them; send "
+        "the request without 'tools' (or with tool_choice 'none').");
+  }
   ChatTemplateOptions options;
   options.add_generation_prompt = fields.add_generation_prompt;
   options.tools = fields.tools;

@@ -26,12 +26,14 @@ json top_entry(const Tokenizer& tokenizer, int32_t id, float logprob) {
               {"bytes", token_bytes_json(tokenizer, id)}};
 }
 
-json logprob_content(const Tokenizer& tokenizer, const std::vector<engine::GeneratedToken>& tokens) {
+json logprob_content(const Tokenizer& tokenizer,
+                     const std::vector<engine::GeneratedToken>& tokens) {
   json content = json::array();
   for (const engine::GeneratedToken& t : tokens) {
     json entry = top_entry(tokenizer, t.id, t.logprob);
     json top = json::array();
-    for (const engine::TokenLogprob& alt : t.top) top.push_back(top_entry(tokenizer, alt.token, alt.logprob));
+    for (const engine::TokenLogprob& alt : t.top)
+      top.push_back(top_entry(tokenizer, alt.token, alt.logprob));
     entry["top_logprobs"] = std::move(top);
     content.push_back(std::move(entry));
   }
@@ -71,7 +73,8 @@ class ChatFormatter : public ResponseFormatter {
     auto emit = [&](json delta) {
       json lp = nullptr;
       if (logprobs_ && !c.pending_logprobs.empty()) {
-        lp = json{{"content", logprob_content(tokenizer_, c.pending_logprobs)}, {"refusal", nullptr}};
+        lp = json{{"content", logprob_content(tokenizer_, c.pending_logprobs)},
+                  {"refusal", nullptr}};
         c.pending_logprobs.clear();
       }
       out.push_back(chunk(choice_json(update.choice, std::move(delta), std::move(lp))));
@@ -80,7 +83,10 @@ class ChatFormatter : public ResponseFormatter {
     if (!d.content.empty()) emit(json{{"content", d.content}});
     for (const ToolCall& call : d.tool_calls) {
       json entry = tool_call_json(call);
-      entry = json{{"index", c.calls++}, {"id", entry["id"]}, {"type", "function"}, {"function", entry["function"]}};
+      entry = json{{"index", c.calls++},
+                   {"id", entry["id"]},
+                   {"type", "function"},
+                   {"function", entry["function"]}};
       emit(json{{"tool_calls", json::array({entry})}});
     }
     if (d.finished) {
@@ -104,8 +110,8 @@ class ChatFormatter : public ResponseFormatter {
     for (std::size_t i = 0; i < choices_.size(); ++i) {
       ChoiceDelta& all = choices_[i].all;
       json message{{"role", "assistant"}};
-      bool only_calls = !all.tool_calls.empty() &&
-                        all.content.find_first_not_of(" \t\r\n") == std::string::npos;
+      bool only_calls =
+          !all.tool_calls.empty() && all.content.find_first_not_of(" \t\r\n") == std::string::npos;
       message["content"] = only_calls ? json(nullptr) : json(all.content);
       message["refusal"] = nullptr;
       if (!all.reasoning.empty()) message["reasoning_content"] = all.reasoning;
@@ -115,9 +121,13 @@ class ChatFormatter : public ResponseFormatter {
         message["tool_calls"] = std::move(calls);
       }
       json lp = nullptr;
-      if (logprobs_) lp = json{{"content", logprob_content(tokenizer_, all.tokens)}, {"refusal", nullptr}};
-      json choice{{"index", i}, {"message", std::move(message)}, {"logprobs", std::move(lp)},
-                  {"finish_reason", all.finish_reason}, {"stop_reason", all.stop_reason}};
+      if (logprobs_)
+        lp = json{{"content", logprob_content(tokenizer_, all.tokens)}, {"refusal", nullptr}};
+      json choice{{"index", i},
+                  {"message", std::move(message)},
+                  {"logprobs", std::move(lp)},
+                  {"finish_reason", all.finish_reason},
+                  {"stop_reason", all.stop_reason}};
       if (return_token_ids_) {
         json ids = json::array();
         for (const auto& t : all.tokens) ids.push_back(t.id);
@@ -160,11 +170,16 @@ class ChatFormatter : public ResponseFormatter {
   };
 
   json base(const char* object) const {
-    return json{{"id", id_}, {"object", object}, {"created", context_.created},
-                {"model", model_}, {"system_fingerprint", context_.fingerprint}};
+    return json{{"id", id_},
+                {"object", object},
+                {"created", created_},
+                {"model", model_},
+                {"system_fingerprint", context_.fingerprint}};
   }
   static json choice_json(int64_t index, json delta, json logprobs) {
-    return json{{"index", index}, {"delta", std::move(delta)}, {"logprobs", std::move(logprobs)},
+    return json{{"index", index},
+                {"delta", std::move(delta)},
+                {"logprobs", std::move(logprobs)},
                 {"finish_reason", nullptr}};
   }
   json chunk(json choice) const {
@@ -208,9 +223,8 @@ void handle_chat(ServerContext& context, const httplib::Request& req, httplib::R
   if (request.min_tokens > max_tokens) {
     throw invalid_value_message("min_tokens", "'min_tokens' must not exceed 'max_tokens'.");
   }
-  engine::GenerationRequest engine_request =
-      make_engine_request(request, context.model, prompt.ids, max_tokens, request.logprobs,
-                          request.top_logprobs);
+  engine::GenerationRequest engine_request = make_engine_request(
+      request, context.model, prompt.ids, max_tokens, request.logprobs, request.top_logprobs);
   uint64_t seed = request_seed(request);
   ChoiceConfig config;
   config.split_reasoning = context.options.reasoning_parser && context.reasoning_markers;

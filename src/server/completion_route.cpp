@@ -51,8 +51,10 @@ class LegacyLogprobs {
   json take(std::optional<int64_t> text_length = std::nullopt) {
     json offsets = json::array();
     for (int64_t o : text_offset_) offsets.push_back(text_length ? std::min(o, *text_length) : o);
-    json out{{"tokens", tokens_}, {"token_logprobs", token_logprobs_},
-             {"top_logprobs", top_logprobs_}, {"text_offset", std::move(offsets)}};
+    json out{{"tokens", tokens_},
+             {"token_logprobs", token_logprobs_},
+             {"top_logprobs", top_logprobs_},
+             {"text_offset", std::move(offsets)}};
     tokens_.clear();
     token_logprobs_ = json::array();
     top_logprobs_ = json::array();
@@ -138,12 +140,14 @@ class CompletionFormatter : public ResponseFormatter {
       Choice& c = choices_[i];
       std::string text = (request_.echo ? prompts_[c.prompt].text : "") + c.all.content;
       json lp = request_.logprobs ? c.logprobs.take(code_points(text)) : json(nullptr);
-      json choice{{"index", i}, {"text", text}, {"logprobs", std::move(lp)},
-                  {"finish_reason", c.all.finish_reason}, {"stop_reason", c.all.stop_reason}};
+      json choice{{"index", i},
+                  {"text", text},
+                  {"logprobs", std::move(lp)},
+                  {"finish_reason", c.all.finish_reason},
+                  {"stop_reason", c.all.stop_reason}};
       if (request_.prompt_logprobs && !c.prompt_scores.empty()) {
-        choice["prompt_logprobs"] = prompt_logprobs_json(tokenizer_, prompts_[c.prompt].ids,
-                                                         c.prompt_scores,
-                                                         *request_.prompt_logprobs);
+        choice["prompt_logprobs"] = prompt_logprobs_json(
+            tokenizer_, prompts_[c.prompt].ids, c.prompt_scores, *request_.prompt_logprobs);
       }
       if (request_.return_token_ids) {
         json ids = json::array();
@@ -202,15 +206,21 @@ class CompletionFormatter : public ResponseFormatter {
 
   void add_tokens(Choice& c, const std::vector<engine::GeneratedToken>& tokens) {
     if (!request_.logprobs) return;
-    for (const auto& t : tokens) c.logprobs.add(t.id, t.logprob, t.top, request_.skip_special_tokens);
+    for (const auto& t : tokens)
+      c.logprobs.add(t.id, t.logprob, t.top, request_.skip_special_tokens);
   }
 
   json base() const {
-    return json{{"id", id_}, {"object", "text_completion"}, {"created", context_.created},
-                {"model", request_.model}, {"system_fingerprint", context_.fingerprint}};
+    return json{{"id", id_},
+                {"object", "text_completion"},
+                {"created", created_},
+                {"model", request_.model},
+                {"system_fingerprint", context_.fingerprint}};
   }
   static json choice_json(std::size_t index, const std::string& text, json logprobs) {
-    return json{{"index", index}, {"text", text}, {"logprobs", std::move(logprobs)},
+    return json{{"index", index},
+                {"text", text},
+                {"logprobs", std::move(logprobs)},
                 {"finish_reason", nullptr}};
   }
   json chunk(json choice) const {
@@ -228,7 +238,8 @@ class CompletionFormatter : public ResponseFormatter {
   std::vector<Choice> choices_;
 };
 
-std::vector<Prompt> tokenize_prompts(const CompletionRequest& request, const ServerContext& context) {
+std::vector<Prompt> tokenize_prompts(const CompletionRequest& request,
+                                     const ServerContext& context) {
   std::vector<Prompt> prompts;
   const Tokenizer& tokenizer = *context.model.tokenizer;
   for (const PromptInput& input : request.prompts) {
@@ -279,8 +290,9 @@ void handle_completions(ServerContext& context, const httplib::Request& req,
     if (request.min_tokens > max_tokens) {
       throw invalid_value_message("min_tokens", "'min_tokens' must not exceed 'max_tokens'.");
     }
-    engine::GenerationRequest engine_request = make_engine_request(
-        request, context.model, prompts[p].ids, max_tokens, logprobs >= 0, std::max<int64_t>(0, logprobs));
+    engine::GenerationRequest engine_request =
+        make_engine_request(request, context.model, prompts[p].ids, max_tokens, logprobs >= 0,
+                            std::max<int64_t>(0, logprobs));
     for (int64_t j = 0; j < request.n; ++j) {
       engine::ChoiceWork work;
       work.request = engine_request;

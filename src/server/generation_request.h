@@ -57,8 +57,9 @@ enum class ToolChoiceKind { kNone, kAuto, kRequired, kNamed };
 
 // What the chat template is rendered from (§2.4, §11, §12.1); shared by chat and /tokenize.
 struct ChatPromptFields {
-  // Normalised for the template: developer → system; text parts joined into one string; content
-  // null only for assistant; assistant tool_calls as {"id"?, "type":"function", "function":
+  // Normalised for the template: developer → system; text parts joined into one string; an
+  // assistant's null or absent content as ""; assistant tool_calls as {"id"?, "type":"function",
+  // "function":
   // {"name", "arguments": object}} with string arguments parsed; `reasoning` → reasoning_content;
   // tool messages keep tool_call_id and name. Other keys are dropped.
   nlohmann::ordered_json messages = nullptr;

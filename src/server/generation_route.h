@@ -50,6 +50,11 @@ class ResponseFormatter {
   virtual nlohmann::ordered_json usage(const RequestRun& run) = 0;
   // The chunk that carries the usage (choices: []).
   virtual nlohmann::ordered_json usage_chunk(const RequestRun& run) = 0;
+
+ protected:
+  // The response's "created": when the request was admitted (Unix seconds), shared by all its
+  // chunks as OpenAI's are.
+  const int64_t created_ = unix_seconds_now();
 };
 
 // Runs the request to completion: a JSON response, or an SSE stream (headers out now, events as

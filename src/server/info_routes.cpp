@@ -10,8 +10,11 @@ namespace {
 using json = nlohmann::ordered_json;
 
 json model_object(const ServerContext& context, const std::string& id) {
-  return json{{"id", id}, {"object", "model"}, {"created", context.created},
-              {"owned_by", "megadecode"}, {"max_model_len", context.model.context}};
+  return json{{"id", id},
+              {"object", "model"},
+              {"created", context.created},
+              {"owned_by", "megadecode"},
+              {"max_model_len", context.model.context}};
 }
 
 void refresh_gauges(ServerContext& context) {
@@ -70,23 +73,24 @@ json speculative_info(const ServerContext& context) {
 void handle_props(ServerContext& context, const httplib::Request&, httplib::Response& res) {
   context.require_tokenizer();
   const engine::SamplingParams& d = context.model.sampling_defaults;
-  json defaults{{"temperature", json_float(d.temperature)},
-                {"top_p", json_float(d.top_p)},
-                {"top_k", d.top_k > 0 ? d.top_k : -1},
-                {"min_p", json_float(d.min_p)},
-                {"max_tokens", context.options.default_max_tokens
-                                   ? json(*context.options.default_max_tokens)
-                                   : json(nullptr)}};
-  json body{{"model", context.names.front()},
-            {"max_model_len", context.model.context},
-            {"max_prompt_tokens", context.max_prompt_tokens()},
-            {"total_slots", context.options.max_batch},
-            {"vocab_size", context.model.model->vocab_size()},
-            {"chat_template", context.model.chat_template ? json(context.model.chat_template->source())
-                                                          : json(nullptr)},
-            {"speculative", speculative_info(context)},
-            {"default_generation_settings", std::move(defaults)},
-            {"build_info", context.build.version + " (" + context.build.revision + ")"}};
+  json defaults{
+      {"temperature", json_float(d.temperature)},
+      {"top_p", json_float(d.top_p)},
+      {"top_k", d.top_k > 0 ? d.top_k : -1},
+      {"min_p", json_float(d.min_p)},
+      {"max_tokens", context.options.default_max_tokens ? json(*context.options.default_max_tokens)
+                                                        : json(nullptr)}};
+  json body{
+      {"model", context.names.front()},
+      {"max_model_len", context.model.context},
+      {"max_prompt_tokens", context.max_prompt_tokens()},
+      {"total_slots", context.options.max_batch},
+      {"vocab_size", context.model.model->vocab_size()},
+      {"chat_template",
+       context.model.chat_template ? json(context.model.chat_template->source()) : json(nullptr)},
+      {"speculative", speculative_info(context)},
+      {"default_generation_settings", std::move(defaults)},
+      {"build_info", context.build.version + " (" + context.build.revision + ")"}};
   send_json(res, body);
 }
 
@@ -100,10 +104,10 @@ void handle_slots(ServerContext& context, const httplib::Request& req, httplib::
       entry["request_id"] = slot.request_id;
       entry["n_prompt_tokens"] = slot.prompt_tokens;
       entry["n_decoded"] = slot.decoded;
+      // No seed: with it, anyone who can read /slots could replay another user's sampled reply.
       entry["params"] = json{{"temperature", json_float(slot.params.temperature)},
                              {"top_p", json_float(slot.params.top_p)},
-                             {"max_tokens", slot.max_tokens},
-                             {"seed", slot.params.seed ? json(*slot.params.seed) : json(nullptr)}};
+                             {"max_tokens", slot.max_tokens}};
     }
     slots.push_back(std::move(entry));
   }

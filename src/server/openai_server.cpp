@@ -79,6 +79,20 @@ bool same_key(const std::string& given, const std::string& expected) {
   return diff == 0;
 }
 
+// The token of an "Authorization: Bearer <token>" header: the scheme is case-insensitive
+// (RFC 7235), so "bearer" and "BEARER" are the same; spaces around the token do not count.
+std::string bearer_token(const std::string& header) {
+  constexpr std::string_view kScheme = "bearer";
+  if (header.size() <= kScheme.size() || header[kScheme.size()] != ' ') return {};
+  for (std::size_t i = 0; i < kScheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(header[i])) != kScheme[i]) return {};
+  }
+  std::size_t begin = header.find_first_not_of(' ', kScheme.size());
+  std::size_t end = header.find_last_not_of(' ');
+  if (begin == std::string::npos) return {};
+  return header.substr(begin, end - begin + 1);
+}
+
 std::string served_name(const std::string& model_path) {
   std::filesystem::path path(model_path);
   std::string name = path.filename().string();
@@ -146,6 +160,12 @@ void OpenAiServer::install_routes() {
     log.start = std::chrono::steady_clock::now();
     std::string request_id = req.get_header_value("X-Request-Id");
     res.set_header("X-Request-Id", request_id.empty() ? random_id("req-") : request_id);
+    // Every answer carries the CORS origin, errors (401, 404, 413 …) included: a browser hides
+    // a response without it from the page, which then cannot show why the request failed.
+    if (!ctx.options.cors_origin.empty()) {
+      res.set_header("Access-Control-Allow-Origin", ctx.options.cors_origin);
+      res.set_header("Vary", "Origin");
+    }
     const Route* route = find_route(req.path, &log.route);
     const bool has_body = req.has_header("Content-Length")
                               ? req.get_header_value("Content-Length") != "0"
@@ -166,9 +186,13 @@ void OpenAiServer::install_routes() {
       res.status = 204;
       res.set_header("Allow", std::string(route->method) + ", OPTIONS");
       if (!ctx.options.cors_origin.empty()) {
-        res.set_header("Access-Control-Allow-Origin", ctx.options.cors_origin);
         res.set_header("Access-Control-Allow-Methods", std::string(route->method) + ", OPTIONS");
-        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id");
+        // Whatever headers the page's client sends (the OpenAI SDKs add x-stainless-*) are
+        // allowed: the API key, not the header list, is what protects the server.
+        const std::string asked = req.get_header_value("Access-Control-Request-Headers");
+        res.set_header("Access-Control-Allow-Headers",
+                       asked.empty() ? "Authorization, Content-Type, X-Request-Id" : asked);
+        res.set_header("Access-Control-Max-Age", "600");
       }
       return httplib::Server::HandlerResponse::Handled;
     }
@@ -177,7 +201,7 @@ void OpenAiServer::install_routes() {
       return reject(method_not_allowed(req.method, req.path));
     }
     if (route->authenticated && !ctx.options.api_key.empty() &&
-        !same_key(req.get_header_value("Authorization"), "Bearer " + ctx.options.api_key)) {
+        !same_key(bearer_token(req.get_header_value("Authorization")), ctx.options.api_key)) {
       return reject(invalid_api_key());
     }
     if (req.method == "POST" && !req.has_header("Content-Length") &&
@@ -192,9 +216,6 @@ void OpenAiServer::install_routes() {
       if (announced > ctx.options.max_body_bytes) {
         return reject(request_too_large(ctx.options.max_body_bytes));
       }
-    }
-    if (!ctx.options.cors_origin.empty()) {
-      res.set_header("Access-Control-Allow-Origin", ctx.options.cors_origin);
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
@@ -236,6 +257,10 @@ void OpenAiServer::install_routes() {
   http_->set_error_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
     // Requests cpp-httplib refuses before routing never met the pre-routing handler.
     if (!res.has_header("X-Request-Id")) res.set_header("X-Request-Id", random_id("req-"));
+    if (!ctx.options.cors_origin.empty() && !res.has_header("Access-Control-Allow-Origin")) {
+      res.set_header("Access-Control-Allow-Origin", ctx.options.cors_origin);
+      res.set_header("Vary", "Origin");
+    }
     if (!res.body.empty()) return;
     if (res.status == 413) {
       send_error(res, request_too_large(ctx.options.max_body_bytes));

@@ -14,9 +14,7 @@ ServerContext::ServerContext(ServerOptions opts, BuildInfo info,
     : options(std::move(opts)),
       build(std::move(info)),
       names(std::move(served_names)),
-      created(std::chrono::duration_cast<std::chrono::seconds>(
-                  std::chrono::system_clock::now().time_since_epoch())
-                  .count()),
+      created(unix_seconds_now()),
       metrics(MetricsConfig{.model_name = names.front(),
                             .version = build.version,
                             .revision = build.revision,
@@ -60,6 +58,12 @@ void send_error(httplib::Response& res, const ApiError& error) {
     res.set_header("Retry-After", std::to_string(*error.retry_after_seconds));
   }
   send_json(res, with_request_id(error, res.get_header_value("X-Request-Id")).body(), error.status);
+}
+
+int64_t unix_seconds_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 std::string random_id(const std::string& prefix) {

@@ -15,8 +15,8 @@
 #include "server/api_error.h"
 #include "server/generation_request.h"
 #include "server/metrics.h"
-#include "server/server_options.h"
 #include "server/served_model.h"
+#include "server/server_options.h"
 #include "text/tool_call_parser.h"
 
 namespace httplib {
@@ -40,7 +40,7 @@ struct ServerContext {
   ServerOptions options;
   BuildInfo build;
   std::vector<std::string> names;  // served id first, then aliases
-  int64_t created = 0;             // server start, Unix seconds
+  int64_t created = 0;             // server start, Unix seconds (the model's "created")
   ServerMetrics metrics;
   std::atomic<ServerState> state{ServerState::kLoading};
   std::atomic<bool> tokenizer_ready{false};
@@ -68,6 +68,9 @@ void send_json(httplib::Response& res, const nlohmann::ordered_json& body, int s
 void send_error(httplib::Response& res, const ApiError& error);
 // A fresh id: prefix + 24 characters from [A-Za-z0-9].
 std::string random_id(const std::string& prefix);
+
+// Now, as Unix seconds.
+int64_t unix_seconds_now();
 
 // What the access log and metrics learn about the request being handled on this thread.
 struct RequestLog {

@@ -36,4 +36,8 @@ struct ServerOptions {
   testing::ServerHooks test_hooks;  // test seam (server_testing.h): off by default
 };
 
+// Whether `host` only takes connections from this machine: "localhost", 127.0.0.0/8 or ::1.
+// Anything else (0.0.0.0, ::, a LAN address) is reachable from the network.
+bool is_loopback_host(const std::string& host);
+
 }  // namespace md::server

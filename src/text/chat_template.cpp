@@ -1,5 +1,6 @@
 #include "text/chat_template.h"
 
+#include <cctype>
 #include <filesystem>
 
 #include "base/error.h"
@@ -48,10 +49,27 @@ std::optional<std::string> template_from_config(const ordered_json& config,
   fail("{}: no chat template named 'default' (available: {})", path, names);
 }
 
+// `name` occurs in `source` with no identifier character on either side.
+bool mentions_identifier(std::string_view source, std::string_view name) {
+  auto identifier_char = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+  };
+  for (std::size_t at = source.find(name); at != std::string_view::npos;
+       at = source.find(name, at + 1)) {
+    const std::size_t end = at + name.size();
+    if ((at == 0 || !identifier_char(source[at - 1])) &&
+        (end == source.size() || !identifier_char(source[end]))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 ChatTemplate::ChatTemplate(std::string_view source, std::string name)
     : source_(source),
+      takes_tools_(mentions_identifier(source, "tools")),
       template_(std::make_shared<const jinja::Template>(source, std::move(name))) {}
 
 std::string ChatTemplate::render(const ordered_json& messages,

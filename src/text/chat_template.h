@@ -45,6 +45,9 @@ class ChatTemplate {
   static std::optional<ChatTemplate> load(const std::string& model_dir);
 
   const std::string& source() const { return source_; }
+  // Whether the template reads the `tools` variable at all (the name appears as an identifier):
+  // a template that does not would silently drop a request's tools.
+  bool takes_tools() const { return takes_tools_; }
   const std::optional<std::string>& bos_token() const { return bos_token_; }
   const std::optional<std::string>& eos_token() const { return eos_token_; }
   void set_special_tokens(std::optional<std::string> bos, std::optional<std::string> eos) {
@@ -54,6 +57,7 @@ class ChatTemplate {
 
  private:
   std::string source_;
+  bool takes_tools_ = false;
   std::shared_ptr<const jinja::Template> template_;
   std::optional<std::string> bos_token_;
   std::optional<std::string> eos_token_;

@@ -3,12 +3,15 @@ that leaked the server's paths, and the smaller defects of the API edge. Each te
 server before the fix."""
 import os
 import shutil
+import subprocess
+import threading
+import time
 from pathlib import Path
 
 import httpx
 import pytest
 
-from conftest import MODEL_DIR, ROOT, Server
+from conftest import BIN, MODEL_DIR, ROOT, Server
 
 CHAT = "/v1/chat/completions"
 USER = [{"role": "user", "content": "Say something."}]
@@ -141,3 +144,102 @@ def test_the_default_model_takes_langchains_tool_loop():
         assert r.status_code == 200, r.text
     finally:
         assert s.stop() == 0, s.output()
+
+
+# ---- The smaller items ----
+
+def test_created_is_each_responses_own_time(server):
+    first = chat(server.url).json()["created"]
+    time.sleep(1.2)
+    second = chat(server.url).json()["created"]
+    assert second > first
+    assert abs(second - time.time()) < 5
+
+
+ORIGIN = "https://app.example"
+
+
+@pytest.fixture(scope="module")
+def cors_server():
+    s = Server("--max-batch", "1", "--cors-origin", ORIGIN, "--api-key", "k-123")
+    yield s
+    assert s.stop() == 0, s.output()
+
+
+def test_preflight_allows_the_headers_the_client_asks_for(cors_server):
+    asked = "authorization, content-type, x-stainless-os, x-stainless-retry-count"
+    r = httpx.options(cors_server.url + CHAT, headers={
+        "Origin": ORIGIN, "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": asked}, timeout=30)
+    assert r.status_code == 204
+    assert r.headers["access-control-allow-origin"] == ORIGIN
+    assert r.headers["access-control-allow-headers"] == asked
+    assert "Origin" in r.headers["vary"]
+
+
+@pytest.mark.parametrize("path, headers, status", [
+    (CHAT, {}, 401),                                         # no key
+    ("/v1/no-such-route", {"Authorization": "Bearer k-123"}, 404),
+])
+def test_errors_carry_the_cors_origin(cors_server, path, headers, status):
+    r = httpx.post(cors_server.url + path, json={}, headers={"Origin": ORIGIN, **headers},
+                   timeout=30)
+    assert r.status_code == status, r.text
+    assert r.headers["access-control-allow-origin"] == ORIGIN
+    assert "Origin" in r.headers["vary"]
+
+
+@pytest.mark.parametrize("authorization, status", [
+    ("Bearer k-123", 200), ("bearer k-123", 200), ("BEARER  k-123", 200),
+    ("Bearer k-12", 401), ("Basic k-123", 401), ("k-123", 401), ("bearer", 401),
+])
+def test_the_bearer_scheme_is_case_insensitive(cors_server, authorization, status):
+    r = httpx.get(cors_server.url + "/v1/models", headers={"Authorization": authorization},
+                  timeout=30)
+    assert r.status_code == status, r.text
+
+
+def test_slots_do_not_show_other_requests_seeds(server):
+    done = threading.Event()
+
+    def long_request():
+        chat(server.url, max_tokens=400, seed=1234, temperature=1.0)
+        done.set()
+
+    threading.Thread(target=long_request, daemon=True).start()
+    busy = []
+    while not done.is_set() and not busy:
+        busy = [s for s in httpx.get(server.url + "/slots", timeout=30).json() if s["is_processing"]]
+    assert busy, "the request finished before /slots saw it"
+    assert set(busy[0]["params"]) == {"temperature", "top_p", "max_tokens"}
+    done.wait(120)
+
+
+def test_tools_on_a_template_that_ignores_them_are_refused(concat_server):
+    s, _ = concat_server
+    tools = [{"type": "function", "function": {"name": "weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}}]
+    r = chat(s.url, tools=tools)
+    assert r.status_code == 400, r.text
+    assert r.json()["error"]["param"] == "tools"
+    assert "does not use tools" in r.json()["error"]["message"]
+    r = chat(s.url, tools=tools, tool_choice="required")
+    assert r.status_code == 400, r.text
+    assert chat(s.url, tools=tools, tool_choice="none").status_code == 200
+
+
+@pytest.mark.parametrize("flag, value", [("--shutdown-grace", "-5"), ("--read-timeout", "0"),
+                                         ("--write-timeout", "0"), ("--max-messages", "0")])
+def test_serve_refuses_nonsense_limits(flag, value):
+    p = subprocess.run([BIN, "serve", "-m", MODEL_DIR, "--port", "0", flag, value],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0
+    assert flag in p.stderr
+
+
+def test_a_missing_gguf_is_called_a_missing_file(tmp_path):
+    missing = tmp_path / "model.gguf"
+    p = subprocess.run([BIN, "info", "-m", str(missing)], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode != 0
+    assert f"no such GGUF file: {missing}" in p.stderr

@@ -91,6 +91,10 @@ TEST_F(ModelSourceTest, ExistingDirectoriesAreUsedAsIs) {
   EXPECT_TRUE(local.repo_id.empty());
   EXPECT_THAT(error_of([&] { resolve_model_source(dir.str("nope")); }),
               HasSubstr("no such model directory: " + dir.str("nope")));
+  EXPECT_THAT(error_of([&] { resolve_model_source(dir.str("nope.gguf")); }),
+              HasSubstr("no such GGUF file: " + dir.str("nope.gguf")));
+  EXPECT_THAT(error_of([] { resolve_model_source("nope.gguf"); }),
+              HasSubstr("no such GGUF file: nope.gguf"));
   EXPECT_THAT(error_of([&] { resolve_model_source(dir.str("local/config.json")); }),
               HasSubstr("is a file; expected a model directory"));
   EXPECT_THAT(error_of([] { resolve_model_source(""); }), HasSubstr("empty model"));
