@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "base/error.h"
+#include "cli/chat_defaults.h"
 #include "cli/chat_printer.h"
 #include "cli/chat_session.h"
 #include "cli/commands.h"
@@ -35,7 +36,7 @@ constexpr std::string_view kHelp =
     "  /help          this list\n"
     "  /exit, /quit   leave (as does Ctrl-D)\n"
     "A line starting with // sends the rest of it, starting with /, as a message.\n"
-    "Ctrl-C stops a reply and keeps what it said so far.\n";
+    "Ctrl-C stops a reply and keeps what it said so far; at the prompt, Ctrl-C twice leaves.\n";
 
 int print_no_model() {
   fmt::print(stderr,
@@ -59,8 +60,15 @@ void print_stats(const ChatSession& chat) {
   fmt::print(stderr, "context {} / {} tokens\n", chat.context_used(), chat.context_capacity());
 }
 
+// How many tokens a reply may have, and whether that is the chat's default rather than the
+// user's --max-tokens (a reply the default cuts says so).
+struct ReplyLimit {
+  int64_t tokens = 0;
+  bool is_default = false;
+};
+
 // Runs one turn; errors end the turn, not the chat.
-void run_turn(ChatSession& chat, ChatPrinter& printer, const std::string& text) {
+void run_turn(ChatSession& chat, ChatPrinter& printer, const std::string& text, ReplyLimit limit) {
   InterruptScope interrupt;
   try {
     ChatTurn turn = chat.send(
@@ -68,6 +76,15 @@ void run_turn(ChatSession& chat, ChatPrinter& printer, const std::string& text) 
         &InterruptScope::flag());
     printer.end_turn();
     if (turn.finish == engine::FinishReason::kCancelled) fmt::print(stderr, "[stopped]\n");
+    if (turn.finish == engine::FinishReason::kLength) {
+      if (turn.stats.generated_tokens < limit.tokens) {
+        fmt::print(stderr, "[the context is full: /reset starts a new conversation]\n");
+      } else if (limit.is_default) {
+        fmt::print(stderr,
+                   "[cut at {} tokens, a chat reply's default limit: --max-tokens sets it]\n",
+                   limit.tokens);
+      }
+    }
   } catch (const Error& e) {
     printer.end_turn();
     fmt::print(stderr, "error: {}\n(/reset starts a new conversation)\n", e.what());
@@ -105,24 +122,37 @@ CommandResult run_command(ChatSession& chat, std::string_view line) {
 int run_chat(const ChatFlags& flags) {
   if (flags.model.model.empty() && !default_model()) return print_no_model();
   ModelSession session = open_model_session(flags.model);
-  ChatSession chat(session, flags.sampling, ChatOptions{flags.system, !flags.no_think});
+  const SamplingFlags sampling = chat_sampling(flags.sampling, session.model_sets_sampling);
+  ChatSession chat(session, sampling, ChatOptions{flags.system, !flags.no_think});
   bool color = stdout_supports_color(flags.no_color);
   ChatPrinter printer(stdout, color);
   LineReader reader;
   if (reader.interactive()) {
-    fmt::print(stderr, "{} | context {} tokens | /help for commands, Ctrl-D to leave\n",
-               session.model->description(), session.context);
+    fmt::print(stderr, "{} | context {} tokens | /help for commands, Ctrl-D to leave\n{}\n",
+               session.model->description(), session.context,
+               describe_chat_sampling(sampling, flags.sampling, session.model_sets_sampling));
   }
   const std::string prompt = reader.interactive() ? "> " : "";
-  while (std::optional<std::string> line = reader.read(prompt)) {
-    std::string_view text = *line;
+  bool interrupted_once = false;
+  for (LineInput input = reader.read(prompt); input.kind != LineInput::Kind::kEnd;
+       input = reader.read(prompt)) {
+    if (input.kind == LineInput::Kind::kInterrupted) {
+      // One Ctrl-C at the prompt may be a slip (or meant for a reply that just ended): ask.
+      if (interrupted_once) return kExitOk;
+      interrupted_once = true;
+      fmt::print(stderr, "(Ctrl-C again or Ctrl-D to leave; the conversation is kept otherwise)\n");
+      continue;
+    }
+    interrupted_once = false;
+    std::string_view text = input.text;
     if (text.find_first_not_of(" \t") == std::string_view::npos) continue;
     if (text.starts_with("/") && !text.starts_with("//")) {
       if (run_command(chat, text) == CommandResult::kQuit) return kExitOk;
       continue;
     }
     if (text.starts_with("//")) text.remove_prefix(1);
-    run_turn(chat, printer, std::string(text));
+    run_turn(chat, printer, std::string(text),
+             ReplyLimit{sampling.max_tokens, flags.sampling.max_tokens == 0});
   }
   if (reader.interactive()) fmt::print("\n");  // the shell's prompt starts on a line of its own
   return kExitOk;

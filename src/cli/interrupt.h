@@ -1,5 +1,8 @@
 // Ctrl-C while generating stops the current answer, not the program: SIGINT sets a flag the
-// generation loop polls. A second Ctrl-C before the flag is cleared exits at once (status 130).
+// generation loop polls. More Ctrl-C while it stops change nothing (the conversation is kept);
+// only one pressed 3 s or more after the first, with the reply still running (a stuck engine),
+// exits at once (status 130). While the scope lives, the terminal keeps typed-ahead input when
+// Ctrl-C is pressed (NOFLSH).
 #pragma once
 
 #include <atomic>

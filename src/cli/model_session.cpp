@@ -149,8 +149,9 @@ ModelSession open_model_session(const ModelFlags& flags, int sequences) {
   } else {
     session.tokenizer = load_tokenizer(directory);
     session.chat_template = ChatTemplate::load(directory);
-    session.sampling_defaults =
-        engine::default_sampling(engine::read_generation_defaults(directory));
+    const engine::GenerationDefaults defaults = engine::read_generation_defaults(directory);
+    session.sampling_defaults = engine::default_sampling(defaults);
+    session.model_sets_sampling = !defaults.empty();
   }
   session.model = load_language_model(directory, options);
   if (session.tokenizer->vocab_size() > session.model->vocab_size()) {

@@ -51,6 +51,7 @@ struct ModelSession {
   std::unique_ptr<Tokenizer> tokenizer;
   std::optional<ChatTemplate> chat_template;
   engine::SamplingParams sampling_defaults;  // generation_config.json
+  bool model_sets_sampling = false;          // generation_config.json said anything about it
   int64_t context = 0;
   std::unique_ptr<SpeculativeDrafter> drafter;  // null: no speculation
   std::string drafter_directory;

@@ -17,6 +17,11 @@ struct GenerationDefaults {
   std::optional<float> min_p;
   std::optional<float> repetition_penalty;
   bool greedy = false;  // do_sample: false
+
+  // True when the model said nothing about sampling (no file, or none of these keys).
+  bool empty() const {
+    return !temperature && !top_k && !top_p && !min_p && !repetition_penalty && !greedy;
+  }
 };
 
 // Reads `directory`/generation_config.json; absent file or keys leave fields unset. A malformed

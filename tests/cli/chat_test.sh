@@ -145,6 +145,34 @@ if command -v tmux >/dev/null; then
   tm send-keys -t chat C-d
   until_ok test -s "$work/tmux.rc"
   [ "$(cat "$work/tmux.rc" 2>/dev/null)" = 0 ]; expect tmux-ctrl-d-exits-0 $? "status '$(cat "$work/tmux.rc" 2>/dev/null)'"
+
+  # Ctrl-C at the prompt asks before leaving and the chat goes on; Ctrl-C pressed twice during
+  # a reply stops it without ending the program; a line typed during a reply is answered next;
+  # Ctrl-C twice at the prompt leaves with status 0.
+  tm kill-session -t chat
+  rm -f "$work/tmux.rc"
+  tm new-session -d -s chat -x 200 -y 50 \
+    "TERM=xterm-256color '$bin' chat --model '$model' --context 4096 --max-tokens 100000 --ignore-eos --temperature 1 --seed 3; echo \$? >'$work/tmux.rc'; sleep 60"
+  until_ok shows '^> '; expect tmux2-prompt $? "no prompt: $(pane)"
+  tm send-keys -t chat 'half a line' C-c
+  until_ok shows 'Ctrl-C again or Ctrl-D to leave'; expect tmux2-ctrl-c-at-prompt-asks $? "no question: $(pane | tail -5)"
+  tm send-keys -t chat 'Hi' Enter
+  until_ok replying Hi; expect tmux2-chat-goes-on $? "no reply after one Ctrl-C at the prompt: $(pane | tail -5)"
+  sleep 0.3
+  tm send-keys -t chat 'ahead' Enter
+  sleep 0.2
+  tm send-keys -t chat C-c C-c
+  until_ok shows '\[stopped\]$'; expect tmux2-double-ctrl-c-stops-the-reply $? "no [stopped]: $(pane | tail -5)"
+  until_ok replying ahead; expect tmux2-typed-ahead-is-answered $? "the line typed during the reply was not answered: $(pane | tail -8)"
+  [ ! -s "$work/tmux.rc" ]; expect tmux2-still-running $? "the chat exited ($(cat "$work/tmux.rc"))"
+  tm send-keys -t chat C-c
+  until_ok shows '\[stopped\]$' 2; expect tmux2-second-reply-stopped $? "$(pane | tail -5)"
+  until_ok shows '^> $'
+  tm send-keys -t chat C-c
+  sleep 0.3
+  tm send-keys -t chat C-c
+  until_ok test -s "$work/tmux.rc"
+  [ "$(cat "$work/tmux.rc" 2>/dev/null)" = 0 ]; expect tmux2-ctrl-c-twice-at-prompt-exits-0 $? "status '$(cat "$work/tmux.rc" 2>/dev/null)': $(pane | tail -5)"
 else
   echo "tmux not installed: terminal checks skipped"
 fi
