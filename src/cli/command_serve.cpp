@@ -1,6 +1,8 @@
 // `megadecode serve`: the OpenAI-compatible HTTP server. It listens first (GET /health answers
-// 503 while the model loads), serves until SIGINT or SIGTERM, then drains and exits 0.
+// 503 while the model loads), serves until SIGINT or SIGTERM, then drains and exits 0; a second
+// SIGINT or SIGTERM exits at once with 128 + the signal.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -19,6 +21,13 @@ namespace {
 volatile std::sig_atomic_t g_stop_signal = 0;
 
 extern "C" void on_stop_signal(int signal) {
+  if (g_stop_signal != 0) {
+    // The operator insists (the drain is waiting for a slow client or a long reply): leave now.
+    // Only async-signal-safe calls here.
+    constexpr char kMessage[] = "megadecode serve: second signal, exiting without draining\n";
+    (void)!write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
+    _exit(128 + signal);
+  }
   g_stop_signal = signal;
 }
 

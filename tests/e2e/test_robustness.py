@@ -3,6 +3,8 @@ that leaked the server's paths, and the smaller defects of the API edge. Each te
 server before the fix."""
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import threading
 import time
@@ -243,3 +245,27 @@ def test_a_missing_gguf_is_called_a_missing_file(tmp_path):
                        timeout=60)
     assert p.returncode != 0
     assert f"no such GGUF file: {missing}" in p.stderr
+
+
+@pytest.mark.parametrize("first, second", [(signal.SIGTERM, signal.SIGINT),
+                                           (signal.SIGINT, signal.SIGINT)])
+def test_a_second_signal_exits_at_once(first, second):
+    """The first signal drains, which waits for a client still sending its body; a second one
+    does not wait: the process exits at once with 128 + the signal."""
+    s = Server("--max-batch", "1")
+    trickle = socket.create_connection(("127.0.0.1", s.port))
+    try:
+        trickle.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                        b"Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{")
+        time.sleep(0.3)
+        s.proc.send_signal(first)
+        for _ in range(5):  # a byte now and then: the body is still coming
+            time.sleep(0.1)
+            trickle.sendall(b" ")
+        assert s.proc.poll() is None, "the first signal drains; it must not exit yet"
+        s.proc.send_signal(second)
+        assert s.proc.wait(timeout=10) == 128 + second
+    finally:
+        trickle.close()
+        s.stop()
+    assert "second signal, exiting without draining" in s.output()
