@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "base/log.h"
 #include "server/client_watch.h"
+#include "server/listen_backlog.h"
 #include "server/routes.h"
 
 namespace md::server {
@@ -301,6 +302,13 @@ int OpenAiServer::start() {
     if (port < 0) fail("cannot listen on {}: no free port", o.host);
   } else if (!http_->bind_to_port(o.host, port)) {
     fail("cannot listen on {}:{} (in use, or not an address of this machine)", o.host, port);
+  }
+  const int backlog = system_listen_backlog();
+  if (widen_listen_backlog(port, backlog) == 0) {
+    log::warn("could not raise the listen backlog of port {}: bursts of connections may be lost",
+              port);
+  } else {
+    log::debug("listen backlog {}", backlog);
   }
   listener_ = std::thread([this] { http_->listen_after_bind(); });
   return port;

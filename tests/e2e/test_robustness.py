@@ -269,3 +269,43 @@ def test_a_second_signal_exits_at_once(first, second):
         trickle.close()
         s.stop()
     assert "second signal, exiting without draining" in s.output()
+
+
+def listen_overflows():
+    """The kernel's count of connections dropped because an accept queue was full."""
+    lines = Path("/proc/net/netstat").read_text().splitlines()
+    for names, values in zip(lines[::2], lines[1::2]):
+        if names.startswith("TcpExt:"):
+            table = dict(zip(names.split()[1:], values.split()[1:]))
+            return int(table.get("ListenOverflows", 0))
+    return 0
+
+
+def test_a_burst_of_connections_is_not_dropped_by_the_accept_queue(server):
+    """300 clients connect at once (more than the connection threads): with cpp-httplib's backlog
+    of 5 the kernel dropped the overflow (resets a second later, counted in ListenOverflows);
+    with the system's backlog every one is queued and answered."""
+    clients = 300
+    barrier = threading.Barrier(clients)
+    answers = []
+
+    def one():
+        barrier.wait()
+        try:
+            with socket.create_connection(("127.0.0.1", server.port), timeout=60) as c:
+                c.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                data = b""
+                while chunk := c.recv(4096):
+                    data += chunk
+                answers.append(data.split(b"\r\n", 1)[0])
+        except OSError as e:
+            answers.append(repr(e).encode())
+
+    before = listen_overflows()
+    threads = [threading.Thread(target=one) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert answers.count(b"HTTP/1.1 200 OK") == clients, set(answers)
+    assert listen_overflows() == before
