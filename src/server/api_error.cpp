@@ -141,6 +141,18 @@ ApiError length_required() {
                   "Content-Length or chunked transfer encoding is required.");
 }
 
+ApiError bad_framing(std::string_view reason) {
+  return ApiError(400, std::string(kInvalidRequest), "bad_request", std::nullopt,
+                  fmt::format("The request body could not be read: {}.", reason));
+}
+
+ApiError unsupported_transfer_encoding(std::string_view codings) {
+  return ApiError(501, std::string(kInvalidRequest), "not_implemented", std::nullopt,
+                  fmt::format("Transfer-Encoding '{}' is not supported; send the body as it is "
+                              "(Content-Length) or chunked.",
+                              codings));
+}
+
 ApiError request_too_large(std::size_t limit) {
   return ApiError(413, std::string(kInvalidRequest), "request_too_large", std::nullopt,
                   fmt::format("Request body is larger than the limit of {} bytes.", limit));

@@ -79,7 +79,11 @@ ApiError unknown_url(std::string_view method, std::string_view path);  // 404
 ApiError method_not_allowed(std::string_view method, std::string_view path);
 ApiError length_required();                     // 411
 ApiError request_too_large(std::size_t limit);  // 413
-ApiError queue_full(std::size_t queue_limit);   // 429, Retry-After: 1
+// 400 bad_request: the request's framing is wrong (RFC 7230 §3.3): `reason` says how.
+ApiError bad_framing(std::string_view reason);
+// 501 not_implemented: a transfer coding other than chunked.
+ApiError unsupported_transfer_encoding(std::string_view codings);
+ApiError queue_full(std::size_t queue_limit);  // 429, Retry-After: 1
 
 // Why the server cannot take generation requests now (§1.1); each has its own code and message.
 enum class Unavailable { kModelLoading, kShuttingDown, kEngineFailed };

@@ -80,6 +80,39 @@ bool same_key(const std::string& given, const std::string& expected) {
   return diff == 0;
 }
 
+// RFC 7230 §3.3's rules for a request's body framing, as far as headers show them: nullopt when
+// they are sound. Content-Length is digits only, and when repeated every copy agrees; a
+// transfer coding other than chunked is not implemented (501); both headers at once can smuggle
+// a request past a proxy and are refused.
+std::optional<ApiError> framing_error(const httplib::Request& req) {
+  const std::size_t lengths = req.get_header_value_count("Content-Length");
+  for (std::size_t i = 0; i < lengths; ++i) {
+    const std::string value = req.get_header_value("Content-Length", i);
+    if (value.empty() || value.size() > 19 ||
+        value.find_first_not_of("0123456789") != std::string::npos) {
+      return bad_framing(fmt::format("Content-Length '{}' is not a length", value));
+    }
+    if (value != req.get_header_value("Content-Length", 0)) {
+      return bad_framing("conflicting Content-Length headers");
+    }
+  }
+  if (!req.has_header("Transfer-Encoding")) return std::nullopt;
+  std::string codings = req.get_header_value("Transfer-Encoding");
+  for (std::size_t i = 1; i < req.get_header_value_count("Transfer-Encoding"); ++i) {
+    codings += ", " + req.get_header_value("Transfer-Encoding", i);
+  }
+  std::string lower = codings;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::size_t begin = lower.find_first_not_of(" \t");
+  const std::size_t end = lower.find_last_not_of(" \t");
+  if (begin == std::string::npos || lower.substr(begin, end - begin + 1) != "chunked") {
+    return unsupported_transfer_encoding(codings);
+  }
+  if (lengths > 0) return bad_framing("both Content-Length and Transfer-Encoding are given");
+  return std::nullopt;
+}
+
 // The token of an "Authorization: Bearer <token>" header: the scheme is case-insensitive
 // (RFC 7235), so "bearer" and "BEARER" are the same; spaces around the token do not count.
 std::string bearer_token(const std::string& header) {
@@ -205,6 +238,11 @@ void OpenAiServer::install_routes() {
         !same_key(bearer_token(req.get_header_value("Authorization")), ctx.options.api_key)) {
       return reject(invalid_api_key());
     }
+    if (std::optional<ApiError> framing = framing_error(req)) {
+      // The body cannot be delimited, so the connection cannot carry another request.
+      res.set_header("Connection", "close");
+      return reject(*framing);
+    }
     if (req.method == "POST" && !req.has_header("Content-Length") &&
         req.get_header_value("Transfer-Encoding").find("chunked") == std::string::npos) {
       return reject(length_required());
@@ -238,13 +276,20 @@ void OpenAiServer::install_routes() {
                                             const httplib::ContentReader& reader) {
                     httplib::Request with_body = req;
                     const std::size_t limit = ctx.options.max_body_bytes;
-                    bool within = reader([&](const char* data, std::size_t length) {
-                      if (with_body.body.size() + length > limit) return false;
+                    bool too_large = false;
+                    bool read = reader([&](const char* data, std::size_t length) {
+                      too_large = with_body.body.size() + length > limit;
+                      if (too_large) return false;
                       with_body.body.append(data, length);
                       return true;
                     });
-                    if (!within || with_body.body.size() > limit) {
-                      send_error(res, request_too_large(limit));
+                    if (!read) {
+                      // Either the limit stopped the read, or the body's framing broke it off
+                      // (a bad chunk size, a body shorter than its Content-Length).
+                      send_error(res, too_large ? request_too_large(limit)
+                                                : bad_framing("malformed chunked encoding, or a "
+                                                              "body shorter than its "
+                                                              "Content-Length"));
                       res.set_header("Connection", "close");
                       return;
                     }
