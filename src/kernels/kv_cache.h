@@ -3,6 +3,7 @@
 // exactness tests). Slot = position.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "base/zeroed_array.h"
@@ -15,9 +16,18 @@ class KvCache {
  public:
   KvCache() = default;
   KvCache(KvCacheType type, int64_t kv_heads, int64_t capacity, int64_t head_dim);
+  // A copy holds the same values everywhere but copies only the positions ever written: the rest
+  // are zeros in both, and left untouched they cost no memory, so a clone of a short sequence
+  // (the n choices of one prompt) stays small whatever the capacity.
+  KvCache(const KvCache& other);
+  KvCache& operator=(const KvCache& other);
+  KvCache(KvCache&& other) noexcept;
+  KvCache& operator=(KvCache&& other) noexcept;
 
   KvCacheType type() const { return type_; }
   int64_t capacity() const { return capacity_; }
+  // Positions [0, written) have been written at least once.
+  int64_t written() const { return written_.load(std::memory_order_relaxed); }
   int64_t head_dim() const { return head_dim_; }
   std::size_t bytes() const {
     return k_bf16_.bytes() + v_bf16_.bytes() + k_f32_.bytes() + v_f32_.bytes();
@@ -39,8 +49,12 @@ class KvCache {
   }
 
   KvCacheType type_ = KvCacheType::kBf16;
+  int64_t kv_heads_ = 0;
   int64_t capacity_ = 0;
   int64_t head_dim_ = 0;
+  // Tasks of one step write different heads of the same position at once: atomic, relaxed (a
+  // copy is only taken between steps).
+  std::atomic<int64_t> written_{0};
   ZeroedArray<uint16_t> k_bf16_, v_bf16_;
   ZeroedArray<float> k_f32_, v_f32_;
 };

@@ -352,3 +352,22 @@ def test_repeated_equal_content_lengths_are_one(server):
     line, _ = raw_exchange(server, (HEAD + f"Content-Length: {len(body)}\r\n"
                                     f"Content-Length: {len(json_body)}\r\n\r\n").encode() + body)
     assert line.startswith("HTTP/1.1 200 "), line
+
+
+@pytest.mark.skipif(not (ROOT / ".models/SmolLM2-135M-Instruct.Q4_1.gguf").exists(),
+                    reason="the default model is not installed")
+@pytest.mark.skipif(bool(os.environ.get("MD_E2E_SANITIZED")), reason="slow under sanitizers")
+def test_n_choices_of_a_short_prompt_cost_memory_for_what_they_hold():
+    """n=8 on a short prompt: each choice's state is a clone of the prompt's. A whole-context
+    state of the default model (8192 positions, f32 keys and values) is ~360 MiB, and the clones
+    used to copy all of it (129 MiB -> 2.6 GiB); they now copy what was written."""
+    s = Server("--max-batch", "8", model=str(ROOT / ".models/SmolLM2-135M-Instruct.Q4_1.gguf"))
+    try:
+        before = s.rss_bytes()
+        r = chat(s.url, n=8, max_tokens=4, temperature=1.0, seed=5)
+        assert r.status_code == 200, r.text
+        assert len(r.json()["choices"]) == 8
+        grown = s.rss_bytes() - before
+        assert grown < 256 << 20, f"RSS grew by {grown >> 20} MiB for 8 short choices"
+    finally:
+        assert s.stop() == 0, s.output()
