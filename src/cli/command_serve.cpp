@@ -7,6 +7,8 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "base/error.h"
@@ -155,7 +157,7 @@ int serve(ServeFlags& f) {
     server.serve_model(served);
   } catch (const std::exception& e) {
     server.mark_failed();
-    server.shutdown();
+    (void)server.shutdown();  // nothing was served yet
     throw;
   }
   log::info("ready: {} (context {}, {} rows)", session.model->description(), session.context,
@@ -165,7 +167,13 @@ int serve(ServeFlags& f) {
   while (g_stop_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   log::info("signal {}: draining (grace {} s)", static_cast<int>(g_stop_signal),
             f.server.shutdown_grace_seconds);
-  server.shutdown();
+  if (!server.shutdown()) {
+    // Only connections still sending a request remain, and they hold the server's threads:
+    // leave without destroying it.
+    std::fflush(stderr);
+    std::fflush(stdout);
+    std::_Exit(kExitOk);
+  }
   return kExitOk;
 }
 

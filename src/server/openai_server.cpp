@@ -355,7 +355,10 @@ int OpenAiServer::start() {
   } else {
     log::debug("listen backlog {}", backlog);
   }
-  listener_ = std::thread([this] { http_->listen_after_bind(); });
+  listener_ = std::thread([this] {
+    http_->listen_after_bind();
+    listener_done_ = true;
+  });
   return port;
 }
 
@@ -431,7 +434,7 @@ void OpenAiServer::mark_failed() {
   context_->metrics.set_ready(false);
 }
 
-void OpenAiServer::shutdown() {
+bool OpenAiServer::shutdown() {
   ServerContext& ctx = *context_;
   ctx.state.store(ServerState::kDraining);
   ctx.metrics.set_ready(false);
@@ -454,7 +457,16 @@ void OpenAiServer::shutdown() {
   // Let handlers write what the engine gave them (in-band errors, 503s) before closing.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   http_->stop();
+  auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (!listener_done_ && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (!listener_done_) {
+    log::warn("shutdown: leaving connections that are still sending a request");
+    return false;
+  }
   if (listener_.joinable()) listener_.join();
+  return true;
 }
 
 }  // namespace md::server

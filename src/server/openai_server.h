@@ -40,7 +40,11 @@ class OpenAiServer {
 
   // Graceful shutdown: stop admitting, let running choices finish until the grace period ends,
   // then cancel the rest (in-band error for streams, 503 for the others), then stop listening.
-  void shutdown();
+  // Returns false when connections still receiving a request (a client trickling its body holds
+  // a connection thread until a read times out, forever if it keeps trickling) outlived the stop
+  // by a second: nothing is owed to them, and the caller should exit without waiting (the
+  // server object must then not be destroyed).
+  [[nodiscard]] bool shutdown();
 
   ServerState state() const;
 
@@ -52,6 +56,7 @@ class OpenAiServer {
   std::unique_ptr<ServerContext> context_;
   std::unique_ptr<httplib::Server> http_;
   std::thread listener_;
+  std::atomic<bool> listener_done_{false};
 };
 
 }  // namespace md::server

@@ -371,3 +371,37 @@ def test_n_choices_of_a_short_prompt_cost_memory_for_what_they_hold():
         assert grown < 256 << 20, f"RSS grew by {grown >> 20} MiB for 8 short choices"
     finally:
         assert s.stop() == 0, s.output()
+
+
+def test_sigterm_with_a_trickling_client_exits_0_within_the_grace():
+    """A client that keeps trickling its body held the process for minutes after SIGTERM (its
+    connection thread never timed out); the drain now leaves such connections a second after
+    it stops listening."""
+    grace = 1.0
+    s = Server("--max-batch", "1", "--shutdown-grace", str(grace))
+    trickle = socket.create_connection(("127.0.0.1", s.port))
+    stop = threading.Event()
+
+    def keep_trickling():
+        while not stop.is_set():
+            try:
+                trickle.sendall(b" ")
+            except OSError:
+                return
+            time.sleep(0.2)
+
+    try:
+        trickle.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"
+                        b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")
+        threading.Thread(target=keep_trickling, daemon=True).start()
+        time.sleep(0.3)
+        start = time.monotonic()
+        s.proc.send_signal(signal.SIGTERM)
+        assert s.proc.wait(timeout=30) == 0
+        # The grace, the 0.3 s the drain gives handlers to write, the 1 s it gives connections,
+        # and slack for a loaded machine.
+        assert time.monotonic() - start < grace + 3
+    finally:
+        stop.set()
+        trickle.close()
+        s.stop()
