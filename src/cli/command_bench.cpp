@@ -66,17 +66,33 @@ struct DecodeFigure {
   double step_ms() const { return seconds / static_cast<double>(steps) * 1e3; }
 };
 
-// One (executor, rows) pair: its rounds, each timed right after that round's bandwidth pass, and
-// their sum.
+// One (executor, rows) pair: its rounds, each timed right after that round's bandwidth pass.
 struct DecodeSeries {
-  DecodeFigure total;
+  std::string executor;
+  int rows = 0;
   std::vector<DecodeFigure> rounds;
+
+  // All rounds as one measurement.
+  DecodeFigure total() const {
+    DecodeFigure sum{executor, rows, 0, 0};
+    for (const DecodeFigure& f : rounds) {
+      sum.steps += f.steps;
+      sum.seconds += f.seconds;
+    }
+    return sum;
+  }
 };
 
-double median(std::vector<double> values) {
+// Per-round values summed up: their median and their range.
+struct Spread {
+  double median = 0, min = 0, max = 0;
+};
+
+Spread spread(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   std::size_t mid = values.size() / 2;
-  return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+  double median = values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+  return {median, values.front(), values.back()};
 }
 
 // Rounds of the machine's read bandwidth and of every decode measurement in turn: on a shared
@@ -98,7 +114,7 @@ struct DecodeRounds {
   }
   const DecodeSeries* find(const std::string& executor, int rows) const {
     for (const DecodeSeries& s : series) {
-      if (s.total.executor == executor && s.total.rows == rows) return &s;
+      if (s.executor == executor && s.rows == rows) return &s;
     }
     return nullptr;
   }
@@ -278,8 +294,7 @@ int run_bench(const BenchOptions& options) {
     if (!model->set_executor(parse_executor(executor))) {
       fail("--executors: {} has no '{}' executor", name, executor);
     }
-    for (int rows : options.rows)
-      measured.series.push_back({DecodeFigure{executor, rows, 0, 0}, {}});
+    for (int rows : options.rows) measured.series.push_back({executor, rows, {}});
   }
   // 1 GiB: beyond any last-level cache, as the weights of a real model are.
   constexpr std::size_t kBandwidthBytes = std::size_t{1} << 30;
@@ -287,21 +302,19 @@ int run_bench(const BenchOptions& options) {
   for (int round = 0; round < options.rounds; ++round) {
     measured.bandwidth.push_back(kernels::measure_read_bandwidth(threads, kBandwidthBytes, 0.3));
     for (DecodeSeries& series : measured.series) {
-      model->set_executor(parse_executor(series.total.executor));
-      DecodeFigure f = measure_decode(*model, options, series.total.rows, series.total.executor,
-                                      options.seconds / options.rounds);
-      series.rounds.push_back(f);
-      series.total.steps += f.steps;
-      series.total.seconds += f.seconds;
+      model->set_executor(parse_executor(series.executor));
+      series.rounds.push_back(measure_decode(*model, options, series.rows, series.executor,
+                                             options.seconds / options.rounds));
     }
   }
-  const double bandwidth = median(measured.bandwidth);
+  const Spread bandwidth_spread = spread(measured.bandwidth);
+  const double bandwidth = bandwidth_spread.median;
   const double step_bytes = measured.step_bytes;
 
   std::vector<std::string> profiles;
   for (const DecodeSeries& series : measured.series) {
-    const std::string& executor = series.total.executor;
-    const int rows = series.total.rows;
+    const std::string& executor = series.executor;
+    const int rows = series.rows;
     program::Program* program = executor == "reference" ? nullptr : model->decode_program(rows);
     if (!options.profile || program == nullptr) continue;
     // A separate pass: the clock reads around every task must not touch the figures above.
@@ -312,7 +325,7 @@ int run_bench(const BenchOptions& options) {
     program->set_profiling(false);
     profiles.push_back(
         fmt::format("profile: {} executor, {} row(s)\n{}", executor, rows,
-                    format_profile(*program, bandwidth, series.total.step_ms() / 1e3)));
+                    format_profile(*program, bandwidth, series.total().step_ms() / 1e3)));
   }
   model->set_executor(ExecutorKind::kMega);
   auto prefill_state = model->new_sequence(std::max(options.context, options.prefill_tokens + 1));
@@ -342,7 +355,7 @@ int run_bench(const BenchOptions& options) {
         {"live_state_bytes", prefill_state->bytes()}};
     nlohmann::ordered_json decode = nlohmann::ordered_json::array();
     for (const DecodeSeries& series : measured.series) {
-      const DecodeFigure& f = series.total;
+      const DecodeFigure f = series.total();
       std::vector<double> fractions = measured.fractions(series);
       decode.push_back({{"executor", f.executor},
                         {"rows", f.rows},
@@ -350,7 +363,7 @@ int run_bench(const BenchOptions& options) {
                         {"tokens_per_s", f.tokens_per_second()},
                         {"step_ms", f.step_ms()},
                         {"weight_bytes_per_s", step_bytes / (f.step_ms() / 1e3)},
-                        {"fraction_of_bandwidth", median(fractions)},
+                        {"fraction_of_bandwidth", spread(fractions).median},
                         {"fraction_of_bandwidth_per_round", fractions}});
     }
     out["decode"] = decode;
@@ -367,33 +380,28 @@ int run_bench(const BenchOptions& options) {
   fmt::print("threads    {}\n", threads);
   if (options.matmul_inputs != "f32") fmt::print("matmul     {} inputs\n", options.matmul_inputs);
   fmt::print(
-      "bandwidth  {:.2f} GB/s read with {} threads (median of {} rounds, {:.2f}-{:.2f}; {:.2f} "
-      "GB/s "
-      "with 1), measured now\n",
-      bandwidth / 1e9, threads, options.rounds,
-      *std::min_element(measured.bandwidth.begin(), measured.bandwidth.end()) / 1e9,
-      *std::max_element(measured.bandwidth.begin(), measured.bandwidth.end()) / 1e9,
-      bandwidth_one / 1e9);
+      "bandwidth  {:.2f} GB/s read with {} threads (median of {} rounds, {:.2f}-{:.2f}; "
+      "{:.2f} GB/s with 1), measured now\n",
+      bandwidth / 1e9, threads, options.rounds, bandwidth_spread.min / 1e9,
+      bandwidth_spread.max / 1e9, bandwidth_one / 1e9);
   fmt::print("weights    {:.3f} GB streamed per decode step\n\n", step_bytes / 1e9);
   // "of bandwidth": the median over rounds of each round's fraction, with their range.
   fmt::print("{:<9} {:>4} {:>10} {:>10} {:>9} {:>12}  {}\n", "executor", "rows", "tok/s", "step ms",
              "GB/s", "of bandwidth", "rounds");
   for (const DecodeSeries& series : measured.series) {
-    const DecodeFigure& f = series.total;
-    std::vector<double> fractions = measured.fractions(series);
+    const DecodeFigure f = series.total();
+    const Spread fraction = spread(measured.fractions(series));
     fmt::print("{:<9} {:>4} {:>10.1f} {:>10.3f} {:>9.2f} {:>11.1f}%  {:.0f}-{:.0f}%\n", f.executor,
                f.rows, f.tokens_per_second(), f.step_ms(), step_bytes / (f.step_ms() / 1e3) / 1e9,
-               100 * median(fractions), 100 * *std::min_element(fractions.begin(), fractions.end()),
-               100 * *std::max_element(fractions.begin(), fractions.end()));
+               100 * fraction.median, 100 * fraction.min, 100 * fraction.max);
   }
   for (int rows : options.rows) {
     const DecodeSeries* mega = measured.find("mega", rows);
     const DecodeSeries* ops = measured.find("ops", rows);
     if (mega && ops) {
-      std::vector<double> ratios = DecodeRounds::ratios(*mega, *ops);
+      const Spread ratio = spread(DecodeRounds::ratios(*mega, *ops));
       fmt::print("mega / ops at {} rows: {:.2f}x (median of per-round ratios, {:.2f}-{:.2f})\n",
-                 rows, median(ratios), *std::min_element(ratios.begin(), ratios.end()),
-                 *std::max_element(ratios.begin(), ratios.end()));
+                 rows, ratio.median, ratio.min, ratio.max);
     }
   }
   fmt::print("\nprefill    {} tokens in {:.1f} ms: {:.1f} tok/s (chunked reference forward)\n",

@@ -21,8 +21,8 @@ KvCache::KvCache(KvCacheType type, int64_t kv_heads, int64_t capacity, int64_t h
 
 KvCache::KvCache(const KvCache& other)
     : KvCache(other.type_, other.kv_heads_, other.capacity_, other.head_dim_) {
-  const int64_t written = other.written();
-  written_.store(written, std::memory_order_relaxed);
+  written_ = other.written_;
+  const int64_t written = written_.load();
   auto copy_heads = [&](const auto& from, auto& to) {
     if (from.size() == 0) return;
     const auto rows = static_cast<std::size_t>(written * head_dim_);
@@ -41,35 +41,8 @@ KvCache& KvCache::operator=(const KvCache& other) {
   return *this;
 }
 
-KvCache::KvCache(KvCache&& other) noexcept
-    : type_(other.type_),
-      kv_heads_(other.kv_heads_),
-      capacity_(other.capacity_),
-      head_dim_(other.head_dim_),
-      written_(other.written()),
-      k_bf16_(std::move(other.k_bf16_)),
-      v_bf16_(std::move(other.v_bf16_)),
-      k_f32_(std::move(other.k_f32_)),
-      v_f32_(std::move(other.v_f32_)) {}
-
-KvCache& KvCache::operator=(KvCache&& other) noexcept {
-  type_ = other.type_;
-  kv_heads_ = other.kv_heads_;
-  capacity_ = other.capacity_;
-  head_dim_ = other.head_dim_;
-  k_bf16_ = std::move(other.k_bf16_);
-  v_bf16_ = std::move(other.v_bf16_);
-  k_f32_ = std::move(other.k_f32_);
-  v_f32_ = std::move(other.v_f32_);
-  written_.store(other.written(), std::memory_order_relaxed);
-  return *this;
-}
-
 void KvCache::write(int64_t head, int64_t position, const float* key, const float* value) {
-  for (int64_t seen = written();
-       seen < position + 1 &&
-       !written_.compare_exchange_weak(seen, position + 1, std::memory_order_relaxed);) {
-  }
+  written_.raise_to(position + 1);
   std::size_t at = offset(head, position);
   if (type_ == KvCacheType::kF32) {
     std::copy(key, key + head_dim_, k_f32_.data() + at);

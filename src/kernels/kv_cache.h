@@ -21,13 +21,13 @@ class KvCache {
   // (the n choices of one prompt) stays small whatever the capacity.
   KvCache(const KvCache& other);
   KvCache& operator=(const KvCache& other);
-  KvCache(KvCache&& other) noexcept;
-  KvCache& operator=(KvCache&& other) noexcept;
+  KvCache(KvCache&& other) noexcept = default;
+  KvCache& operator=(KvCache&& other) noexcept = default;
 
   KvCacheType type() const { return type_; }
   int64_t capacity() const { return capacity_; }
   // Positions [0, written) have been written at least once.
-  int64_t written() const { return written_.load(std::memory_order_relaxed); }
+  int64_t written() const { return written_.load(); }
   int64_t head_dim() const { return head_dim_; }
   std::size_t bytes() const {
     return k_bf16_.bytes() + v_bf16_.bytes() + k_f32_.bytes() + v_f32_.bytes();
@@ -52,9 +52,24 @@ class KvCache {
   int64_t kv_heads_ = 0;
   int64_t capacity_ = 0;
   int64_t head_dim_ = 0;
-  // Tasks of one step write different heads of the same position at once: atomic, relaxed (a
-  // copy is only taken between steps).
-  std::atomic<int64_t> written_{0};
+  // The positions ever written. Tasks of one step write different heads of the same position at
+  // once: atomic, relaxed (a copy is only taken between steps); copied by value.
+  struct HighWater {
+    std::atomic<int64_t> value{0};
+    HighWater() = default;
+    HighWater(const HighWater& other) noexcept : value(other.load()) {}
+    HighWater& operator=(const HighWater& other) noexcept {
+      value.store(other.load(), std::memory_order_relaxed);
+      return *this;
+    }
+    int64_t load() const { return value.load(std::memory_order_relaxed); }
+    void raise_to(int64_t n) {
+      for (int64_t seen = load();
+           seen < n && !value.compare_exchange_weak(seen, n, std::memory_order_relaxed);) {
+      }
+    }
+  };
+  HighWater written_;
   ZeroedArray<uint16_t> k_bf16_, v_bf16_;
   ZeroedArray<float> k_f32_, v_f32_;
 };

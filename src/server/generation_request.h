@@ -59,9 +59,8 @@ enum class ToolChoiceKind { kNone, kAuto, kRequired, kNamed };
 struct ChatPromptFields {
   // Normalised for the template: developer → system; text parts joined into one string; an
   // assistant's null or absent content as ""; assistant tool_calls as {"id"?, "type":"function",
-  // "function":
-  // {"name", "arguments": object}} with string arguments parsed; `reasoning` → reasoning_content;
-  // tool messages keep tool_call_id and name. Other keys are dropped.
+  // "function": {"name", "arguments": object}} with string arguments parsed; `reasoning` →
+  // reasoning_content; tool messages keep tool_call_id and name. Other keys are dropped.
   nlohmann::ordered_json messages = nullptr;
   // As received, key order kept (the template serializes it with tojson); null when absent,
   // empty, or when tool_choice is none.

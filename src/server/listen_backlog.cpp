@@ -1,27 +1,13 @@
 #include "server/listen_backlog.h"
 
-#include <dirent.h>
-#include <netinet/in.h>
 #include <sys/socket.h>
 
-#include <cstdlib>
 #include <fstream>
+
+#include "server/process_sockets.h"
 
 namespace md::server {
 namespace {
-
-int bound_port(int fd) {
-  sockaddr_storage address{};
-  socklen_t length = sizeof(address);
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) return -1;
-  if (address.ss_family == AF_INET) {
-    return ntohs(reinterpret_cast<const sockaddr_in*>(&address)->sin_port);
-  }
-  if (address.ss_family == AF_INET6) {
-    return ntohs(reinterpret_cast<const sockaddr_in6*>(&address)->sin6_port);
-  }
-  return -1;
-}
 
 bool is_listening(int fd) {
   int accepting = 0;
@@ -39,16 +25,12 @@ int system_listen_backlog() {
 }
 
 int widen_listen_backlog(int port, int backlog) {
-  DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return 0;
   int widened = 0;
-  while (dirent* entry = readdir(dir)) {
-    if (entry->d_name[0] == '.') continue;
-    const int fd = std::atoi(entry->d_name);
-    if (fd == dirfd(dir) || bound_port(fd) != port || !is_listening(fd)) continue;
+  for (int fd : open_descriptors()) {
+    SocketAddress address;
+    if (!socket_address(fd, false, address) || address.port != port || !is_listening(fd)) continue;
     if (listen(fd, backlog) == 0) ++widened;
   }
-  closedir(dir);
   return widened;
 }
 

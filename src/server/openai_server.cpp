@@ -80,6 +80,20 @@ bool same_key(const std::string& given, const std::string& expected) {
   return diff == 0;
 }
 
+std::string ascii_lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+// Every answer carries the CORS origin, errors (401, 404, 413 …) included: a browser hides a
+// response without it from the page, which then cannot show why the request failed.
+void allow_origin(const ServerOptions& options, httplib::Response& res) {
+  if (options.cors_origin.empty() || res.has_header("Access-Control-Allow-Origin")) return;
+  res.set_header("Access-Control-Allow-Origin", options.cors_origin);
+  res.set_header("Vary", "Origin");
+}
+
 // RFC 7230 §3.3's rules for a request's body framing, as far as headers show them: nullopt when
 // they are sound. Content-Length is digits only, and when repeated every copy agrees; a
 // transfer coding other than chunked is not implemented (501); both headers at once can smuggle
@@ -101,9 +115,7 @@ std::optional<ApiError> framing_error(const httplib::Request& req) {
   for (std::size_t i = 1; i < req.get_header_value_count("Transfer-Encoding"); ++i) {
     codings += ", " + req.get_header_value("Transfer-Encoding", i);
   }
-  std::string lower = codings;
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string lower = ascii_lower(codings);
   const std::size_t begin = lower.find_first_not_of(" \t");
   const std::size_t end = lower.find_last_not_of(" \t");
   if (begin == std::string::npos || lower.substr(begin, end - begin + 1) != "chunked") {
@@ -117,9 +129,9 @@ std::optional<ApiError> framing_error(const httplib::Request& req) {
 // (RFC 7235), so "bearer" and "BEARER" are the same; spaces around the token do not count.
 std::string bearer_token(const std::string& header) {
   constexpr std::string_view kScheme = "bearer";
-  if (header.size() <= kScheme.size() || header[kScheme.size()] != ' ') return {};
-  for (std::size_t i = 0; i < kScheme.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(header[i])) != kScheme[i]) return {};
+  if (header.size() <= kScheme.size() || header[kScheme.size()] != ' ' ||
+      ascii_lower(header.substr(0, kScheme.size())) != kScheme) {
+    return {};
   }
   std::size_t begin = header.find_first_not_of(' ', kScheme.size());
   std::size_t end = header.find_last_not_of(' ');
@@ -132,8 +144,7 @@ std::string served_name(const std::string& model_path) {
   std::string name = path.filename().string();
   if (name.empty()) name = path.parent_path().filename().string();
   if (name.size() > 5 && name.ends_with(".gguf")) name.resize(name.size() - 5);
-  std::transform(name.begin(), name.end(), name.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  name = ascii_lower(std::move(name));
   return name.empty() ? "model" : name;
 }
 
@@ -194,12 +205,7 @@ void OpenAiServer::install_routes() {
     log.start = std::chrono::steady_clock::now();
     std::string request_id = req.get_header_value("X-Request-Id");
     res.set_header("X-Request-Id", request_id.empty() ? random_id("req-") : request_id);
-    // Every answer carries the CORS origin, errors (401, 404, 413 …) included: a browser hides
-    // a response without it from the page, which then cannot show why the request failed.
-    if (!ctx.options.cors_origin.empty()) {
-      res.set_header("Access-Control-Allow-Origin", ctx.options.cors_origin);
-      res.set_header("Vary", "Origin");
-    }
+    allow_origin(ctx.options, res);
     const Route* route = find_route(req.path, &log.route);
     const bool has_body = req.has_header("Content-Length")
                               ? req.get_header_value("Content-Length") != "0"
@@ -243,8 +249,9 @@ void OpenAiServer::install_routes() {
       res.set_header("Connection", "close");
       return reject(*framing);
     }
+    // framing_error leaves Transfer-Encoding absent or exactly chunked.
     if (req.method == "POST" && !req.has_header("Content-Length") &&
-        req.get_header_value("Transfer-Encoding").find("chunked") == std::string::npos) {
+        !req.has_header("Transfer-Encoding")) {
       return reject(length_required());
     }
     // An announced body over the limit is refused before a byte of it is read (§9).
@@ -303,10 +310,7 @@ void OpenAiServer::install_routes() {
   http_->set_error_handler([&ctx](const httplib::Request& req, httplib::Response& res) {
     // Requests cpp-httplib refuses before routing never met the pre-routing handler.
     if (!res.has_header("X-Request-Id")) res.set_header("X-Request-Id", random_id("req-"));
-    if (!ctx.options.cors_origin.empty() && !res.has_header("Access-Control-Allow-Origin")) {
-      res.set_header("Access-Control-Allow-Origin", ctx.options.cors_origin);
-      res.set_header("Vary", "Origin");
-    }
+    allow_origin(ctx.options, res);
     if (!res.body.empty()) return;
     if (res.status == 413) {
       send_error(res, request_too_large(ctx.options.max_body_bytes));

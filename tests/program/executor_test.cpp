@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <numeric>
 #include <set>
 #include <thread>
@@ -25,6 +26,17 @@ Instruction family(std::string name, int64_t tasks,
   ins.operands = FamilyOperands{std::move(body), {}};
   ins.waits = std::move(waits);
   return ins;
+}
+
+// Yields until `done` holds; false after 20 s, so that a task blocked by a regression fails its
+// test instead of hanging it.
+bool wait_until(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
 }
 
 Dependency all_of(int32_t producer, int64_t tasks) {
@@ -107,14 +119,7 @@ TEST(CpuExecutor, ATaskWaitsOnlyForTheProducerTilesItReads) {
     list.push_back(family("produce", 2, [&](int64_t t, WorkerContext&) {
       produced[static_cast<std::size_t>(t)] = 10 + t;
       if (t != 1) return;
-      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-      while (!consumer_ran.load()) {
-        if (std::chrono::steady_clock::now() > deadline) {
-          timed_out = true;
-          return;
-        }
-        std::this_thread::yield();
-      }
+      if (!wait_until([&] { return consumer_ran.load(); })) timed_out = true;
     }));
     Instruction consume = family("consume", 2, [&](int64_t t, WorkerContext&) {
       consumed[static_cast<std::size_t>(t)] = produced[0] * 2 + t;
@@ -149,14 +154,7 @@ TEST(CpuExecutor, EachWorkerStartsOnItsOwnSegment) {
       ran_besides_zero.fetch_add(1);
       return;
     }
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (ran_besides_zero.load() == 0) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        timed_out = true;
-        return;
-      }
-      std::this_thread::yield();
-    }
+    if (!wait_until([&] { return ran_besides_zero.load() > 0; })) timed_out = true;
   }));
   Program program(std::move(list), {}, 2, 1);
   CpuExecutor executor(2);
@@ -181,14 +179,7 @@ TEST(CpuExecutor, AStalledWorkerLeavesItsShareToTheOthers) {
       others_done.fetch_add(1);
       return;
     }
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (others_done.load() < kTasks - 1) {
-      if (std::chrono::steady_clock::now() > deadline) {
-        timed_out = true;
-        return;
-      }
-      std::this_thread::yield();
-    }
+    if (!wait_until([&] { return others_done.load() >= kTasks - 1; })) timed_out = true;
   }));
   Program program(std::move(list), {}, 2, 1);
   CpuExecutor executor(2);
