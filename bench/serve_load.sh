@@ -1,12 +1,21 @@
 #!/usr/bin/env bash
-# The server under load on loopback: C clients × R requests each (mixed chat/completions,
-# streaming and not, 16 output tokens, seeded sampling) against `megadecode serve` on the tiny
-# Qwen3.8 fixture with 8 rows. Prints requests/s, client-side time to first token (p50/p99),
-# aggregate output tokens/s and the server's RSS before/after.
+# The server under load on loopback, against `megadecode serve` on the tiny Qwen3.8 fixture.
 #   bench/serve_load.sh [clients] [requests per client]      (default 16 200)
+#     C clients × R requests each (mixed chat/completions, streaming and not, 16 output tokens,
+#     seeded sampling) with 8 rows. Prints requests/s, client-side time to first token
+#     (p50/p99), aggregate output tokens/s and the server's RSS before/after.
+#   bench/serve_load.sh --burst [clients] [serve flags...]   (default 512, --max-batch 4)
+#     That many streaming greedy chat requests at once, each on its own connection, with /health
+#     probed every 50 ms. Prints requests/s, TTFT p50/p99, the worst inter-token gap of any
+#     stream, /health latency, errors, lost requests, distinct replies (1: all identical) and
+#     the server's RSS before/after.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
+if [[ "${1:-}" == "--burst" ]]; then
+  shift
+  exec .venv/bin/python bench/serve_burst.py "$@"
+fi
 report="$(mktemp)"
 MD_LOAD_CLIENTS="${1:-16}" MD_LOAD_REQUESTS="${2:-200}" MD_LOAD_REPORT="$report" \
   .venv/bin/python -m pytest tests/e2e/test_load.py -q -p no:cacheprovider >&2

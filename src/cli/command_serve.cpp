@@ -1,6 +1,7 @@
 // `megadecode serve`: the OpenAI-compatible HTTP server. It listens first (GET /health answers
 // 503 while the model loads), serves until SIGINT or SIGTERM, then drains and exits 0; a second
-// SIGINT or SIGTERM exits at once with 128 + the signal.
+// SIGINT or SIGTERM cancels what runs (streams get an in-band error) and exits within a second
+// with 128 + the signal; a third exits on the spot.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -21,16 +22,29 @@ namespace md::cli {
 namespace {
 
 volatile std::sig_atomic_t g_stop_signal = 0;
+volatile std::sig_atomic_t g_second_signal = 0;
 
 extern "C" void on_stop_signal(int signal) {
-  if (g_stop_signal != 0) {
-    // The operator insists (the drain is waiting for a slow client or a long reply): leave now.
-    // Only async-signal-safe calls here.
-    constexpr char kMessage[] = "megadecode serve: second signal, exiting without draining\n";
-    (void)!write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
-    _exit(128 + signal);
+  // Only async-signal-safe calls here.
+  if (g_stop_signal == 0) {
+    g_stop_signal = signal;
+    return;
   }
-  g_stop_signal = signal;
+  if (g_second_signal != 0) _exit(128 + signal);
+  // The operator insists (the drain is waiting for a long reply): cancel and leave.
+  g_second_signal = signal;
+  constexpr char kMessage[] = "megadecode serve: second signal, exiting without draining\n";
+  (void)!write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
+}
+
+// After a second signal the drain cancels what runs and returns within a second; should it be
+// stuck (the model still loading, say), this leaves anyway.
+void exit_soon_after_a_second_signal() {
+  std::thread([] {
+    while (g_second_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    _exit(128 + g_second_signal);
+  }).detach();
 }
 
 struct ServeFlags {
@@ -71,8 +85,10 @@ void add_serve_flags(CLI::App& sub, ServeFlags& f) {
   sub.add_option("--shutdown-grace", o.shutdown_grace_seconds,
                  "Seconds running requests get to finish after SIGTERM")
       ->check(CLI::Range(0.0, 86400.0));
-  sub.add_option("--http-threads", o.http_threads, "Connections served at once")
-      ->check(CLI::Range(4, 4096));
+  sub.add_option("--http-threads", o.http_threads,
+                 "Threads that run route handlers (JSON, templates, tokenizing); connections and "
+                 "streams hold none")
+      ->check(CLI::Range(1, 256));
   // At least a second: 0 would close every connection before its request arrived.
   sub.add_option("--read-timeout", o.read_timeout_seconds, "Seconds to wait for a request")
       ->check(CLI::Range(1, 86400));
@@ -113,6 +129,7 @@ int serve(ServeFlags& f) {
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
   std::signal(SIGPIPE, SIG_IGN);  // a client that vanished mid-write is a failed write, not death
+  exit_soon_after_a_second_signal();
 
   if (!server::is_loopback_host(f.server.host) && f.server.api_key.empty()) {
     log::warn(
@@ -157,7 +174,7 @@ int serve(ServeFlags& f) {
     server.serve_model(served);
   } catch (const std::exception& e) {
     server.mark_failed();
-    (void)server.shutdown();  // nothing was served yet
+    server.shutdown();  // nothing was served yet
     throw;
   }
   log::info("ready: {} (context {}, {} rows)", session.model->description(), session.context,
@@ -167,12 +184,11 @@ int serve(ServeFlags& f) {
   while (g_stop_signal == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   log::info("signal {}: draining (grace {} s)", static_cast<int>(g_stop_signal),
             f.server.shutdown_grace_seconds);
-  if (!server.shutdown()) {
-    // Only connections still sending a request remain, and they hold the server's threads:
-    // leave without destroying it.
+  server.shutdown([] { return g_second_signal != 0; });
+  if (g_second_signal != 0) {
     std::fflush(stderr);
     std::fflush(stdout);
-    std::_Exit(kExitOk);
+    _exit(128 + g_second_signal);
   }
   return kExitOk;
 }

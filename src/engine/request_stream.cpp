@@ -9,6 +9,7 @@ void RequestStream::push(StreamEvent event) {
   {
     std::lock_guard lock(mutex_);
     events_.push_back(std::move(event));
+    if (listener_) listener_();
   }
   ready_.notify_all();
 }
@@ -18,8 +19,14 @@ void RequestStream::push_all(std::vector<StreamEvent> events) {
   {
     std::lock_guard lock(mutex_);
     std::move(events.begin(), events.end(), std::back_inserter(events_));
+    if (listener_) listener_();
   }
   ready_.notify_all();
+}
+
+void RequestStream::set_listener(std::function<void()> listener) {
+  std::lock_guard lock(mutex_);
+  listener_ = std::move(listener);
 }
 
 void RequestStream::cancel_choice(int32_t choice) {

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -29,9 +30,9 @@ struct StreamEvent {
   };
   Kind kind = Kind::kToken;
   int32_t choice = 0;
-  TokenOutcome outcome;                          // kToken
-  std::vector<ScoredToken> prompt_logprobs;      // kPromptLogprobs
-  std::string error;                             // kError
+  TokenOutcome outcome;                      // kToken
+  std::vector<ScoredToken> prompt_logprobs;  // kPromptLogprobs
+  std::string error;                         // kError
   SteadyClock::time_point at = SteadyClock::now();
   // kToken: how many tokens the step produced for this choice (a speculative round's accepted
   // drafts and correction). They all carry the same `at`, so latency metrics count the step once
@@ -58,6 +59,10 @@ class RequestStream {
 
   // Client side: everything pushed so far, waiting up to `timeout` when nothing is there yet.
   std::vector<StreamEvent> wait(std::chrono::milliseconds timeout);
+  // Client side: `listener` is called (on the engine's thread, briefly) after each push, so an
+  // event-driven client need not wait. Once set_listener returns, a previous listener is never
+  // called again; an empty one removes it.
+  void set_listener(std::function<void()> listener);
 
   // Either side. Cancelling is permanent; the scheduler drops the request's queued and running
   // choices at its next step boundary and pushes nothing more.
@@ -73,6 +78,7 @@ class RequestStream {
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<StreamEvent> events_;
+  std::function<void()> listener_;  // guarded by mutex_
   mutable std::mutex cancelled_choices_mutex_;
   std::vector<int32_t> cancelled_choices_;
 };

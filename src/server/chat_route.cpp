@@ -1,6 +1,4 @@
 // POST /v1/chat/completions (§2.2, §3.1, §3.5, §6.2, §11, §12).
-#include <httplib.h>
-
 #include "engine/choice_decoder.h"
 #include "server/chat_prompt.h"
 #include "server/generation_route.h"
@@ -205,7 +203,7 @@ class ChatFormatter : public ResponseFormatter {
 
 }  // namespace
 
-void handle_chat(ServerContext& context, const httplib::Request& req, httplib::Response& res) {
+void handle_chat(ServerContext& context, const HttpRequest& req, HttpResponse& res) {
   auto arrival = std::chrono::steady_clock::now();
   json body = parse_json_body(req.body);
   context.require_ready();
@@ -213,7 +211,7 @@ void handle_chat(ServerContext& context, const httplib::Request& req, httplib::R
   ChatPrompt prompt = render_chat_prompt(request, context.model.chat_template,
                                          *context.model.tokenizer, context.tool_format);
   auto prompt_tokens = static_cast<int64_t>(prompt.ids.size());
-  current_request_log().prompt_tokens = prompt_tokens;
+  req.log->prompt_tokens = prompt_tokens;
   if (prompt_tokens > context.max_prompt_tokens()) {
     throw context_length_exceeded("messages", prompt_tokens, context.max_prompt_tokens(),
                                   context.model.context);
@@ -252,10 +250,9 @@ void handle_chat(ServerContext& context, const httplib::Request& req, httplib::R
   context.metrics.request_received("chat");
   context.metrics.observe_request_prompt_tokens(prompt_tokens);
   auto run = std::make_shared<RequestRun>(context, id, std::move(works), std::move(configs),
-                                          prompt_tokens, watch_client(req), arrival);
+                                          prompt_tokens, arrival);
   auto formatter = std::make_shared<ChatFormatter>(context, request, id, prompt.ids);
-  respond(context, req, res, std::move(run), std::move(formatter), request.stream,
-          request.include_usage);
+  respond(req, res, std::move(run), std::move(formatter), request.stream, request.include_usage);
 }
 
 }  // namespace md::server

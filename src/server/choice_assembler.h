@@ -31,7 +31,7 @@ struct ChoiceDelta {
   std::vector<ToolCall> tool_calls;
   std::vector<engine::GeneratedToken> tokens;  // reported tokens released with this delta
   bool finished = false;
-  std::string finish_reason;                 // set when finished
+  std::string finish_reason;                     // set when finished
   nlohmann::ordered_json stop_reason = nullptr;  // matched stop string or stop token id
 
   bool has_output() const { return !reasoning.empty() || !content.empty() || !tool_calls.empty(); }

@@ -1,6 +1,4 @@
 // POST /v1/completions (§2.3, §3.2, §3.6, §6.1, §7).
-#include <httplib.h>
-
 #include "engine/choice_decoder.h"
 #include "server/generation_route.h"
 #include "server/json_body.h"
@@ -264,8 +262,7 @@ std::vector<Prompt> tokenize_prompts(const CompletionRequest& request,
 
 }  // namespace
 
-void handle_completions(ServerContext& context, const httplib::Request& req,
-                        httplib::Response& res) {
+void handle_completions(ServerContext& context, const HttpRequest& req, HttpResponse& res) {
   auto arrival = std::chrono::steady_clock::now();
   json body = parse_json_body(req.body);
   context.require_ready();
@@ -303,15 +300,14 @@ void handle_completions(ServerContext& context, const httplib::Request& req,
       works.push_back(std::move(work));
     }
   }
-  current_request_log().prompt_tokens = prompt_tokens;
+  req.log->prompt_tokens = prompt_tokens;
   std::vector<ChoiceConfig> configs(works.size());
   std::string id = random_id("cmpl-");
   context.metrics.request_received("completions");
   auto run = std::make_shared<RequestRun>(context, id, std::move(works), std::move(configs),
-                                          prompt_tokens, watch_client(req), arrival);
+                                          prompt_tokens, arrival);
   auto formatter = std::make_shared<CompletionFormatter>(context, request, id, std::move(prompts));
-  respond(context, req, res, std::move(run), std::move(formatter), request.stream,
-          request.include_usage);
+  respond(req, res, std::move(run), std::move(formatter), request.stream, request.include_usage);
 }
 
 }  // namespace md::server

@@ -1,7 +1,5 @@
 #include "server/generation_route.h"
 
-#include <httplib.h>
-
 #include <algorithm>
 #include <chrono>
 
@@ -11,7 +9,6 @@ namespace md::server {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr std::chrono::milliseconds kPollInterval{100};
 constexpr std::chrono::seconds kPingInterval{15};
 
 std::string sse_event(const nlohmann::ordered_json& payload) {
@@ -34,86 +31,81 @@ nlohmann::ordered_json in_band_error(const std::string& engine_error,
   return body;
 }
 
-// The state a streaming response keeps between provider calls.
-struct StreamState {
-  std::shared_ptr<RequestRun> run;
-  std::shared_ptr<ResponseFormatter> formatter;
-  std::string request_id;  // X-Request-Id, for an in-band internal error
-  bool include_usage = false;
-  bool opened = false;
-  Clock::time_point last_write = Clock::now();
-};
+// A generation's response body, pumped by the transport whenever the engine pushed output (and
+// about once a second): SSE events as they come, or the whole JSON response at the end.
+class GenerationBody : public DeferredBody {
+ public:
+  GenerationBody(std::shared_ptr<RequestRun> run, std::shared_ptr<ResponseFormatter> formatter,
+                 std::shared_ptr<RequestLog> log, std::string request_id, bool stream,
+                 bool include_usage)
+      : run_(std::move(run)),
+        formatter_(std::move(formatter)),
+        log_(std::move(log)),
+        request_id_(std::move(request_id)),
+        stream_(stream),
+        include_usage_(include_usage) {}
 
-bool write(httplib::DataSink& sink, StreamState& state, const std::string& text) {
-  state.last_write = Clock::now();
-  return sink.write(text.data(), text.size());
-}
+  void start(std::function<void()> wake) override { run_->on_output(std::move(wake)); }
 
-void finish_stream(httplib::DataSink& sink, StreamState& state) {
-  if (state.include_usage) {
-    (void)write(sink, state, sse_event(state.formatter->usage_chunk(*state.run)));
+  bool pump(HttpResponse& res, std::string& out) override {
+    return stream_ ? pump_stream(out) : pump_whole(res);
   }
-  (void)write(sink, state, "data: [DONE]\n\n");
-  sink.done();
-}
 
-// One provider call: opening chunks the first time, then one poll's worth of events.
-bool stream_step(httplib::DataSink& sink, StreamState& state) {
-  if (!state.opened) {
-    state.opened = true;
-    for (const auto& chunk : state.formatter->opening_chunks()) {
-      if (!write(sink, state, sse_event(chunk))) return false;
+  void abandon() override {
+    if (!run_->done()) run_->cancel("abort");
+  }
+
+ private:
+  bool pump_stream(std::string& out) {
+    if (!opened_) {
+      opened_ = true;
+      for (const auto& chunk : formatter_->opening_chunks()) out += sse_event(chunk);
     }
-  }
-  if (state.run->client_gone()) return false;
-  std::vector<ChoiceUpdate> updates = state.run->poll(kPollInterval);
-  for (ChoiceUpdate& update : updates) {
-    if (update.error) {
-      state.run->cancel("error");
-      (void)write(sink, state, sse_event(in_band_error(*update.error, state.request_id)));
-      (void)write(sink, state, "data: [DONE]\n\n");
-      sink.done();
+    for (ChoiceUpdate& update : run_->poll(std::chrono::milliseconds(0))) {
+      if (update.error) {
+        run_->cancel("error");
+        out += sse_event(in_band_error(*update.error, request_id_));
+        out += "data: [DONE]\n\n";
+        return true;
+      }
+      for (const auto& chunk : formatter_->chunks(update)) out += sse_event(chunk);
+    }
+    if (run_->done()) {
+      log_->completion_tokens = run_->completion_tokens();
+      if (include_usage_) out += sse_event(formatter_->usage_chunk(*run_));
+      out += "data: [DONE]\n\n";
       return true;
     }
-    for (const auto& chunk : state.formatter->chunks(update)) {
-      if (!write(sink, state, sse_event(chunk))) {
-        state.run->cancel("abort");
-        return false;
-      }
-    }
-  }
-  if (state.run->done()) {
-    current_request_log().completion_tokens = state.run->completion_tokens();
-    finish_stream(sink, state);
-    return true;
-  }
-  if (Clock::now() - state.last_write >= kPingInterval && !write(sink, state, ": ping\n\n")) {
-    state.run->cancel("abort");
+    // A comment now and then keeps proxies and clients from timing out a queued request.
+    if (out.empty() && Clock::now() - last_output_ >= kPingInterval) out = ": ping\n\n";
+    if (!out.empty()) last_output_ = Clock::now();
     return false;
   }
-  return true;
-}
 
-void respond_json(httplib::Response& res, RequestRun& run, ResponseFormatter& formatter) {
-  while (!run.done()) {
-    if (run.client_gone()) {
-      // Nothing more is written to a client that left; the connection is closed.
-      res.status = 499;
-      res.set_header("Connection", "close");
-      return;
-    }
-    for (ChoiceUpdate& update : run.poll(kPollInterval)) {
+  bool pump_whole(HttpResponse& res) {
+    for (ChoiceUpdate& update : run_->poll(std::chrono::milliseconds(0))) {
       if (update.error) {
-        run.cancel("error");
+        run_->cancel("error");
         send_error(res, error_for(*update.error));
-        return;
+        return true;
       }
-      formatter.collect(update);
+      formatter_->collect(update);
     }
+    if (!run_->done()) return false;
+    log_->completion_tokens = run_->completion_tokens();
+    send_json(res, formatter_->final_response(*run_));
+    return true;
   }
-  current_request_log().completion_tokens = run.completion_tokens();
-  send_json(res, formatter.final_response(run));
-}
+
+  std::shared_ptr<RequestRun> run_;
+  std::shared_ptr<ResponseFormatter> formatter_;
+  std::shared_ptr<RequestLog> log_;
+  std::string request_id_;  // X-Request-Id, for an in-band internal error
+  bool stream_;
+  bool include_usage_;
+  bool opened_ = false;
+  Clock::time_point last_output_ = Clock::now();
+};
 
 }  // namespace
 
@@ -163,35 +155,18 @@ uint64_t request_seed(const CommonFields& fields) {
   return fields.seed ? static_cast<uint64_t>(*fields.seed) : engine::fresh_seed();
 }
 
-ClientWatch watch_client(const httplib::Request& req) {
-  return ClientWatch(req.local_port, req.remote_addr, req.remote_port);
-}
-
-void respond(ServerContext&, const httplib::Request&, httplib::Response& res,
-             std::shared_ptr<RequestRun> run, std::shared_ptr<ResponseFormatter> formatter,
-             bool stream, bool include_usage) {
-  if (!stream) {
-    respond_json(res, *run, *formatter);
-    return;
-  }
-  auto state = std::make_shared<StreamState>();
-  state->run = std::move(run);
-  state->formatter = std::move(formatter);
-  state->include_usage = include_usage;
-  state->request_id = res.get_header_value("X-Request-Id");
+void respond(const HttpRequest& req, HttpResponse& res, std::shared_ptr<RequestRun> run,
+             std::shared_ptr<ResponseFormatter> formatter, bool stream, bool include_usage) {
+  res.deferred =
+      std::make_shared<GenerationBody>(std::move(run), std::move(formatter), req.log,
+                                       res.header("X-Request-Id"), stream, include_usage);
+  if (!stream) return;
+  res.streamed = true;
+  // The bare type, as served since the first release (clients and tests compare it); SSE is UTF-8
+  // by definition, so a charset parameter adds nothing.
+  res.set_header("Content-Type", "text/event-stream");
   res.set_header("Cache-Control", "no-cache");
-  res.set_header("Connection", "keep-alive");
   res.set_header("X-Accel-Buffering", "no");
-  res.set_chunked_content_provider(
-      // Not "text/event-stream; charset=utf-8": cpp-httplib 0.11 gzips every text/* type but
-      // exactly this one when the client accepts gzip, and its gzip stream holds events back
-      // until the end. SSE is UTF-8 by definition, so the parameter adds nothing.
-      "text/event-stream",
-      [state](std::size_t, httplib::DataSink& sink) { return stream_step(sink, *state); },
-      [state](bool) {
-        // The run's destructor cancels whatever is still open (a client that went away).
-        state->run.reset();
-      });
 }
 
 }  // namespace md::server

@@ -11,13 +11,9 @@
 
 #include "engine/generation_request.h"
 #include "server/generation_request.h"
+#include "server/http_message.h"
 #include "server/request_run.h"
 #include "server/server_context.h"
-
-namespace httplib {
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace md::server {
 
@@ -57,12 +53,10 @@ class ResponseFormatter {
   const int64_t created_ = unix_seconds_now();
 };
 
-// Runs the request to completion: a JSON response, or an SSE stream (headers out now, events as
-// the engine produces them, the usage chunk when asked, then [DONE]).
-void respond(ServerContext& context, const httplib::Request& req, httplib::Response& res,
-             std::shared_ptr<RequestRun> run, std::shared_ptr<ResponseFormatter> formatter,
-             bool stream, bool include_usage);
-
-ClientWatch watch_client(const httplib::Request& req);
+// Makes `res` the request's response: a deferred body that the transport pumps as the engine
+// produces output — the JSON response when the run ends, or an SSE stream (headers out now,
+// events as they come, the usage chunk when asked, then [DONE]).
+void respond(const HttpRequest& req, HttpResponse& res, std::shared_ptr<RequestRun> run,
+             std::shared_ptr<ResponseFormatter> formatter, bool stream, bool include_usage);
 
 }  // namespace md::server

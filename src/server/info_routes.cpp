@@ -1,7 +1,5 @@
 // The probes and descriptions: /health, /v1/models, /v1/models/{id}, /metrics, /version, /props,
 // /slots (§1.1, §1.2, §1.5, §1.6).
-#include <httplib.h>
-
 #include "server/routes.h"
 
 namespace md::server {
@@ -28,7 +26,7 @@ void refresh_gauges(ServerContext& context) {
 
 }  // namespace
 
-void handle_health(ServerContext& context, const httplib::Request&, httplib::Response& res) {
+void handle_health(ServerContext& context, const HttpRequest&, HttpResponse& res) {
   context.require_ready();
   json body{{"status", "ok"}};
   engine::SchedulerSnapshot s = context.scheduler->snapshot();
@@ -37,13 +35,13 @@ void handle_health(ServerContext& context, const httplib::Request&, httplib::Res
   send_json(res, body);
 }
 
-void handle_models(ServerContext& context, const httplib::Request&, httplib::Response& res) {
+void handle_models(ServerContext& context, const HttpRequest&, HttpResponse& res) {
   send_json(res, json{{"object", "list"},
                       {"data", json::array({model_object(context, context.names.front())})}});
 }
 
-void handle_model(ServerContext& context, const httplib::Request& req, httplib::Response& res) {
-  std::string id = req.matches[1];
+void handle_model(ServerContext& context, const HttpRequest& req, HttpResponse& res) {
+  std::string id = req.path_parameter;
   for (const std::string& name : context.names) {
     if (name == id) {
       send_json(res, model_object(context, context.names.front()));
@@ -53,12 +51,12 @@ void handle_model(ServerContext& context, const httplib::Request& req, httplib::
   throw model_not_found(id, 404);
 }
 
-void handle_metrics(ServerContext& context, const httplib::Request&, httplib::Response& res) {
+void handle_metrics(ServerContext& context, const HttpRequest&, HttpResponse& res) {
   refresh_gauges(context);
   res.set_content(context.metrics.render(), ServerMetrics::kContentType);
 }
 
-void handle_version(ServerContext& context, const httplib::Request&, httplib::Response& res) {
+void handle_version(ServerContext& context, const HttpRequest&, HttpResponse& res) {
   send_json(res, json{{"version", "megadecode " + context.build.version + " (" +
                                       context.build.revision + ")"}});
 }
@@ -70,7 +68,7 @@ json speculative_info(const ServerContext& context) {
               {"num_draft_tokens", context.scheduler->draft_positions()}};
 }
 
-void handle_props(ServerContext& context, const httplib::Request&, httplib::Response& res) {
+void handle_props(ServerContext& context, const HttpRequest&, HttpResponse& res) {
   context.require_tokenizer();
   const engine::SamplingParams& d = context.model.sampling_defaults;
   json defaults{
@@ -94,7 +92,7 @@ void handle_props(ServerContext& context, const httplib::Request&, httplib::Resp
   send_json(res, body);
 }
 
-void handle_slots(ServerContext& context, const httplib::Request& req, httplib::Response& res) {
+void handle_slots(ServerContext& context, const HttpRequest& req, HttpResponse& res) {
   context.require_ready();
   engine::SchedulerSnapshot s = context.scheduler->snapshot();
   json slots = json::array();
@@ -111,7 +109,7 @@ void handle_slots(ServerContext& context, const httplib::Request& req, httplib::
     }
     slots.push_back(std::move(entry));
   }
-  if (req.get_param_value("fail_on_no_slot") == "1" && s.running_rows >= s.rows) {
+  if (req.query_value("fail_on_no_slot") == "1" && s.running_rows >= s.rows) {
     throw ApiError(503, "unavailable_error", "no_slot_available", std::nullopt,
                    "Every row is busy.");
   }

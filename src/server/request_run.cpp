@@ -5,19 +5,20 @@
 namespace md::server {
 namespace {
 
-double seconds(RequestRun::Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+double seconds(RequestRun::Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
 
 }  // namespace
 
 RequestRun::RequestRun(ServerContext& context, std::string id,
                        std::vector<engine::ChoiceWork> works, std::vector<ChoiceConfig> configs,
-                       int64_t prompt_tokens, ClientWatch watch, Clock::time_point arrival)
+                       int64_t prompt_tokens, Clock::time_point arrival)
     : context_(context),
       id_(std::move(id)),
       stream_(std::make_shared<engine::RequestStream>(id_)),
       prompt_tokens_(prompt_tokens),
       open_choices_(static_cast<int64_t>(works.size())),
-      watch_(watch),
       arrival_(arrival) {
   choices_.reserve(configs.size());
   for (ChoiceConfig& config : configs) choices_.push_back({ChoiceAssembler(std::move(config))});
@@ -35,8 +36,15 @@ RequestRun::RequestRun(ServerContext& context, std::string id,
 }
 
 RequestRun::~RequestRun() {
+  // The engine keeps the stream a while after the run ends: it must not call into a connection
+  // that is gone.
+  stream_->set_listener({});
   // A handler that leaves early (an exception, a write failure) never leaves rows running.
   if (open_choices_ > 0) cancel("abort");
+}
+
+void RequestRun::on_output(std::function<void()> wake) {
+  stream_->set_listener(std::move(wake));
 }
 
 int64_t RequestRun::completion_tokens() const {
@@ -51,12 +59,6 @@ int64_t RequestRun::reasoning_tokens() const {
   return total;
 }
 
-bool RequestRun::client_gone() {
-  if (open_choices_ == 0 || !watch_.gone()) return false;
-  cancel("abort");
-  return true;
-}
-
 void RequestRun::cancel(const char* reason) {
   stream_->cancel();
   context_.scheduler->notify_cancelled();
@@ -65,8 +67,7 @@ void RequestRun::cancel(const char* reason) {
   }
 }
 
-void RequestRun::close_choice(ChoiceState& state, const std::string& reason,
-                              Clock::time_point at) {
+void RequestRun::close_choice(ChoiceState& state, const std::string& reason, Clock::time_point at) {
   state.open = false;
   --open_choices_;
   context_.metrics.choice_finished(reason);

@@ -1,11 +1,12 @@
-// One generation request on its handler thread: submits its choices to the scheduler, gathers
-// what the engine produced (per choice, through the ChoiceAssembler), records the request's
-// metrics (queue, prefill, time to first token, inter-token latency, decode, end to end,
-// finish reasons) and watches the client, cancelling everything when it goes away.
+// One generation request: submits its choices to the scheduler, gathers what the engine produced
+// (per choice, through the ChoiceAssembler) and records the request's metrics (queue, prefill,
+// time to first token, inter-token latency, decode, end to end, finish reasons). Used from one
+// thread at a time (the connection's strand); the engine wakes it when output arrives.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,7 +15,6 @@
 #include "engine/batch_scheduler.h"
 #include "engine/request_stream.h"
 #include "server/choice_assembler.h"
-#include "server/client_watch.h"
 #include "server/server_context.h"
 
 namespace md::server {
@@ -24,7 +24,7 @@ struct ChoiceUpdate {
   int32_t choice = 0;
   ChoiceDelta delta;
   std::optional<std::vector<engine::ScoredToken>> prompt_scores;
-  bool scored = false;          // a prompt-only choice is done
+  bool scored = false;               // a prompt-only choice is done
   std::optional<std::string> error;  // the engine failed this choice
 };
 
@@ -35,15 +35,14 @@ class RequestRun {
   // `prompt_tokens` is the usage count (once per prompt). Throws ApiError (429, 503) when the
   // scheduler does not admit the request.
   RequestRun(ServerContext& context, std::string id, std::vector<engine::ChoiceWork> works,
-             std::vector<ChoiceConfig> configs, int64_t prompt_tokens, ClientWatch watch,
-             Clock::time_point arrival);
+             std::vector<ChoiceConfig> configs, int64_t prompt_tokens, Clock::time_point arrival);
   ~RequestRun();
 
   // Waits up to `timeout` for engine output; returns updates in choice order.
   std::vector<ChoiceUpdate> poll(std::chrono::milliseconds timeout);
+  // `wake` is called (from the engine's thread) whenever output arrives; until the run ends.
+  void on_output(std::function<void()> wake);
   bool done() const { return open_choices_ == 0; }
-  // Probes the client; when it has gone, cancels the request (abort for every open choice).
-  bool client_gone();
   // Cancels every open choice with `reason` ("abort" or "error") in the metrics.
   void cancel(const char* reason);
 
@@ -71,7 +70,6 @@ class RequestRun {
   std::vector<ChoiceState> choices_;
   int64_t prompt_tokens_ = 0;
   int64_t open_choices_ = 0;
-  ClientWatch watch_;
   Clock::time_point arrival_;
 };
 

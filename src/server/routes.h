@@ -4,25 +4,18 @@
 
 #include "server/server_context.h"
 
-namespace httplib {
-struct Request;
-struct Response;
-}  // namespace httplib
-
 namespace md::server {
 
-void handle_chat(ServerContext& context, const httplib::Request& req, httplib::Response& res);
-void handle_completions(ServerContext& context, const httplib::Request& req,
-                        httplib::Response& res);
-void handle_tokenize(ServerContext& context, const httplib::Request& req, httplib::Response& res);
-void handle_detokenize(ServerContext& context, const httplib::Request& req,
-                       httplib::Response& res);
-void handle_health(ServerContext& context, const httplib::Request& req, httplib::Response& res);
-void handle_models(ServerContext& context, const httplib::Request& req, httplib::Response& res);
-void handle_model(ServerContext& context, const httplib::Request& req, httplib::Response& res);
-void handle_metrics(ServerContext& context, const httplib::Request& req, httplib::Response& res);
-void handle_version(ServerContext& context, const httplib::Request& req, httplib::Response& res);
-void handle_props(ServerContext& context, const httplib::Request& req, httplib::Response& res);
-void handle_slots(ServerContext& context, const httplib::Request& req, httplib::Response& res);
+void handle_chat(ServerContext& context, const HttpRequest& req, HttpResponse& res);
+void handle_completions(ServerContext& context, const HttpRequest& req, HttpResponse& res);
+void handle_tokenize(ServerContext& context, const HttpRequest& req, HttpResponse& res);
+void handle_detokenize(ServerContext& context, const HttpRequest& req, HttpResponse& res);
+void handle_health(ServerContext& context, const HttpRequest& req, HttpResponse& res);
+void handle_models(ServerContext& context, const HttpRequest& req, HttpResponse& res);
+void handle_model(ServerContext& context, const HttpRequest& req, HttpResponse& res);
+void handle_metrics(ServerContext& context, const HttpRequest& req, HttpResponse& res);
+void handle_version(ServerContext& context, const HttpRequest& req, HttpResponse& res);
+void handle_props(ServerContext& context, const HttpRequest& req, HttpResponse& res);
+void handle_slots(ServerContext& context, const HttpRequest& req, HttpResponse& res);
 
 }  // namespace md::server

@@ -19,14 +19,14 @@ struct ServedModel {
   const Tokenizer* tokenizer = nullptr;
   const ChatTemplate* chat_template = nullptr;  // null: no chat template (completions only)
   engine::SamplingParams sampling_defaults;
-  int64_t context = 0;  // max_model_len
+  int64_t context = 0;             // max_model_len
   std::string fingerprint_source;  // weights, dtype, executor, ... (system_fingerprint)
   std::string executor;
   // Speculative decoding (null: off): every row drafts with its own drafter->new_sequence().
   const SpeculativeDrafter* drafter = nullptr;
-  int64_t block_size = 0;           // rows per round; 0: the drafter's
-  std::string speculative_method;   // "dflash2" (/props)
-  std::string drafter_source;       // the drafter's directory (system_fingerprint)
+  int64_t block_size = 0;          // rows per round; 0: the drafter's
+  std::string speculative_method;  // "dflash2" (/props)
+  std::string drafter_source;      // the drafter's directory (system_fingerprint)
 };
 
 }  // namespace md::server

@@ -1,7 +1,6 @@
 #include "server/server_context.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include <chrono>
 #include <random>
@@ -48,16 +47,16 @@ double json_float(float value) {
   return std::stod(fmt::format("{}", value));
 }
 
-void send_json(httplib::Response& res, const nlohmann::ordered_json& body, int status) {
+void send_json(HttpResponse& res, const nlohmann::ordered_json& body, int status) {
   res.status = status;
   res.set_content(dump_json(body), "application/json");
 }
 
-void send_error(httplib::Response& res, const ApiError& error) {
+void send_error(HttpResponse& res, const ApiError& error) {
   if (error.retry_after_seconds) {
     res.set_header("Retry-After", std::to_string(*error.retry_after_seconds));
   }
-  send_json(res, with_request_id(error, res.get_header_value("X-Request-Id")).body(), error.status);
+  send_json(res, with_request_id(error, res.header("X-Request-Id")).body(), error.status);
 }
 
 int64_t unix_seconds_now() {
@@ -74,11 +73,6 @@ std::string random_id(const std::string& prefix) {
   std::string id = prefix;
   for (int i = 0; i < 24; ++i) id += kAlphabet[pick(generator)];
   return id;
-}
-
-RequestLog& current_request_log() {
-  thread_local RequestLog log;
-  return log;
 }
 
 }  // namespace md::server

@@ -14,15 +14,11 @@
 #include "engine/batch_scheduler.h"
 #include "server/api_error.h"
 #include "server/generation_request.h"
+#include "server/http_message.h"
 #include "server/metrics.h"
 #include "server/served_model.h"
 #include "server/server_options.h"
 #include "text/tool_call_parser.h"
-
-namespace httplib {
-struct Request;
-struct Response;
-}  // namespace httplib
 
 namespace md::server {
 
@@ -64,21 +60,12 @@ std::string dump_json(const nlohmann::ordered_json& value);
 // An f32 value as the double whose shortest decimal is the float's shortest decimal (%.9g-level
 // round trip without f32 noise digits such as 0.10000000149011612).
 double json_float(float value);
-void send_json(httplib::Response& res, const nlohmann::ordered_json& body, int status = 200);
-void send_error(httplib::Response& res, const ApiError& error);
+void send_json(HttpResponse& res, const nlohmann::ordered_json& body, int status = 200);
+void send_error(HttpResponse& res, const ApiError& error);
 // A fresh id: prefix + 24 characters from [A-Za-z0-9].
 std::string random_id(const std::string& prefix);
 
 // Now, as Unix seconds.
 int64_t unix_seconds_now();
-
-// What the access log and metrics learn about the request being handled on this thread.
-struct RequestLog {
-  std::chrono::steady_clock::time_point start;
-  int64_t prompt_tokens = 0;
-  int64_t completion_tokens = 0;
-  std::string route;
-};
-RequestLog& current_request_log();
 
 }  // namespace md::server

@@ -29,7 +29,7 @@ struct ServerOptions {
   double shutdown_grace_seconds = 30;
   int read_timeout_seconds = 60;
   int write_timeout_seconds = 60;
-  int http_threads = 128;  // connections served at once (streams hold one each)
+  int http_threads = 4;  // run route handlers (connections and streams hold none)
   std::string cors_origin;
   std::string tool_call_format;  // "", "json" or "xml"
   bool reasoning_parser = true;

@@ -1,6 +1,4 @@
 // POST /tokenize and POST /detokenize (§1.3, §1.4).
-#include <httplib.h>
-
 #include "server/chat_prompt.h"
 #include "server/json_body.h"
 #include "server/routes.h"
@@ -8,7 +6,7 @@
 
 namespace md::server {
 
-void handle_tokenize(ServerContext& context, const httplib::Request& req, httplib::Response& res) {
+void handle_tokenize(ServerContext& context, const HttpRequest& req, HttpResponse& res) {
   nlohmann::ordered_json body = parse_json_body(req.body);
   context.require_tokenizer();
   TokenizeRequest request = parse_tokenize_request(body, context.limits);
@@ -20,9 +18,8 @@ void handle_tokenize(ServerContext& context, const httplib::Request& req, httpli
     ids = render_chat_prompt(request, context.model.chat_template, tokenizer, context.tool_format)
               .ids;
   }
-  nlohmann::ordered_json out{{"count", ids.size()},
-                             {"max_model_len", context.model.context},
-                             {"tokens", ids}};
+  nlohmann::ordered_json out{
+      {"count", ids.size()}, {"max_model_len", context.model.context}, {"tokens", ids}};
   if (request.return_token_strs) {
     nlohmann::ordered_json strs = nlohmann::ordered_json::array();
     for (int32_t id : ids) strs.push_back(token_string(tokenizer, id));
@@ -31,8 +28,7 @@ void handle_tokenize(ServerContext& context, const httplib::Request& req, httpli
   send_json(res, out);
 }
 
-void handle_detokenize(ServerContext& context, const httplib::Request& req,
-                       httplib::Response& res) {
+void handle_detokenize(ServerContext& context, const HttpRequest& req, HttpResponse& res) {
   nlohmann::ordered_json body = parse_json_body(req.body);
   context.require_tokenizer();
   DetokenizeRequest request = parse_detokenize_request(body, context.limits);
