@@ -80,8 +80,13 @@ void add_serve_flags(CLI::App& sub, ServeFlags& f) {
                  "and decode batched beyond (same tokens); sampled requests always speculate")
       ->check(CLI::Range(int64_t{0}, int64_t{64}));
   sub.add_option("--prefill-chunk", o.prefill_chunk,
-                 "Prompt tokens per prefill step between decode steps")
+                 "Prompt tokens per prefill call, the grain of prefill (boundaries count from "
+                 "the prompt's start, so outputs never depend on timing)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
+  sub.add_option("--prefill-budget-ms", o.prefill_budget_ms,
+                 "Prefill chunks run between two decode steps while they fit in this many "
+                 "milliseconds (at least one): the stall a long prompt causes running streams")
+      ->check(CLI::Range(0.0, 60000.0));
   sub.add_option("--shutdown-grace", o.shutdown_grace_seconds,
                  "Seconds running requests get to finish after SIGTERM")
       ->check(CLI::Range(0.0, 86400.0));
@@ -104,6 +109,9 @@ void add_serve_flags(CLI::App& sub, ServeFlags& f) {
   // end-to-end tests that run the real binary.
   sub.add_option("--test-fault-after-tokens", o.test_hooks.scheduler.fault_after_tokens,
                  "Test hook: fail each choice after this many tokens")
+      ->group("");
+  sub.add_option("--test-prefill-delay-us", o.test_hooks.scheduler.prefill_delay_us_per_token,
+                 "Test hook: make prefill this much slower per prompt token")
       ->group("");
   sub.add_option("--test-load-delay-ms", o.test_hooks.load_delay_ms,
                  "Test hook: delay the model load")

@@ -1,7 +1,9 @@
 #include "engine/batch_scheduler.h"
 
 #include <algorithm>
+#include <chrono>
 #include <exception>
+#include <thread>
 
 #include "base/error.h"
 #include "base/log.h"
@@ -18,6 +20,7 @@ BatchScheduler::BatchScheduler(LanguageModel& model, const Tokenizer& tokenizer,
   if (options_.rows < 1) fail("the scheduler needs at least one row, got {}", options_.rows);
   if (options_.context < 2) fail("the scheduler's context must be at least 2 tokens");
   if (options_.prefill_chunk < 1) fail("the prefill chunk must be at least 1 token");
+  if (!(options_.prefill_budget_ms >= 0)) fail("the prefill budget must be 0 ms or more");
   if (options_.drafter != nullptr) {
     int64_t block = checked_block_size(model_, *options_.drafter, options_.block_size, 0);
     rounds_ = std::make_unique<SpeculativeRounds>(model_, block);
@@ -83,6 +86,7 @@ SchedulerSnapshot BatchScheduler::snapshot() const {
   s.running_rows = running_.load();
   s.decode_steps = decode_steps_.load();
   s.prefill_tokens = prefill_tokens_.load();
+  s.worst_decode_gap_seconds = worst_decode_gap_.load();
   s.spec_rounds = spec_rounds_.load();
   s.spec_drafted = spec_drafted_.load();
   s.spec_accepted = spec_accepted_.load();
@@ -109,7 +113,7 @@ void BatchScheduler::loop() {
       handle_abort();
       reap_cancelled();
       admit();
-      prefill_chunk();
+      prefill_within_budget();
       plan_speculation();
       decode_step();
       speculative_rounds();
@@ -232,8 +236,27 @@ BatchScheduler::Row* BatchScheduler::prefill_leader_for(const Row& row) {
   return nullptr;
 }
 
+std::chrono::steady_clock::time_point BatchScheduler::now() const {
+  return options_.clock ? options_.clock() : std::chrono::steady_clock::now();
+}
+
+void BatchScheduler::prefill_within_budget() {
+  using Duration = std::chrono::steady_clock::duration;
+  const auto budget = std::chrono::duration_cast<Duration>(
+      std::chrono::duration<double, std::milli>(options_.prefill_budget_ms));
+  const auto start = now();
+  Duration last_chunk{0};
+  for (bool first = true;; first = false) {
+    const auto before = now();
+    // Stop before a chunk that would probably overrun (it would take as long as the last one).
+    if (!first && before - start + last_chunk > budget) return;
+    if (!prefill_chunk()) return;
+    last_chunk = now() - before;
+  }
+}
+
 // The oldest row still prefilling (followers wait for their leader) gets one chunk.
-void BatchScheduler::prefill_chunk() {
+bool BatchScheduler::prefill_chunk() {
   Row* oldest = nullptr;
   for (Row& row : rows_) {
     if (row.stream && !row.decoding && row.leader == nullptr &&
@@ -241,7 +264,7 @@ void BatchScheduler::prefill_chunk() {
       oldest = &row;
     }
   }
-  if (oldest == nullptr) return;
+  if (oldest == nullptr) return false;
   Row& row = *oldest;
   const std::vector<int32_t>& prompt = row.work.request.prompt;
   auto begin = static_cast<std::size_t>(row.prefilled);
@@ -253,14 +276,18 @@ void BatchScheduler::prefill_chunk() {
     model_.forward(*row.state, chunk, scoring ? LogitRows::kAll : LogitRows::kLast, logits_);
     if (row.drafter)
       row.drafter->append_context(model_.last_taps(), static_cast<int64_t>(chunk.size()));
+    if (options_.test_hooks.prefill_delay_us_per_token > 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(
+          options_.test_hooks.prefill_delay_us_per_token * static_cast<int64_t>(end - begin)));
+    }
     prefill_tokens_.fetch_add(static_cast<int64_t>(end - begin));
     row.prefilled = static_cast<int64_t>(end);
     if (scoring) score_prompt_rows(row, begin, end);
   } catch (const std::exception& e) {
     fail_row(row, e.what());
-    return;
+    return true;
   }
-  if (end < prompt.size()) return;
+  if (end < prompt.size()) return true;
 
   auto vocab = static_cast<std::size_t>(vocab_);
   // The leader's sampling rewrites the logits in place: each follower gets its own copy, and the
@@ -278,6 +305,7 @@ void BatchScheduler::prefill_chunk() {
   }
   std::vector<float> own = std::move(last);
   finish_prefill(row, own);
+  return true;
 }
 
 void BatchScheduler::finish_prefill(Row& row, std::span<const float> last_logits) {
@@ -328,7 +356,16 @@ void BatchScheduler::decode_step() {
       tokens.push_back(row.next_token);
     }
   }
-  if (active.empty()) return;
+  if (active.empty()) {
+    last_decode_.reset();
+    return;
+  }
+  const auto started = now();
+  if (last_decode_) {
+    const double gap = std::chrono::duration<double>(started - *last_decode_).count();
+    if (gap > worst_decode_gap_.load()) worst_decode_gap_.store(gap);
+  }
+  last_decode_ = started;
   try {
     model_.decode(states, tokens, logits_);
   } catch (const std::exception& e) {

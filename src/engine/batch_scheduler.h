@@ -1,15 +1,18 @@
 // Continuous batching over the engine's independent rows. Requests enter one FIFO queue, bounded
 // in requests; each of their choices takes a free row as soon as one exists. One step-loop thread
-// alternates a bounded prefill chunk (the oldest row still prefilling) with one decode step over
-// every decoding row, so running streams never stall for more than one chunk behind a long
-// prompt. A finished or cancelled choice frees its row at once.
+// alternates prefill (whole chunks of the oldest rows still prefilling, as many as fit in a time
+// budget, at least one) with one decode step over every decoding row, so running streams stall
+// for at most the budget (or one chunk, if a chunk takes longer) behind a long prompt. A finished
+// or cancelled choice frees its row at once.
 //
 // Batch invariance: a row's prompt is always prefilled in the same chunks (fixed size, counted
-// from the prompt's start) and its decode arithmetic does not depend on the other rows (the
-// models' decode contract), so a request's output is the same alone or beside others.
+// from the prompt's start: the budget only chooses how many whole chunks run between decode
+// steps) and its decode arithmetic does not depend on the other rows (the models' decode
+// contract), so a request's output is the same alone or beside others, whatever the timing.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -46,7 +49,12 @@ struct SchedulerOptions {
   int rows = 8;                 // independent rows (maximum batch)
   int64_t context = 0;          // tokens per row (prompt + output)
   int64_t max_queue = 256;      // waiting requests beyond which submit() refuses
-  int64_t prefill_chunk = 256;  // prompt tokens per prefill call (the Generator's chunk)
+  int64_t prefill_chunk = 256;  // prompt tokens per prefill call: the grain of the prefill
+  // Prefill chunks run between two decode steps while they fit in this time (at least one).
+  double prefill_budget_ms = 50;
+  // The clock the budget and the step-gap figure read (tests pass a simulated one); null: the
+  // steady clock.
+  std::function<std::chrono::steady_clock::time_point()> clock;
   // Speculative decoding: every generating row runs rounds (speculative_round.h) with its own
   // drafter, drafter->new_sequence(); null: rows decode together one token per step. Each row
   // speculating alone keeps rows batch invariant (a row's rounds depend on its request only).
@@ -83,6 +91,9 @@ struct SchedulerSnapshot {
   int64_t spec_drafted = 0;
   int64_t spec_accepted = 0;
   double state_usage = 0;  // tokens held by busy rows / total row capacity
+  // The longest time between two consecutive decode steps that both had rows decoding: what a
+  // running stream waited at worst (prefill, admission, speculation rounds in between).
+  double worst_decode_gap_seconds = 0;
   std::vector<SlotInfo> slots;
 };
 
@@ -143,7 +154,11 @@ class BatchScheduler {
   void finish_prefill(Row& row, std::span<const float> last_logits);
   void reap_cancelled();
   void admit();
-  void prefill_chunk();
+  // Whole chunks of the oldest prefilling rows while they fit in the budget (at least one).
+  void prefill_within_budget();
+  // One chunk of the oldest row still prefilling; false when no row is.
+  bool prefill_chunk();
+  std::chrono::steady_clock::time_point now() const;
   // Which decoding rows run a round this step (SchedulerOptions::spec_max_rows).
   void plan_speculation();
   void decode_step();
@@ -180,6 +195,8 @@ class BatchScheduler {
   std::atomic<int64_t> decode_steps_{0};
   std::atomic<int64_t> prefill_tokens_{0};
   std::atomic<int64_t> held_tokens_{0};
+  std::optional<std::chrono::steady_clock::time_point> last_decode_;  // null: no row decoded
+  std::atomic<double> worst_decode_gap_{0};
   std::vector<float> logits_;
   std::unique_ptr<SpeculativeRounds> rounds_;  // null: no speculation
   std::atomic<int64_t> spec_rounds_{0};

@@ -1,6 +1,7 @@
-// Test seam of the batch scheduler: a fault it injects on cue, so that tests (and, through
-// `serve`'s hidden --test-fault-after-tokens, the HTTP end-to-end tests) can watch one request
-// fail part-way while the others carry on. Production leaves every hook off (the defaults).
+// Test seam of the batch scheduler: a fault it injects on cue, and a slow prefill, so that tests
+// (and, through `serve`'s hidden --test-* options, the HTTP end-to-end tests) can watch one
+// request fail part-way while the others carry on, or a long prompt stall running streams.
+// Production leaves every hook off (the defaults).
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,8 @@ namespace md::testing {
 
 struct SchedulerHooks {
   int64_t fault_after_tokens = 0;  // each choice fails after this many tokens (0: off)
+  // Prefill sleeps this long per prompt token: a slow model, without one (0: off).
+  int64_t prefill_delay_us_per_token = 0;
 };
 
 }  // namespace md::testing

@@ -22,6 +22,7 @@ void refresh_gauges(ServerContext& context) {
   context.metrics.set_running(s.running_rows);
   context.metrics.set_waiting(s.waiting_requests);
   context.metrics.set_kv_cache_usage(s.state_usage);
+  context.metrics.set_decode_gap_max(s.worst_decode_gap_seconds);
 }
 
 }  // namespace

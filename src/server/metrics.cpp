@@ -192,6 +192,10 @@ void ServerMetrics::set_waiting(int64_t requests) {
   waiting_.store(requests, std::memory_order_relaxed);
 }
 
+void ServerMetrics::set_decode_gap_max(double seconds) {
+  decode_gap_max_.store(seconds, std::memory_order_relaxed);
+}
+
 void ServerMetrics::set_kv_cache_usage(double ratio) {
   kv_cache_usage_.store(ratio, std::memory_order_relaxed);
 }
@@ -308,6 +312,10 @@ void ServerMetrics::render_gauges(Writer& w) const {
           fmt::format("{}", waiting_.load(std::memory_order_relaxed)));
   w.gauge("megadecode_num_rows", "Row capacity (maximum batch).",
           fmt::format("{}", config_.num_rows));
+  w.gauge("megadecode_decode_gap_max_seconds",
+          "Longest wait between two decode steps while rows decoded (prefill and admission in "
+          "between), since start.",
+          format_double(decode_gap_max_.load(std::memory_order_relaxed)));
   w.gauge("megadecode_kv_cache_usage_ratio", "Fraction of sequence-state memory in use, 0-1.",
           format_double(kv_cache_usage_.load(std::memory_order_relaxed)));
 }

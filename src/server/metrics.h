@@ -56,6 +56,8 @@ class ServerMetrics {
   void set_running(int64_t rows);
   void set_waiting(int64_t requests);
   void set_kv_cache_usage(double ratio);
+  // The longest wait between two decode steps with rows decoding, since start (scheduler).
+  void set_decode_gap_max(double seconds);
 
   // Latencies in seconds, from a monotonic clock.
   void observe_ttft(double s);
@@ -132,6 +134,7 @@ class ServerMetrics {
   std::atomic<int64_t> running_{0};
   std::atomic<int64_t> waiting_{0};
   std::atomic<double> kv_cache_usage_{0.0};
+  std::atomic<double> decode_gap_max_{0.0};
   std::atomic<bool> ready_{false};
 
   Histogram ttft_;

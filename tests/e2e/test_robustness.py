@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import BIN, MODEL_DIR, ROOT, Server
+from conftest import BIN, MODEL_DIR, ROOT, Server, metric
 
 CHAT = "/v1/chat/completions"
 USER = [{"role": "user", "content": "Say something."}]
@@ -419,3 +419,55 @@ def test_sigterm_with_a_trickling_client_exits_0_within_the_grace():
         stop.set()
         trickle.close()
         s.stop()
+
+
+def worst_gap_during_a_long_prefill(*flags):
+    """A stream runs; a prompt of ~1000 tokens arrives (prefill made 2 ms per token slower by
+    the test hook, as a slow model's would be). The longest wait between two of the stream's
+    tokens while that prompt is prefilled, in seconds."""
+    s = Server("--max-batch", "2", "--test-prefill-delay-us", "2000", *flags)
+    try:
+        body = {"messages": USER, "max_tokens": 3000, "ignore_eos": True, "stream": True}
+        long_prompt = " ".join(["the sea"] * 500)
+        with httpx.stream("POST", s.url + CHAT, json=body, timeout=120) as r:
+            lines = r.iter_lines()
+            arrivals = []
+            for line in lines:
+                if line.startswith("data: {"):
+                    arrivals.append(time.monotonic())
+                if len(arrivals) == 3:
+                    break
+            result = {}
+            other = threading.Thread(target=lambda: result.update(r=httpx.post(
+                s.url + "/v1/completions", timeout=120,
+                json={"prompt": long_prompt, "max_tokens": 1})))
+            other.start()
+            while other.is_alive():
+                line = next(lines)
+                if line.startswith("data: {"):
+                    arrivals.append(time.monotonic())
+            other.join()
+        assert result["r"].status_code == 200, result["r"].text
+        assert result["r"].json()["usage"]["prompt_tokens"] > 900
+        server_side = metric(httpx.get(s.url + "/metrics").text,
+                             "megadecode_decode_gap_max_seconds")
+        return max(b - a for a, b in zip(arrivals[3:], arrivals[4:])), server_side
+    finally:
+        assert s.stop() == 0, s.output()
+
+
+@pytest.mark.skipif(bool(os.environ.get("MD_E2E_SANITIZED")), reason="timing under sanitizers")
+def test_a_long_prompt_stalls_running_streams_for_the_budget_only():
+    """With the default budget (50 ms) and chunk (16 tokens, 32 ms here) a running stream waits
+    about budget + one chunk + a decode step between two tokens at worst (~50 ms measured by the
+    server on an idle machine, ~120 ms by the client); the control, one 256-token chunk per
+    turn, stalls it 512 ms and more at every chunk. Compared in the same run (a shared CI machine
+    slows both), with a loose absolute bound besides."""
+    bounded, bounded_server = worst_gap_during_a_long_prefill()
+    control, control_server = worst_gap_during_a_long_prefill(
+        "--prefill-chunk", "256", "--prefill-budget-ms", "0")
+    figures = f"bounded {bounded_server:.3f} s (client {bounded:.3f}), " \
+              f"control {control_server:.3f} s (client {control:.3f})"
+    assert control_server > 0.5 and control > 0.5, figures
+    assert bounded_server * 4 < control_server and bounded * 2 < control, figures
+    assert bounded_server < 0.05 + 0.032 + 0.25, figures

@@ -258,6 +258,7 @@ const std::map<std::string, std::string>& expected_families() {
       {"megadecode_num_requests_running", "gauge"},
       {"megadecode_num_requests_waiting", "gauge"},
       {"megadecode_num_rows", "gauge"},
+      {"megadecode_decode_gap_max_seconds", "gauge"},
       {"megadecode_kv_cache_usage_ratio", "gauge"},
       {"megadecode_time_to_first_token_seconds", "histogram"},
       {"megadecode_inter_token_latency_seconds", "histogram"},
@@ -450,11 +451,13 @@ TEST(ServerMetricsTest, GaugesReadTheLastValueSet) {
   m.set_waiting(5);
   m.set_waiting(1);
   m.set_kv_cache_usage(0.375);
+  m.set_decode_gap_max(0.25);
   m.set_ready(true);
   Exposition e = scrape(m);
   EXPECT_EQ(value(e, "megadecode_num_requests_running"), 2);
   EXPECT_EQ(value(e, "megadecode_num_requests_waiting"), 1);
   EXPECT_EQ(value(e, "megadecode_kv_cache_usage_ratio"), 0.375);
+  EXPECT_EQ(value(e, "megadecode_decode_gap_max_seconds"), 0.25);
   EXPECT_EQ(value(e, "megadecode_ready"), 1);
   m.set_ready(false);
   e = scrape(m);

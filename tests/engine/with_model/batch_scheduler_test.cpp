@@ -5,9 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "../../qwen38/qwen38_test_util.h"
@@ -242,6 +244,60 @@ TEST_F(BatchSchedulerTest, TooLongPromptIsThatRequestsError) {
   ASSERT_EQ(scheduler.submit(stream, {make_work(long_prompt, 4, 0.0f, 1)}),
             BatchScheduler::Admission::kAccepted);
   EXPECT_NE(collect(*stream, 1).at(0).error.find("512"), std::string::npos);
+}
+
+// A long prompt entering beside a running stream: with a budget, the prefill between two decode
+// steps stops at whole chunks once the budget is spent, so the running stream waits at most the
+// budget plus one chunk; without one (a huge budget) it waits for the whole prompt. The clock is
+// simulated (each prefilled token costs 1 ms), so the figures are exact. Outputs are the same
+// either way: the budget moves no chunk boundary.
+TEST_F(BatchSchedulerTest, APrefillBudgetBoundsTheStallOfRunningStreams) {
+  const std::vector<int32_t> short_prompt = prompt("Hello there");
+  std::vector<int32_t> long_prompt;
+  for (int i = 0; i < 15; ++i) {
+    const std::vector<int32_t> part = prompt(" a long prompt, chunk after chunk,");
+    long_prompt.insert(long_prompt.end(), part.begin(), part.end());
+  }
+  ASSERT_GT(long_prompt.size(), 100u);
+  struct Run {
+    double worst_gap = 0;
+    std::vector<ChoiceResult> results;
+  };
+  auto run = [&](double budget_ms) {
+    std::atomic<BatchScheduler*> scheduler_seen{nullptr};
+    engine::SchedulerOptions o = options(2);
+    o.prefill_chunk = 4;
+    o.prefill_budget_ms = budget_ms;
+    o.clock = [&scheduler_seen] {
+      BatchScheduler* s = scheduler_seen.load();
+      const int64_t tokens = s == nullptr ? 0 : s->snapshot().prefill_tokens;
+      return std::chrono::steady_clock::time_point{} + std::chrono::milliseconds(tokens);
+    };
+    BatchScheduler scheduler(*model_, *tokenizer_, o);
+    scheduler_seen = &scheduler;
+    auto running = std::make_shared<RequestStream>("running");
+    EXPECT_EQ(scheduler.submit(running, {make_work(short_prompt, 120, 0.0f, 1)}),
+              BatchScheduler::Admission::kAccepted);
+    // Once it decodes, the long prompt arrives.
+    while (scheduler.snapshot().decode_steps == 0) std::this_thread::yield();
+    auto arriving = std::make_shared<RequestStream>("long");
+    EXPECT_EQ(scheduler.submit(arriving, {make_work(long_prompt, 4, 0.0f, 2)}),
+              BatchScheduler::Admission::kAccepted);
+    Run out;
+    out.results.push_back(collect(*arriving, 1).at(0));
+    out.results.push_back(collect(*running, 1).at(0));
+    out.worst_gap = scheduler.snapshot().worst_decode_gap_seconds;
+    return out;
+  };
+  const Run budgeted = run(10);
+  const Run unbounded = run(1e6);
+  // Chunks of 4 tokens (4 ms) while elapsed + the last chunk fits in 10 ms: two per turn.
+  EXPECT_DOUBLE_EQ(budgeted.worst_gap, 0.008);
+  EXPECT_GE(unbounded.worst_gap, static_cast<double>(long_prompt.size()) / 1000 - 0.004);
+  for (std::size_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(budgeted.results[r].ids, unbounded.results[r].ids) << r;
+    EXPECT_EQ(budgeted.results[r].logprobs, unbounded.results[r].logprobs) << r;
+  }
 }
 
 }  // namespace
