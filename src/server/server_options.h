@@ -22,9 +22,10 @@ struct ServerOptions {
   std::size_t max_body_bytes = 16u << 20;
   std::size_t max_messages = 4096;
   std::optional<int64_t> default_max_tokens;
-  // Small, so that the budget can bound the stall on slow models: prefill throughput hardly
-  // depends on it (the default model prefilled 114 tok/s in chunks of 256, 105-108 in 16 or 8).
-  int64_t prefill_chunk = 16;
+  // Small, so that the budget can bound the stall on slow models, at a small cost in prefill
+  // speed (docs/DECISIONS.md: the default model, one thread, 114 tok/s in chunks of 256, 108 in
+  // 8, 97 in 4).
+  int64_t prefill_chunk = 8;
   double prefill_budget_ms = 50;
   // With a drafter: greedy rows speculate while at most this many rows generate (engine
   // SchedulerOptions::spec_max_rows); sampled rows always do.
