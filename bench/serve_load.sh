@@ -9,12 +9,19 @@
 #     probed every 50 ms. Prints requests/s, TTFT p50/p99, the worst inter-token gap of any
 #     stream, /health latency, errors, lost requests, distinct replies (1: all identical) and
 #     the server's RSS before/after.
+#   bench/serve_load.sh --stall [model] [serve flags...]     (default: the default model)
+#     A stream runs while a ~2,600-token prompt arrives: the stream's inter-token gap before and
+#     during that prefill (mean, worst) and the server's worst gap between decode steps.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 if [[ "${1:-}" == "--burst" ]]; then
   shift
   exec .venv/bin/python bench/serve_burst.py "$@"
+fi
+if [[ "${1:-}" == "--stall" ]]; then
+  shift
+  exec .venv/bin/python bench/serve_stall.py "$@"
 fi
 report="$(mktemp)"
 MD_LOAD_CLIENTS="${1:-16}" MD_LOAD_REQUESTS="${2:-200}" MD_LOAD_REPORT="$report" \
