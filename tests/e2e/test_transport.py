@@ -277,3 +277,60 @@ def test_thousands_of_idle_connections_cost_no_threads(server):
     finally:
         for c in idle:
             c.close()
+
+
+def test_overload_is_answered_429_at_once_and_nothing_is_lost():
+    """200 streaming clients at once on 1 row with room for 8 waiting: 9 run or wait, the rest
+    are told 429 (with Retry-After) as soon as their request is read, and every connection gets
+    an answer."""
+    clients = 200
+    s = Server("--max-batch", "1", "--max-queue", "8")
+    try:
+        async def one():
+            reader, writer = await asyncio.open_connection("127.0.0.1", s.port)
+            start = time.monotonic()
+            writer.write(request_bytes("POST", CHAT, chat_body(stream=True, max_tokens=64)))
+            status, headers, body = await read_response(reader)
+            writer.close()
+            return status, headers, time.monotonic() - start
+
+        async def run():
+            return await asyncio.gather(*(one() for _ in range(clients)), return_exceptions=True)
+
+        results = asyncio.run(asyncio.wait_for(run(), 300))
+        lost = [r for r in results if isinstance(r, BaseException)]
+        assert not lost, lost[:3]
+        statuses = sorted(status for status, _, _ in results)
+        assert set(statuses) == {200, 429}, set(statuses)
+        assert statuses.count(200) >= 9
+        refused = [(headers, seconds) for status, headers, seconds in results if status == 429]
+        assert all(headers.get("retry-after") for headers, _ in refused)
+        # Refusals do not wait for the running requests (64 tokens each, one at a time).
+        served = sorted(seconds for status, _, seconds in results if status == 200)
+        assert max(seconds for _, seconds in refused) < served[-1]
+        text = httpx.get(s.url + "/metrics").text
+        counted = sum(metric(text, "megadecode_http_requests_total",
+                             {"route": "/v1/chat/completions", "status": str(code)})
+                      for code in (200, 429))
+        assert counted == clients
+    finally:
+        assert s.stop() == 0, s.output()
+
+
+def test_a_chunked_body_with_trailers_is_accepted(server):
+    data = json.dumps(chat_body()).encode()
+    head = (f"POST {CHAT} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+            "Trailer: X-Checksum\r\nContent-Type: application/json\r\n\r\n").encode()
+    body = f"{len(data):x}\r\n".encode() + data + b"\r\n0\r\nX-Checksum: 1234\r\n\r\n"
+
+    async def run():
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(head + body + request_bytes("GET", "/health"))
+        answers = [await read_response(reader) for _ in range(2)]
+        writer.close()
+        return answers
+
+    (status, _, response), (health, _, _) = asyncio.run(asyncio.wait_for(run(), 60))
+    assert status == 200, response
+    assert json.loads(response)["object"] == "chat.completion"
+    assert health == 200
