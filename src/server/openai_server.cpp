@@ -184,7 +184,10 @@ OpenAiServer::OpenAiServer(ServerOptions options, BuildInfo build, const std::st
                                                  static_cast<HttpApplication&>(*this))) {}
 
 OpenAiServer::~OpenAiServer() {
+  // Connections the transport still holds own request runs, which cancel through the scheduler
+  // when destroyed: they must go first.
   transport_->stop();
+  transport_.reset();
   context_->scheduler.reset();
 }
 
