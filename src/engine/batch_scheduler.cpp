@@ -481,6 +481,8 @@ void BatchScheduler::free_row(Row& row) {
   row.stream.reset();
   row.decoder.reset();
   row.decoding = false;
+  // A free row holds no sequence memory: a long request's KV goes back to the system when it ends.
+  row.state->reset();
   running_.fetch_sub(1);
   auto index = static_cast<std::size_t>(&row - rows_.data());
   std::lock_guard lock(mutex_);

@@ -41,6 +41,21 @@ KvCache& KvCache::operator=(const KvCache& other) {
   return *this;
 }
 
+void KvCache::release() {
+  const auto written = static_cast<std::size_t>(written_.load() * head_dim_);
+  auto release_heads = [&](auto& array) {
+    if (array.size() == 0) return;
+    for (int64_t h = 0; h < kv_heads_; ++h) {
+      array.release(offset(h, 0), offset(h, 0) + written);
+    }
+  };
+  release_heads(k_bf16_);
+  release_heads(v_bf16_);
+  release_heads(k_f32_);
+  release_heads(v_f32_);
+  written_ = HighWater{};
+}
+
 void KvCache::write(int64_t head, int64_t position, const float* key, const float* value) {
   written_.raise_to(position + 1);
   std::size_t at = offset(head, position);

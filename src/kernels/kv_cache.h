@@ -37,6 +37,10 @@ class KvCache {
   const ZeroedArray<float>& keys_f32() const { return k_f32_; }
   const ZeroedArray<float>& values_f32() const { return v_f32_; }
 
+  // Forgets every position: they read as zeros again (as in a new cache), and their memory goes
+  // back to the system. Not while a step runs.
+  void release();
+
   // Stores the key and value of KV head `head` at `position` (rounded to bf16 in a bf16 cache).
   void write(int64_t head, int64_t position, const float* key, const float* value);
   // Softmax attention of q over positions [0, n_keys) of KV head `head`; `scores` holds n_keys.

@@ -62,5 +62,37 @@ TEST(KvCache, ACopyIsIndependentOfItsSource) {
   EXPECT_NE(cache.keys_f32()[4 * 4], 0.0f);
 }
 
+// Released, a cache reads as new (zeros everywhere, nothing written) and takes writes again; its
+// pages go back to the system. Large enough (1 MiB per array) that whole pages are released.
+TEST(KvCache, ReleaseForgetsEveryPositionAndGivesTheMemoryBack) {
+  const int64_t heads = 2, capacity = 2048, dim = 64;
+  KvCache cache(KvCacheType::kF32, heads, capacity, dim);
+  fill(cache, heads, 1500, 3);
+  cache.release();
+  EXPECT_EQ(cache.written(), 0);
+  for (std::size_t i = 0; i < cache.keys_f32().size(); ++i) {
+    ASSERT_EQ(cache.keys_f32()[i], 0.0f) << i;
+    ASSERT_EQ(cache.values_f32()[i], 0.0f) << i;
+  }
+  fill(cache, heads, 10, 4);
+  KvCache fresh(KvCacheType::kF32, heads, capacity, dim);
+  fill(fresh, heads, 10, 4);
+  for (std::size_t i = 0; i < cache.keys_f32().size(); ++i) {
+    ASSERT_EQ(cache.keys_f32()[i], fresh.keys_f32()[i]) << i;
+  }
+  EXPECT_EQ(KvCache(cache).written(), 10);
+}
+
+TEST(ZeroedArray, ReleaseZeroesExactlyTheRangeWhateverItsAlignment) {
+  ZeroedArray<float> array(10000);
+  for (std::size_t i = 0; i < array.size(); ++i) array[i] = 1.0f + static_cast<float>(i);
+  array.release(3, 9001);     // unaligned at both ends, several whole pages inside
+  array.release(9500, 9510);  // no whole page inside
+  for (std::size_t i = 0; i < array.size(); ++i) {
+    const bool released = (i >= 3 && i < 9001) || (i >= 9500 && i < 9510);
+    ASSERT_EQ(array[i], released ? 0.0f : 1.0f + static_cast<float>(i)) << i;
+  }
+}
+
 }  // namespace
 }  // namespace md::kernels

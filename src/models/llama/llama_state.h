@@ -19,7 +19,11 @@ class LlamaState final : public SequenceState, public program::StepState {
       kv.emplace_back(kernels::KvCacheType::kF32, c.num_key_value_heads, capacity, c.head_dim);
     }
   }
-  void reset() override { position_ = 0; }
+  // The KV memory of a finished sequence goes back to the system (kernels/kv_cache.h).
+  void reset() override {
+    for (kernels::KvCache& cache : kv) cache.release();
+    position_ = 0;
+  }
   std::unique_ptr<SequenceState> clone() const override {
     return std::make_unique<LlamaState>(*this);
   }

@@ -21,7 +21,8 @@ Qwen38State::Qwen38State(const Qwen38Config& config, int64_t capacity, KvCacheTy
 }
 
 void Qwen38State::reset() {
-  // KV slots at or beyond the position are never read, so only the delta-net states are cleared.
+  // KV slots at or beyond the position are never read; their memory goes back to the system.
+  for (kernels::KvCache& cache : kv_) cache.release();
   for (Qwen38GdnState& state : gdn_) {
     state.conv.zero();
     state.recurrent.zero();
