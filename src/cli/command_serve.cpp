@@ -53,9 +53,18 @@ struct ServeFlags {
   std::string served_names;
 };
 
+// Half of this machine's memory: room for the weights and everything else beside the sequences.
+std::size_t default_kv_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return 0;
+  return static_cast<std::size_t>(pages) * static_cast<std::size_t>(page) / 2;
+}
+
 void add_serve_flags(CLI::App& sub, ServeFlags& f) {
   add_model_flags(sub, f.model);
   server::ServerOptions& o = f.server;
+  o.kv_memory_bytes = default_kv_memory();
   sub.add_option("--host", o.host, "Address to listen on (default 127.0.0.1: this machine only)");
   sub.add_option("--port", o.port, "TCP port (0: any free port)")->check(CLI::Range(0, 65535));
   sub.add_option("--served-model-name", f.served_names,
@@ -87,6 +96,11 @@ void add_serve_flags(CLI::App& sub, ServeFlags& f) {
                  "Prefill chunks run between two decode steps while they fit in this many "
                  "milliseconds (at least one): the stall a long prompt causes running streams")
       ->check(CLI::Range(0.0, 60000.0));
+  sub.add_option("--kv-memory", o.kv_memory_bytes,
+                 "Sequence memory (KV caches, recurrent states) running requests may reserve at "
+                 "once, e.g. 4G or 512M (default: half of this machine's memory; 0: no limit). "
+                 "A request waits for memory in the queue; one that could never fit is a 400")
+      ->transform(CLI::AsSizeValue(false));
   sub.add_option("--shutdown-grace", o.shutdown_grace_seconds,
                  "Seconds running requests get to finish after SIGTERM")
       ->check(CLI::Range(0.0, 86400.0));

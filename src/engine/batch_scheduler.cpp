@@ -50,12 +50,24 @@ BatchScheduler::Admission BatchScheduler::submit(std::shared_ptr<RequestStream> 
   {
     std::lock_guard lock(mutex_);
     if (closed_ || stopping_) return Admission::kClosed;
+    if (options_.state_memory_budget > 0) {
+      for (const ChoiceWork& work : choices) {
+        if (state_memory_need(work) > options_.state_memory_budget) return Admission::kTooLarge;
+      }
+    }
     if (static_cast<int64_t>(waiting_.size()) >= options_.max_queue) return Admission::kQueueFull;
     waiting_[stream.get()] += static_cast<int64_t>(choices.size());
     for (ChoiceWork& work : choices) queue_.push_back({stream, std::move(work)});
   }
   wake_.notify_all();
   return Admission::kAccepted;
+}
+
+std::size_t BatchScheduler::state_memory_need(const ChoiceWork& work) const {
+  const auto positions = static_cast<std::size_t>(
+      std::min<int64_t>(options_.context, static_cast<int64_t>(work.request.prompt.size()) +
+                                              std::max<int64_t>(work.request.max_tokens, 0)));
+  return model_.state_bytes_fixed() + model_.state_bytes_per_token() * positions;
 }
 
 void BatchScheduler::notify_cancelled() {
@@ -94,6 +106,8 @@ SchedulerSnapshot BatchScheduler::snapshot() const {
                   static_cast<double>(options_.context * options_.rows);
   std::lock_guard lock(mutex_);
   s.waiting_requests = static_cast<int64_t>(waiting_.size());
+  s.state_memory_reserved = reserved_;
+  s.state_memory_budget = options_.state_memory_budget;
   s.slots = slots_;
   return s;
 }
@@ -181,6 +195,14 @@ void BatchScheduler::admit() {
     std::lock_guard lock(mutex_);
     for (std::size_t i = 0; i < rows_.size() && !queue_.empty(); ++i) {
       if (rows_[i].stream) continue;
+      const std::size_t need = state_memory_need(queue_.front().work);
+      // The oldest waits for memory, and the others wait behind it (no overtaking: a long
+      // request must not starve behind a stream of short ones).
+      if (options_.state_memory_budget > 0 && reserved_ + need > options_.state_memory_budget) {
+        break;
+      }
+      reserved_ += need;
+      rows_[i].reserved = need;
       Queued q = std::move(queue_.front());
       queue_.pop_front();
       auto waiting = waiting_.find(q.stream.get());
@@ -486,6 +508,8 @@ void BatchScheduler::free_row(Row& row) {
   running_.fetch_sub(1);
   auto index = static_cast<std::size_t>(&row - rows_.data());
   std::lock_guard lock(mutex_);
+  reserved_ -= row.reserved;
+  row.reserved = 0;
   slots_[index] = SlotInfo{};
   slots_[index].id = static_cast<int32_t>(index);
 }

@@ -55,6 +55,11 @@ struct SchedulerOptions {
   // The clock the budget and the step-gap figure read (tests pass a simulated one); null: the
   // steady clock.
   std::function<std::chrono::steady_clock::time_point()> clock;
+  // Sequence-state memory the rows may hold at once, in bytes (0: no limit). A choice takes a
+  // row only when what it can grow to (the model's fixed state plus its prompt and max_tokens in
+  // positions) fits beside what the running rows reserved; until then it waits in the queue
+  // (first come, first served). A choice that could never fit is refused at submit().
+  std::size_t state_memory_budget = 0;
   // Speculative decoding: every generating row runs rounds (speculative_round.h) with its own
   // drafter, drafter->new_sequence(); null: rows decode together one token per step. Each row
   // speculating alone keeps rows batch invariant (a row's rounds depend on its request only).
@@ -90,7 +95,9 @@ struct SchedulerSnapshot {
   int64_t spec_rounds = 0;     // verify rounds that carried drafts
   int64_t spec_drafted = 0;
   int64_t spec_accepted = 0;
-  double state_usage = 0;  // tokens held by busy rows / total row capacity
+  double state_usage = 0;                 // tokens held by busy rows / total row capacity
+  std::size_t state_memory_reserved = 0;  // by the running rows (state_memory_budget)
+  std::size_t state_memory_budget = 0;
   // The longest time between two consecutive decode steps that both had rows decoding: what a
   // running stream waited at worst (prefill, admission, speculation rounds in between).
   double worst_decode_gap_seconds = 0;
@@ -104,7 +111,7 @@ class BatchScheduler {
   BatchScheduler(const BatchScheduler&) = delete;
   BatchScheduler& operator=(const BatchScheduler&) = delete;
 
-  enum class Admission { kAccepted, kQueueFull, kClosed };
+  enum class Admission { kAccepted, kQueueFull, kClosed, kTooLarge };
   // Queues every choice of one request (all or none). Thread-safe.
   Admission submit(std::shared_ptr<RequestStream> stream, std::vector<ChoiceWork> choices);
 
@@ -118,6 +125,8 @@ class BatchScheduler {
 
   SchedulerSnapshot snapshot() const;
   const SchedulerOptions& options() const { return options_; }
+  // The state memory one choice reserves while it runs (SchedulerOptions::state_memory_budget).
+  std::size_t state_memory_need(const ChoiceWork& work) const;
   // Drafts per speculative round (block size - 1); 0 without speculation.
   int64_t draft_positions() const { return rounds_ ? rounds_->block_size() - 1 : 0; }
 
@@ -141,6 +150,7 @@ class BatchScheduler {
     std::vector<ScoredToken> prompt_scores;
     std::unique_ptr<SpeculativeDrafter> drafter;  // null: no speculation
     SpeculationStats speculation;
+    std::size_t reserved = 0;  // state memory held against the budget
     bool speculating = false;  // this step: a round (true) or a row of the plain decode step
   };
 
@@ -188,6 +198,7 @@ class BatchScheduler {
   bool closed_ = false;
   bool stopping_ = false;
   std::vector<SlotInfo> slots_;
+  std::size_t reserved_ = 0;  // state memory of the running rows (guarded by mutex_)
 
   std::vector<Row> rows_;  // the loop thread's own
   uint64_t admissions_ = 0;

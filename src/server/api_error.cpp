@@ -121,6 +121,16 @@ ApiError context_length_exceeded(std::string_view param, int64_t prompt_tokens, 
                                  prompt_tokens, limit, max_model_len));
 }
 
+ApiError state_memory_exceeded(std::size_t budget_bytes) {
+  return bad_request("kv_memory_exceeded", "max_tokens",
+                     fmt::format("The prompt plus max_tokens needs more sequence memory than the "
+                                 "server's limit of {} (--kv-memory): lower max_tokens or "
+                                 "shorten the prompt.",
+                                 budget_bytes >= (1u << 20)
+                                     ? fmt::format("{:.1f} MiB", budget_bytes / double(1 << 20))
+                                     : fmt::format("{:.1f} KiB", budget_bytes / 1024.0)));
+}
+
 ApiError invalid_api_key() {
   return ApiError(401, "authentication_error", "invalid_api_key", std::nullopt,
                   "Invalid or missing API key.");

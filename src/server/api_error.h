@@ -70,6 +70,9 @@ ApiError model_not_found(std::string_view name, int status = 400);
 // <max_model_len>)." (§2.5); param is messages or prompt.
 ApiError context_length_exceeded(std::string_view param, int64_t prompt_tokens, int64_t limit,
                                  int64_t max_model_len);
+// 400: one choice (its prompt and max_tokens) needs more sequence memory than the server's whole
+// --kv-memory budget, so it could never run.
+ApiError state_memory_exceeded(std::size_t budget_bytes);
 
 // ---- Transport and server state (§9) ----
 

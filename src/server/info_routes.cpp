@@ -23,6 +23,7 @@ void refresh_gauges(ServerContext& context) {
   context.metrics.set_waiting(s.waiting_requests);
   context.metrics.set_kv_cache_usage(s.state_usage);
   context.metrics.set_decode_gap_max(s.worst_decode_gap_seconds);
+  context.metrics.set_state_memory(s.state_memory_reserved, s.state_memory_budget);
 }
 
 }  // namespace

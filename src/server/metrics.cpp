@@ -196,6 +196,11 @@ void ServerMetrics::set_decode_gap_max(double seconds) {
   decode_gap_max_.store(seconds, std::memory_order_relaxed);
 }
 
+void ServerMetrics::set_state_memory(std::size_t reserved, std::size_t budget) {
+  state_memory_reserved_.store(reserved, std::memory_order_relaxed);
+  state_memory_budget_.store(budget, std::memory_order_relaxed);
+}
+
 void ServerMetrics::set_kv_cache_usage(double ratio) {
   kv_cache_usage_.store(ratio, std::memory_order_relaxed);
 }
@@ -316,6 +321,12 @@ void ServerMetrics::render_gauges(Writer& w) const {
           "Longest wait between two decode steps while rows decoded (prefill and admission in "
           "between), since start.",
           format_double(decode_gap_max_.load(std::memory_order_relaxed)));
+  w.gauge("megadecode_kv_memory_reserved_bytes",
+          "Sequence memory (KV caches, recurrent states) reserved by running requests.",
+          fmt::format("{}", state_memory_reserved_.load(std::memory_order_relaxed)));
+  w.gauge("megadecode_kv_memory_budget_bytes",
+          "The sequence memory running requests may reserve at once (--kv-memory; 0: no limit).",
+          fmt::format("{}", state_memory_budget_.load(std::memory_order_relaxed)));
   w.gauge("megadecode_kv_cache_usage_ratio", "Fraction of sequence-state memory in use, 0-1.",
           format_double(kv_cache_usage_.load(std::memory_order_relaxed)));
 }

@@ -58,6 +58,8 @@ class ServerMetrics {
   void set_kv_cache_usage(double ratio);
   // The longest wait between two decode steps with rows decoding, since start (scheduler).
   void set_decode_gap_max(double seconds);
+  // Sequence memory reserved by running requests, and the budget (--kv-memory; 0: none).
+  void set_state_memory(std::size_t reserved, std::size_t budget);
 
   // Latencies in seconds, from a monotonic clock.
   void observe_ttft(double s);
@@ -135,6 +137,8 @@ class ServerMetrics {
   std::atomic<int64_t> waiting_{0};
   std::atomic<double> kv_cache_usage_{0.0};
   std::atomic<double> decode_gap_max_{0.0};
+  std::atomic<std::size_t> state_memory_reserved_{0};
+  std::atomic<std::size_t> state_memory_budget_{0};
   std::atomic<bool> ready_{false};
 
   Histogram ttft_;

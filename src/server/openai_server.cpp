@@ -335,6 +335,7 @@ void OpenAiServer::serve_model(const ServedModel& model) {
   scheduler.max_queue = ctx.options.max_queue;
   scheduler.prefill_chunk = ctx.options.prefill_chunk;
   scheduler.prefill_budget_ms = ctx.options.prefill_budget_ms;
+  scheduler.state_memory_budget = ctx.options.kv_memory_bytes;
   scheduler.test_hooks = ctx.options.test_hooks.scheduler;
   if (model.drafter != nullptr) {
     scheduler.drafter = model.drafter;

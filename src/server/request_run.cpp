@@ -31,6 +31,9 @@ RequestRun::RequestRun(ServerContext& context, std::string id,
     case engine::BatchScheduler::Admission::kClosed:
       open_choices_ = 0;
       throw unavailable(Unavailable::kShuttingDown);
+    case engine::BatchScheduler::Admission::kTooLarge:
+      open_choices_ = 0;
+      throw state_memory_exceeded(context_.options.kv_memory_bytes);
   }
   context_.metrics.prompt_tokens(prompt_tokens_);
 }

@@ -27,6 +27,10 @@ struct ServerOptions {
   // 8, 97 in 4).
   int64_t prefill_chunk = 8;
   double prefill_budget_ms = 50;
+  // Sequence-state memory (KV caches, recurrent states) running requests may reserve at once
+  // (engine SchedulerOptions::state_memory_budget); 0: no limit. serve's default: half of the
+  // machine's memory.
+  std::size_t kv_memory_bytes = 0;
   // With a drafter: greedy rows speculate while at most this many rows generate (engine
   // SchedulerOptions::spec_max_rows); sampled rows always do.
   int64_t spec_max_rows = 1;

@@ -495,3 +495,44 @@ def test_a_long_prompt_stalls_running_streams_for_the_budget_only():
     assert control_server > 0.5 and control > 0.5, figures
     assert bounded_server * 4 < control_server and bounded * 2 < control, figures
     assert bounded_server < 0.05 + 0.016 + 0.25, figures
+
+
+def test_requests_wait_for_sequence_memory_and_one_that_never_fits_is_a_400():
+    """--kv-memory 2M on the tiny fixture (1 KiB per position, 80 KiB of recurrent state): a
+    request for 4000 tokens could never fit and is refused with a 400 naming max_tokens; two
+    requests of ~1.6 MiB each run one after the other although two rows are free (without the
+    budget the second starts within milliseconds, long before the first ends)."""
+    s = Server("--max-batch", "2", "--kv-memory", "2M")
+    try:
+        r = httpx.post(s.url + "/v1/completions", timeout=60,
+                       json={"prompt": "hello there", "max_tokens": 4000})
+        assert r.status_code == 400, r.text
+        assert r.json()["error"]["code"] == "kv_memory_exceeded"
+        assert r.json()["error"]["param"] == "max_tokens"
+        assert "2.0 MiB" in r.json()["error"]["message"]
+        times = {}
+
+        def stream(name):
+            body = {"prompt": "hello there", "max_tokens": 1500, "ignore_eos": True,
+                    "stream": True}
+            with httpx.stream("POST", s.url + "/v1/completions", json=body, timeout=60) as sr:
+                assert sr.status_code == 200
+                for line in sr.iter_lines():
+                    if line.startswith("data: {") and '"text":"' in line and name + "_first" not in times:
+                        times[name + "_first"] = time.monotonic()
+                times[name + "_done"] = time.monotonic()
+
+        threads = [threading.Thread(target=stream, args=(n,)) for n in ("a", "b")]
+        for t in threads:
+            t.start()
+            time.sleep(0.05)
+        for t in threads:
+            t.join(60)
+        assert len(times) == 4, times
+        first, second = sorted(("a", "b"), key=lambda n: times[n + "_first"])
+        assert times[second + "_first"] >= times[first + "_done"] - 0.05, times
+        text = httpx.get(s.url + "/metrics").text
+        assert metric(text, "megadecode_kv_memory_budget_bytes") == 2 << 20
+        assert metric(text, "megadecode_kv_memory_reserved_bytes") == 0
+    finally:
+        assert s.stop() == 0, s.output()

@@ -300,5 +300,57 @@ TEST_F(BatchSchedulerTest, APrefillBudgetBoundsTheStallOfRunningStreams) {
   }
 }
 
+// With a state-memory budget that fits one choice, a second choice waits in the queue (its row
+// is assigned only after the first one ended) although a row is free; without a budget it runs
+// at once. A choice that needs more than the whole budget is refused at submit.
+TEST_F(BatchSchedulerTest, AStateMemoryBudgetMakesChoicesWaitForMemory) {
+  const ChoiceWork work = make_work(prompt("Wait for memory"), 24, 0.0f, 1);
+  struct Times {
+    engine::SteadyClock::time_point assigned, finished;
+  };
+  auto times_of = [](RequestStream& stream) {
+    Times t;
+    bool done = false;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!done && std::chrono::steady_clock::now() < deadline) {
+      for (StreamEvent& e : stream.wait(std::chrono::milliseconds(100))) {
+        if (e.kind == StreamEvent::Kind::kRowAssigned) t.assigned = e.at;
+        if (e.kind == StreamEvent::Kind::kToken && e.outcome.finished) {
+          t.finished = e.at;
+          done = true;
+        }
+      }
+    }
+    EXPECT_TRUE(done);
+    return t;
+  };
+  auto run_two = [&](std::size_t budget) {
+    engine::SchedulerOptions o = options(2);
+    o.state_memory_budget = budget;
+    BatchScheduler scheduler(*model_, *tokenizer_, o);
+    auto first = std::make_shared<RequestStream>("first");
+    auto second = std::make_shared<RequestStream>("second");
+    EXPECT_EQ(scheduler.submit(first, {work}), BatchScheduler::Admission::kAccepted);
+    EXPECT_EQ(scheduler.submit(second, {work}), BatchScheduler::Admission::kAccepted);
+    const Times a = times_of(*first), b = times_of(*second);
+    EXPECT_EQ(scheduler.snapshot().state_memory_reserved, 0u);
+    return std::make_pair(a, b);
+  };
+  engine::SchedulerOptions probe = options(1);
+  const std::size_t need = BatchScheduler(*model_, *tokenizer_, probe).state_memory_need(work);
+  EXPECT_EQ(need, model_->state_bytes_fixed() +
+                      model_->state_bytes_per_token() * (work.request.prompt.size() + 24));
+  const auto [a, b] = run_two(need);
+  EXPECT_GE(b.assigned, a.finished);
+  const auto [c, d] = run_two(0);
+  EXPECT_LT(d.assigned, c.finished);
+
+  engine::SchedulerOptions o = options(2);
+  o.state_memory_budget = need - 1;
+  BatchScheduler scheduler(*model_, *tokenizer_, o);
+  EXPECT_EQ(scheduler.submit(std::make_shared<RequestStream>(), {work}),
+            BatchScheduler::Admission::kTooLarge);
+}
+
 }  // namespace
 }  // namespace md::test
