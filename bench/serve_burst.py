@@ -4,7 +4,8 @@ a connection each and stream one greedy chat reply at once, while a prober asks 
 seen by any stream, /health latency p50/max, errors, requests lost, and the server's RSS before
 and after. Run by `bench/serve_load.sh --burst N`.
 
-usage: serve_burst.py CLIENTS [serve flags...]   (default flags: --max-batch 4)"""
+usage: serve_burst.py CLIENTS [serve flags...]   (default flags: --max-batch 4; -m MODEL picks
+the model, default the tiny Qwen3.8 fixture)"""
 import asyncio
 import json
 import statistics
@@ -99,7 +100,12 @@ def percentile(values, q):
 def main():
     clients = int(sys.argv[1]) if len(sys.argv) > 1 else 512
     flags = sys.argv[2:] or ["--max-batch", "4"]
-    server = Server(*flags, "--max-queue", str(clients))
+    model = None
+    if "-m" in flags:  # the model goes to Server, which passes its own -m
+        at = flags.index("-m")
+        model = flags[at + 1]
+        flags = flags[:at] + flags[at + 2:]
+    server = Server(*flags, "--max-queue", str(clients), model=model)
     try:
         asyncio.run(burst(server.port, 8))  # warm-up
         rss_before = server.rss_bytes()
