@@ -15,28 +15,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests/e2e"))
 from conftest import Server  # noqa: E402
+from raw_http import delta_text, read_chunks, read_head, request_bytes  # noqa: E402
 
 CHAT = "/v1/chat/completions"
 BODY = {"messages": [{"role": "user", "content": "Tell me about the sea."}], "max_tokens": 32,
         "ignore_eos": True, "temperature": 0, "stream": True}
-
-
-def request_bytes(method, path, body=None):
-    head = f"{method} {path} HTTP/1.1\r\nHost: x\r\n"
-    if body is None:
-        return (head + "Connection: close\r\n\r\n").encode()
-    data = json.dumps(body).encode()
-    return (head + f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
-            ).encode() + data
-
-
-async def read_head(reader):
-    status = int((await reader.readline()).split()[1])
-    headers = {}
-    while (line := await reader.readline()) not in (b"\r\n", b""):
-        name, _, value = line.decode().partition(":")
-        headers[name.strip().lower()] = value.strip()
-    return status, headers
 
 
 async def one_stream(port):
@@ -47,20 +30,14 @@ async def one_stream(port):
     status, headers = await read_head(reader)
     arrivals, text, pending = [], "", b""
     if status == 200:
-        while True:
-            size = int((await reader.readline()).strip(), 16)
-            chunk = await reader.readexactly(size + 2)
-            if size == 0:
-                break
-            pending += chunk[:-2]
+        async for chunk in read_chunks(reader):
+            pending += chunk
             while b"\n\n" in pending:
                 event, pending = pending.split(b"\n\n", 1)
                 if not event.startswith(b"data: {"):
                     continue
                 for choice in json.loads(event[6:])["choices"]:
-                    delta = choice["delta"]
-                    piece = (delta.get("reasoning_content") or "") + (delta.get("content") or "")
-                    if piece:
+                    if piece := delta_text(choice):
                         arrivals.append(time.monotonic())
                         text += piece
     writer.close()
@@ -72,7 +49,7 @@ async def probe(port, stop, out):
     while not stop.is_set():
         start = time.monotonic()
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        writer.write(request_bytes("GET", "/health"))
+        writer.write(request_bytes("GET", "/health", extra="Connection: close\r\n"))
         await read_head(reader)
         out.append(time.monotonic() - start)
         writer.close()

@@ -6,15 +6,12 @@ server's own worst gap between decode steps, and how long the long request took.
 server's default --prefill-chunk and --prefill-budget-ms)."""
 import statistics
 import sys
-import threading
-import time
 from pathlib import Path
-
-import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests/e2e"))
-from conftest import Server, metric  # noqa: E402
+from conftest import Server  # noqa: E402
+from long_prompt_stall import stream_beside_a_long_prompt  # noqa: E402
 
 
 def main():
@@ -25,41 +22,14 @@ def main():
         body = {"messages": [{"role": "user", "content": "Tell me a long story."}],
                 "max_tokens": 4000, "ignore_eos": True, "stream": True}
         long_prompt = " ".join(f"item {i} of the list," for i in range(300))
-        with httpx.stream("POST", server.url + "/v1/chat/completions", json=body,
-                          timeout=600) as r:
-            lines = r.iter_lines()
-            arrivals = []
-            for line in lines:
-                if line.startswith("data: {"):
-                    arrivals.append(time.monotonic())
-                if len(arrivals) == 10:
-                    break
-            result = {}
-
-            def long_request():
-                start = time.monotonic()
-                result["r"] = httpx.post(server.url + "/v1/completions", timeout=600,
-                                         json={"prompt": long_prompt, "max_tokens": 1})
-                result["seconds"] = time.monotonic() - start
-
-            other = threading.Thread(target=long_request)
-            other.start()
-            mark = len(arrivals)
-            while other.is_alive():
-                line = next(lines)
-                if line.startswith("data: {"):
-                    arrivals.append(time.monotonic())
-        before = [b - a for a, b in zip(arrivals[:mark], arrivals[1:mark])]
-        during = [b - a for a, b in zip(arrivals[mark:], arrivals[mark + 1:])]
-        server_gap = metric(httpx.get(server.url + "/metrics").text,
-                            "megadecode_decode_gap_max_seconds")
-        print(f"flags: {' '.join(flags) or '(defaults)'}; long prompt "
-              f"{result['r'].json()['usage']['prompt_tokens']} tokens in {result['seconds']:.1f} s; "
-              f"stream gap before {1e3 * statistics.mean(before):.0f} ms, during: mean "
-              f"{1e3 * statistics.mean(during):.0f} ms, worst {1e3 * max(during):.0f} ms; "
-              f"server's worst step gap {1e3 * server_gap:.0f} ms")
+        stall = stream_beside_a_long_prompt(server.url, body, long_prompt, events_before=10)
     finally:
         server.stop()
+    print(f"flags: {' '.join(flags) or '(defaults)'}; long prompt "
+          f"{stall.long_response.json()['usage']['prompt_tokens']} tokens in "
+          f"{stall.long_seconds:.1f} s; stream gap before {1e3 * statistics.mean(stall.before):.0f} "
+          f"ms, during: mean {1e3 * statistics.mean(stall.during):.0f} ms, worst "
+          f"{1e3 * max(stall.during):.0f} ms; server's worst step gap {1e3 * stall.server_gap:.0f} ms")
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ class GenerationBody : public DeferredBody {
       opened_ = true;
       for (const auto& chunk : formatter_->opening_chunks()) out += sse_event(chunk);
     }
-    for (ChoiceUpdate& update : run_->poll(std::chrono::milliseconds(0))) {
+    for (ChoiceUpdate& update : run_->poll()) {
       if (update.error) {
         run_->cancel("error");
         out += sse_event(in_band_error(*update.error, request_id_));
@@ -83,7 +83,7 @@ class GenerationBody : public DeferredBody {
   }
 
   bool pump_whole(HttpResponse& res) {
-    for (ChoiceUpdate& update : run_->poll(std::chrono::milliseconds(0))) {
+    for (ChoiceUpdate& update : run_->poll()) {
       if (update.error) {
         run_->cancel("error");
         send_error(res, error_for(*update.error));

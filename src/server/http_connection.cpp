@@ -27,6 +27,7 @@ constexpr auto kTick = std::chrono::seconds(1);
 // client then loses the answer it was sent.
 constexpr int kLingerSeconds = 2;
 constexpr std::size_t kLingerBytes = std::size_t{64} << 20;
+constexpr std::size_t kDiscardChunk = 16384;
 // Bytes a client may send ahead (pipelined requests) while a response is produced.
 constexpr std::size_t kReadAheadBytes = std::size_t{1} << 20;
 
@@ -34,8 +35,7 @@ HttpRequest request_from(const http::request_parser<http::string_body>& parser) 
   const auto& head = parser.get();
   HttpRequest req;
   req.method = std::string(head.method_string());
-  req.target = std::string(head.target());
-  split_target(req.target, req.path, req.query);
+  split_target(std::string(head.target()), req.path, req.query);
   req.version = head.version() == 10 ? "HTTP/1.0" : "HTTP/1.1";
   for (const auto& field : head) {
     req.headers.add(std::string(field.name_string()), std::string(field.value()));
@@ -48,6 +48,11 @@ bool announces_body(const http::request_parser<http::string_body>& parser) {
   if (parser.chunked()) return true;
   const auto length = parser.content_length();
   return length && *length > 0;
+}
+
+// An error of Beast's HTTP parser (as opposed to the socket's).
+bool is_parse_error(const error_code& ec) {
+  return ec.category() == http::make_error_code(http::error::bad_method).category();
 }
 
 bool is_framing_error(const error_code& ec) {
@@ -97,9 +102,10 @@ void HttpConnection::arm(Deadline kind, int seconds) {
   });
 }
 
-void HttpConnection::disarm() {
+bool HttpConnection::disarm() {
   ++deadline_generation_;
   deadline_.cancel();
+  return timed_out_;
 }
 
 // ---- Reading a request
@@ -125,8 +131,7 @@ void HttpConnection::read_head() {
 }
 
 void HttpConnection::on_head(error_code ec) {
-  const bool timed_out = timed_out_;
-  disarm();
+  const bool timed_out = disarm();
   if (closed_) return;
   if (ec) {
     const bool started = parser_->got_some() || buffer_.size() > 0;
@@ -137,9 +142,7 @@ void HttpConnection::on_head(error_code ec) {
       return refuse(TransportFault::kHeadTooLarge, "the request's header fields are too large");
     }
     if (is_framing_error(ec)) return refuse(TransportFault::kBadFraming, ec.message());
-    if (ec.category() == http::make_error_code(http::error::bad_method).category()) {
-      return refuse(TransportFault::kUnreadable, ec.message());
-    }
+    if (is_parse_error(ec)) return refuse(TransportFault::kUnreadable, ec.message());
     return close_now();  // the connection broke
   }
   request_ = request_from(*parser_);
@@ -148,8 +151,7 @@ void HttpConnection::on_head(error_code ec) {
   if (!hub_.app.admit(request_, response_)) {
     // The body stays unread, so the connection cannot carry another request.
     close_after_ = body;
-    busy_ = true;
-    ++hub_.busy;
+    begin_exchange();
     return write_response();
   }
   if (!body) return dispatch();
@@ -175,8 +177,7 @@ void HttpConnection::read_body() {
 }
 
 void HttpConnection::on_body(error_code ec) {
-  const bool timed_out = timed_out_;
-  disarm();
+  const bool timed_out = disarm();
   if (closed_) return;
   if (ec) {
     if (ec == http::error::body_limit) {
@@ -188,9 +189,8 @@ void HttpConnection::on_body(error_code ec) {
       // The client closed its sending side early; it may still read the answer.
       return refuse(TransportFault::kBadFraming, "the body is shorter than its Content-Length");
     }
-    if (ec.category() == http::make_error_code(http::error::bad_method).category()) {
+    if (is_parse_error(ec))
       return refuse(TransportFault::kBadFraming, "malformed chunked encoding");
-    }
     return close_now();
   }
   request_.body = std::move(parser_->get().body());
@@ -201,16 +201,20 @@ void HttpConnection::refuse(TransportFault fault, const std::string& detail) {
   close_after_ = true;
   response_ = HttpResponse{};
   hub_.app.refuse(request_, fault, detail, response_);
-  busy_ = true;
-  ++hub_.busy;
+  begin_exchange();
   write_response();
 }
 
 // ---- Handling
 
-void HttpConnection::dispatch() {
+// A response is owed from now on: counted busy until finish_exchange or abandon_exchange.
+void HttpConnection::begin_exchange() {
   busy_ = true;
   ++hub_.busy;
+}
+
+void HttpConnection::dispatch() {
+  begin_exchange();
   auto handle = [self = shared_from_this()] {
     try {
       self->hub_.app.handle(self->request_, self->response_);
@@ -280,16 +284,22 @@ bool HttpConnection::keeps_alive() const {
   return client_keep_alive_ && !close_after_ && response_.header("Connection") != "close";
 }
 
+// The status line (Beast's standard reason phrase) and the application's header fields;
+// Connection is the transport's to say.
+template <typename Message>
+void HttpConnection::fill_head(Message& message) const {
+  message.version(11);
+  message.result(static_cast<unsigned>(response_.status));
+  for (const auto& [name, value] : response_.headers.fields()) {
+    if (!boost::beast::iequals(name, "Connection")) message.insert(name, value);
+  }
+  message.keep_alive(keeps_alive());
+}
+
 void HttpConnection::write_response() {
   whole_ = std::make_shared<http::response<http::string_body>>();
-  whole_->version(11);
-  whole_->result(static_cast<unsigned>(response_.status));
-  whole_->reason(reason_phrase(response_.status));
-  for (const auto& [name, value] : response_.headers.fields()) {
-    if (!boost::beast::iequals(name, "Connection")) whole_->insert(name, value);
-  }
+  fill_head(*whole_);
   whole_->body() = response_.body;
-  whole_->keep_alive(keeps_alive());
   whole_->prepare_payload();
   writing_ = true;
   arm(Deadline::kWrite, hub_.options.write_timeout_seconds);
@@ -304,13 +314,7 @@ void HttpConnection::write_response() {
 
 void HttpConnection::write_stream_head() {
   stream_head_.emplace();
-  stream_head_->version(11);
-  stream_head_->result(static_cast<unsigned>(response_.status));
-  stream_head_->reason(reason_phrase(response_.status));
-  for (const auto& [name, value] : response_.headers.fields()) {
-    if (!boost::beast::iequals(name, "Connection")) stream_head_->insert(name, value);
-  }
-  stream_head_->keep_alive(keeps_alive());
+  fill_head(*stream_head_);
   // Said out loud on streams (§3.4): some proxies close an SSE response without it.
   if (keeps_alive()) stream_head_->set(http::field::connection, "keep-alive");
   stream_head_->chunked(true);
@@ -419,7 +423,8 @@ void HttpConnection::linger_then_close() {
 }
 
 void HttpConnection::discard_input() {
-  socket_.async_read_some(net::buffer(discard_),
+  buffer_.clear();
+  socket_.async_read_some(buffer_.prepare(kDiscardChunk),
                           [self = shared_from_this()](error_code ec, std::size_t n) {
                             self->discarded_ += n;
                             if (ec || self->discarded_ > kLingerBytes) return self->close_now();

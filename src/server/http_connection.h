@@ -4,7 +4,6 @@
 // the next request (keep-alive, pipelining) or closes. Internal to the transport.
 #pragma once
 
-#include <array>
 #include <atomic>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -68,7 +67,11 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   void discard_input();
   void close_now();
   void arm(Deadline kind, int seconds);
-  void disarm();
+  // Ends the deadline; whether it had expired.
+  bool disarm();
+  void begin_exchange();
+  template <typename Message>
+  void fill_head(Message& message) const;
   void tick();
   bool keeps_alive() const;
 
@@ -94,7 +97,6 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   AfterWatch after_watch_ = AfterWatch::kNothing;
   bool closed_ = false;
   std::size_t discarded_ = 0;
-  std::array<char, 16384> discard_{};
   std::string out_;  // the bytes of the write in flight
   std::optional<boost::beast::http::response<boost::beast::http::empty_body>> stream_head_;
   std::optional<boost::beast::http::response_serializer<boost::beast::http::empty_body>>

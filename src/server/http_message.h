@@ -42,8 +42,7 @@ struct RequestLog {
 
 struct HttpRequest {
   std::string method;
-  std::string target;   // as sent: path and query
-  std::string path;     // the target before '?'
+  std::string path;     // the request target before '?', %XX decoded
   std::string version;  // "HTTP/1.1" or "HTTP/1.0"
   HttpHeaders headers;
   std::string body;
@@ -95,8 +94,5 @@ struct HttpResponse {
 // the query, as forms encode it). Malformed escapes are kept as they are.
 void split_target(const std::string& target, std::string& path,
                   std::vector<std::pair<std::string, std::string>>& query);
-
-// The reason phrase of a status code ("OK", "Not Found", ...).
-const char* reason_phrase(int status);
 
 }  // namespace md::server

@@ -163,6 +163,13 @@ std::string fingerprint_of(const std::string& source) {
   return fmt::format("fp_{:010x}", std::hash<std::string>{}(source)&0xFFFFFFFFFFULL);
 }
 
+// What every answer carries: the request's id (the client's, or a fresh one) and the CORS origin.
+void stamp(const ServerOptions& options, const HttpRequest& req, HttpResponse& res) {
+  const std::string request_id = req.header("X-Request-Id");
+  res.set_header("X-Request-Id", request_id.empty() ? random_id("req-") : request_id);
+  allow_origin(options, res);
+}
+
 TransportOptions transport_options(const ServerOptions& o) {
   TransportOptions t;
   t.host = o.host;
@@ -203,9 +210,7 @@ int OpenAiServer::start() {
 bool OpenAiServer::admit(HttpRequest& req, HttpResponse& res) {
   const ServerContext& ctx = *context_;
   RequestLog& log = *req.log;
-  const std::string request_id = req.header("X-Request-Id");
-  res.set_header("X-Request-Id", request_id.empty() ? random_id("req-") : request_id);
-  allow_origin(ctx.options, res);
+  stamp(ctx.options, req, res);
   const Route* route = find_route(req.path, &log.route, &req.path_parameter);
   auto reject = [&](const ApiError& error) {
     send_error(res, error);
@@ -269,9 +274,7 @@ void OpenAiServer::handle(HttpRequest& req, HttpResponse& res) {
 
 void OpenAiServer::refuse(HttpRequest& req, TransportFault fault, const std::string& detail,
                           HttpResponse& res) {
-  const std::string request_id = req.header("X-Request-Id");
-  res.set_header("X-Request-Id", request_id.empty() ? random_id("req-") : request_id);
-  allow_origin(context_->options, res);
+  stamp(context_->options, req, res);
   if (req.log->route.empty() && find_route(req.path, &req.log->route) == nullptr) {
     req.log->route = "other";
   }

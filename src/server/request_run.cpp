@@ -135,10 +135,11 @@ void RequestRun::apply(engine::StreamEvent& event, std::vector<ChoiceUpdate>& up
   if (state.assembler.finished()) close_choice(state, update.delta.finish_reason, event.at);
 }
 
-std::vector<ChoiceUpdate> RequestRun::poll(std::chrono::milliseconds timeout) {
+std::vector<ChoiceUpdate> RequestRun::poll() {
   std::vector<ChoiceUpdate> updates;
   if (open_choices_ == 0) return updates;
-  for (engine::StreamEvent& event : stream_->wait(timeout)) apply(event, updates);
+  for (engine::StreamEvent& event : stream_->wait(std::chrono::milliseconds(0)))
+    apply(event, updates);
   std::sort(updates.begin(), updates.end(),
             [](const ChoiceUpdate& a, const ChoiceUpdate& b) { return a.choice < b.choice; });
   return updates;

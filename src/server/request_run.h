@@ -38,8 +38,8 @@ class RequestRun {
              std::vector<ChoiceConfig> configs, int64_t prompt_tokens, Clock::time_point arrival);
   ~RequestRun();
 
-  // Waits up to `timeout` for engine output; returns updates in choice order.
-  std::vector<ChoiceUpdate> poll(std::chrono::milliseconds timeout);
+  // The engine output pushed since the last poll (never waits), as updates in choice order.
+  std::vector<ChoiceUpdate> poll();
   // `wake` is called (from the engine's thread) whenever output arrives; until the run ends.
   void on_output(std::function<void()> wake);
   bool done() const { return open_choices_ == 0; }

@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from conftest import BIN, MODEL_DIR, ROOT, Server, metric
+from long_prompt_stall import stream_beside_a_long_prompt
 
 CHAT = "/v1/chat/completions"
 USER = [{"role": "user", "content": "Say something."}]
@@ -452,30 +453,10 @@ def worst_gap_during_a_long_prefill(*flags):
     s = Server("--max-batch", "2", "--test-prefill-delay-us", "2000", *flags)
     try:
         body = {"messages": USER, "max_tokens": 3000, "ignore_eos": True, "stream": True}
-        long_prompt = " ".join(["the sea"] * 500)
-        with httpx.stream("POST", s.url + CHAT, json=body, timeout=120) as r:
-            lines = r.iter_lines()
-            arrivals = []
-            for line in lines:
-                if line.startswith("data: {"):
-                    arrivals.append(time.monotonic())
-                if len(arrivals) == 3:
-                    break
-            result = {}
-            other = threading.Thread(target=lambda: result.update(r=httpx.post(
-                s.url + "/v1/completions", timeout=120,
-                json={"prompt": long_prompt, "max_tokens": 1})))
-            other.start()
-            while other.is_alive():
-                line = next(lines)
-                if line.startswith("data: {"):
-                    arrivals.append(time.monotonic())
-            other.join()
-        assert result["r"].status_code == 200, result["r"].text
-        assert result["r"].json()["usage"]["prompt_tokens"] > 900
-        server_side = metric(httpx.get(s.url + "/metrics").text,
-                             "megadecode_decode_gap_max_seconds")
-        return max(b - a for a, b in zip(arrivals[3:], arrivals[4:])), server_side
+        stall = stream_beside_a_long_prompt(s.url, body, " ".join(["the sea"] * 500))
+        assert stall.long_response.status_code == 200, stall.long_response.text
+        assert stall.long_response.json()["usage"]["prompt_tokens"] > 900
+        return max(stall.during), stall.server_gap
     finally:
         assert s.stop() == 0, s.output()
 

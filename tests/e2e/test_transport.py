@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from conftest import Server, metric
+from raw_http import delta_text, read_response, request_bytes
 
 CHAT = "/v1/chat/completions"
 SANITIZED = bool(os.environ.get("MD_E2E_SANITIZED"))
@@ -22,38 +23,6 @@ SANITIZED = bool(os.environ.get("MD_E2E_SANITIZED"))
 def chat_body(**fields):
     return {"messages": [{"role": "user", "content": "Tell me about the sea."}],
             "max_tokens": 12, "ignore_eos": True, "temperature": 0, **fields}
-
-
-def request_bytes(method, path, body=None, extra=""):
-    head = f"{method} {path} HTTP/1.1\r\nHost: x\r\n{extra}"
-    if body is None:
-        return (head + "\r\n").encode()
-    data = json.dumps(body).encode()
-    return (head + f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n\r\n"
-            ).encode() + data
-
-
-async def read_response(reader):
-    """One HTTP/1.1 response: (status, headers, body) with chunked bodies decoded."""
-    status_line = await reader.readline()
-    if not status_line:
-        raise ConnectionError("closed before a response")
-    status = int(status_line.split()[1])
-    headers = {}
-    while (line := await reader.readline()) not in (b"\r\n", b""):
-        name, _, value = line.decode().partition(":")
-        headers[name.strip().lower()] = value.strip()
-    if headers.get("transfer-encoding") == "chunked":
-        body = b""
-        while True:
-            size = int((await reader.readline()).strip(), 16)
-            chunk = await reader.readexactly(size + 2)
-            if size == 0:
-                break
-            body += chunk[:-2]
-    else:
-        body = await reader.readexactly(int(headers.get("content-length", 0)))
-    return status, headers, body
 
 
 def stream_text(body):
@@ -66,8 +35,7 @@ def stream_text(body):
             done = True
             continue
         for choice in json.loads(line[6:])["choices"]:
-            delta = choice["delta"]
-            text += (delta.get("reasoning_content") or "") + (delta.get("content") or "")
+            text += delta_text(choice)
     return text if done else None
 
 

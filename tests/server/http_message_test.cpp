@@ -71,11 +71,5 @@ TEST(SplitTarget, RandomTargets) {
   }
 }
 
-TEST(ReasonPhrase, KnownAndUnknown) {
-  EXPECT_STREQ(reason_phrase(408), "Request Timeout");
-  EXPECT_STREQ(reason_phrase(501), "Not Implemented");
-  EXPECT_STREQ(reason_phrase(299), "Unknown");
-}
-
 }  // namespace
 }  // namespace md::server
