@@ -1,9 +1,6 @@
-// A fixed-size array of zeros that costs no memory until written: large state buffers (KV caches
-// sized for a long context) come from calloc, whose fresh pages the kernel maps lazily.
+// A fixed-size array of zeros that costs no memory until written: large state buffers come from
+// calloc, whose fresh pages the kernel maps lazily.
 #pragma once
-
-#include <sys/mman.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -41,28 +38,6 @@ class ZeroedArray {
   const T& operator[](std::size_t i) const { return data_.get()[i]; }
   void zero() {
     if (size_ != 0) std::memset(data_.get(), 0, size_ * sizeof(T));
-  }
-  // Elements [begin, end) read as zeros again, and the pages wholly inside the range go back to
-  // the system (MADV_DONTNEED: a private anonymous page is zero-filled when next touched), so a
-  // buffer costs memory for what is written since, not for what was written once.
-  void release(std::size_t begin, std::size_t end) {
-    end = std::min(end, size_);
-    if (begin >= end) return;
-    auto* first = reinterpret_cast<char*>(data_.get() + begin);
-    auto* last = reinterpret_cast<char*>(data_.get() + end);
-    const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
-    auto* inner_first =
-        reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(first) + page - 1) / page * page);
-    auto* inner_last =
-        reinterpret_cast<char*>(reinterpret_cast<std::uintptr_t>(last) / page * page);
-    if (inner_first >= inner_last ||
-        madvise(inner_first, static_cast<std::size_t>(inner_last - inner_first), MADV_DONTNEED) !=
-            0) {
-      std::memset(first, 0, static_cast<std::size_t>(last - first));
-      return;
-    }
-    std::memset(first, 0, static_cast<std::size_t>(inner_first - first));
-    std::memset(inner_last, 0, static_cast<std::size_t>(last - inner_last));
   }
 
  private:

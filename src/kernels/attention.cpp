@@ -33,12 +33,14 @@ void add_scaled(float p, const uint16_t* v, float* out, int64_t n) {
   for (int64_t d = 0; d < n; ++d) out[d] += p * bf16_to_f32(v[d]);
 }
 
-template <typename T>
-void attend_impl(const float* q, const T* keys, const T* values, int64_t n_keys, int64_t stride,
-                 int64_t head_dim, float scale, float* scores, float* out) {
+// key(t) and value(t) locate row t: one function for keys in one run and keys in blocks, so
+// both sum in the same order and agree bitwise.
+template <typename KeyAt, typename ValueAt>
+void attend_impl(const float* q, KeyAt key, ValueAt value, int64_t n_keys, int64_t head_dim,
+                 float scale, float* scores, float* out) {
   float max_score = -std::numeric_limits<float>::infinity();
   for (int64_t t = 0; t < n_keys; ++t) {
-    scores[t] = dot(q, keys + t * stride, head_dim) * scale;
+    scores[t] = dot(q, key(t), head_dim) * scale;
     max_score = std::max(max_score, scores[t]);
   }
   double total = 0;
@@ -50,20 +52,51 @@ void attend_impl(const float* q, const T* keys, const T* values, int64_t n_keys,
   std::fill(out, out + head_dim, 0.0f);
   for (int64_t t = 0; t < n_keys; ++t) {
     float p = scores[t] * inv_total;
-    add_scaled(p, values + t * stride, out, head_dim);
+    add_scaled(p, value(t), out, head_dim);
   }
+}
+
+template <typename T>
+void attend_run(const float* q, const T* keys, const T* values, int64_t n_keys, int64_t stride,
+                int64_t head_dim, float scale, float* scores, float* out) {
+  auto key = [&](int64_t t) { return keys + t * stride; };
+  auto value = [&](int64_t t) { return values + t * stride; };
+  attend_impl(q, key, value, n_keys, head_dim, scale, scores, out);
+}
+
+template <typename T>
+void attend_in_blocks(const float* q, const T* const* key_blocks, const T* const* value_blocks,
+                      int64_t block_keys, int64_t n_keys, int64_t head_dim, float scale,
+                      float* scores, float* out) {
+  auto key = [&](int64_t t) { return key_blocks[t / block_keys] + (t % block_keys) * head_dim; };
+  auto value = [&](int64_t t) {
+    return value_blocks[t / block_keys] + (t % block_keys) * head_dim;
+  };
+  attend_impl(q, key, value, n_keys, head_dim, scale, scores, out);
 }
 
 }  // namespace
 
 void attend(const float* q, const float* keys, const float* values, int64_t n_keys, int64_t stride,
             int64_t head_dim, float scale, float* scores, float* out) {
-  attend_impl(q, keys, values, n_keys, stride, head_dim, scale, scores, out);
+  attend_run(q, keys, values, n_keys, stride, head_dim, scale, scores, out);
 }
 
 void attend(const float* q, const uint16_t* keys, const uint16_t* values, int64_t n_keys,
             int64_t stride, int64_t head_dim, float scale, float* scores, float* out) {
-  attend_impl(q, keys, values, n_keys, stride, head_dim, scale, scores, out);
+  attend_run(q, keys, values, n_keys, stride, head_dim, scale, scores, out);
+}
+
+void attend_blocks(const float* q, const float* const* key_blocks, const float* const* value_blocks,
+                   int64_t block_keys, int64_t n_keys, int64_t head_dim, float scale, float* scores,
+                   float* out) {
+  attend_in_blocks(q, key_blocks, value_blocks, block_keys, n_keys, head_dim, scale, scores, out);
+}
+
+void attend_blocks(const float* q, const uint16_t* const* key_blocks,
+                   const uint16_t* const* value_blocks, int64_t block_keys, int64_t n_keys,
+                   int64_t head_dim, float scale, float* scores, float* out) {
+  attend_in_blocks(q, key_blocks, value_blocks, block_keys, n_keys, head_dim, scale, scores, out);
 }
 
 }  // namespace md::kernels

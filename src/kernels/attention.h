@@ -13,6 +13,16 @@ void attend(const float* q, const float* keys, const float* values, int64_t n_ke
 void attend(const float* q, const uint16_t* keys, const uint16_t* values, int64_t n_keys,
             int64_t stride, int64_t head_dim, float scale, float* scores, float* out);
 
+// The same over keys held in fixed-size blocks (kernels::KvCache): key τ is row τ mod block_keys
+// of key_blocks[τ / block_keys], rows head_dim apart; values alike. Bitwise equal to attend() over
+// the same keys held in one run.
+void attend_blocks(const float* q, const float* const* key_blocks, const float* const* value_blocks,
+                   int64_t block_keys, int64_t n_keys, int64_t head_dim, float scale, float* scores,
+                   float* out);
+void attend_blocks(const float* q, const uint16_t* const* key_blocks,
+                   const uint16_t* const* value_blocks, int64_t block_keys, int64_t n_keys,
+                   int64_t head_dim, float scale, float* scores, float* out);
+
 #if defined(__x86_64__)
 // The AVX2 form of the bf16 value sum's inner loop, out[d] += p · v[d] (attention_avx2.cpp):
 // attend() uses it on the avx2 and avx512 paths; bitwise the portable loop (tests).

@@ -1,39 +1,39 @@
 #include "kernels/kv_cache.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "base/dtype.h"
 #include "kernels/attention.h"
 
 namespace md::kernels {
 
-KvCache::KvCache(KvCacheType type, int64_t kv_heads, int64_t capacity, int64_t head_dim)
-    : type_(type), kv_heads_(kv_heads), capacity_(capacity), head_dim_(head_dim) {
-  auto elements = static_cast<std::size_t>(kv_heads * capacity * head_dim);
-  if (type == KvCacheType::kBf16) {
-    k_bf16_ = ZeroedArray<uint16_t>(elements);
-    v_bf16_ = ZeroedArray<uint16_t>(elements);
-  } else {
-    k_f32_ = ZeroedArray<float>(elements);
-    v_f32_ = ZeroedArray<float>(elements);
-  }
-}
+KvCache::KvCache(KvCacheType type, int64_t kv_heads, int64_t capacity, int64_t head_dim,
+                 KvBlockPool* pool)
+    : type_(type),
+      kv_heads_(kv_heads),
+      capacity_(capacity),
+      head_dim_(head_dim),
+      pool_(pool),
+      blocks_(std::make_unique<std::atomic<Block*>[]>(static_cast<std::size_t>(block_count()))),
+      taking_(std::make_unique<std::mutex>()) {}
 
 KvCache::KvCache(const KvCache& other)
-    : KvCache(other.type_, other.kv_heads_, other.capacity_, other.head_dim_) {
-  written_ = other.written_;
-  const int64_t written = written_.load();
-  auto copy_heads = [&](const auto& from, auto& to) {
-    if (from.size() == 0) return;
-    const auto rows = static_cast<std::size_t>(written * head_dim_);
-    for (int64_t h = 0; h < kv_heads_; ++h) {
-      std::copy_n(from.data() + offset(h, 0), rows, to.data() + offset(h, 0));
-    }
-  };
-  copy_heads(other.k_bf16_, k_bf16_);
-  copy_heads(other.v_bf16_, v_bf16_);
-  copy_heads(other.k_f32_, k_f32_);
-  copy_heads(other.v_f32_, v_f32_);
+    : type_(other.type_),
+      kv_heads_(other.kv_heads_),
+      capacity_(other.capacity_),
+      head_dim_(other.head_dim_),
+      pool_(other.pool_),
+      written_(other.written_) {
+  if (!other.blocks_) return;
+  blocks_ = std::make_unique<std::atomic<Block*>[]>(static_cast<std::size_t>(block_count()));
+  taking_ = std::make_unique<std::mutex>();
+  for (int64_t b = 0; b < block_count(); ++b) {
+    Block* block = other.blocks_[b].load(std::memory_order_acquire);
+    if (block == nullptr) continue;
+    block->holders.fetch_add(1, std::memory_order_relaxed);
+    blocks_[b].store(block, std::memory_order_relaxed);
+  }
 }
 
 KvCache& KvCache::operator=(const KvCache& other) {
@@ -41,45 +41,176 @@ KvCache& KvCache::operator=(const KvCache& other) {
   return *this;
 }
 
+KvCache::KvCache(KvCache&& other) noexcept
+    : type_(other.type_),
+      kv_heads_(other.kv_heads_),
+      capacity_(other.capacity_),
+      head_dim_(other.head_dim_),
+      pool_(other.pool_),
+      blocks_(std::move(other.blocks_)),
+      taking_(std::move(other.taking_)),
+      written_(other.written_) {
+  other.written_ = HighWater{};
+}
+
+KvCache& KvCache::operator=(KvCache&& other) noexcept {
+  if (this == &other) return *this;
+  drop_all();
+  type_ = other.type_;
+  kv_heads_ = other.kv_heads_;
+  capacity_ = other.capacity_;
+  head_dim_ = other.head_dim_;
+  pool_ = other.pool_;
+  blocks_ = std::move(other.blocks_);
+  taking_ = std::move(other.taking_);
+  written_ = other.written_;
+  other.written_ = HighWater{};
+  return *this;
+}
+
+KvCache::~KvCache() {
+  drop_all();
+}
+
+std::size_t KvCache::block_bytes() const {
+  return static_cast<std::size_t>(2 * kv_heads_ * kBlockPositions * head_dim_) * element_bytes();
+}
+
+std::size_t KvCache::bytes() const {
+  std::size_t held = 0;
+  for (int64_t b = 0; blocks_ && b < block_count(); ++b) {
+    if (blocks_[b].load(std::memory_order_relaxed) != nullptr) held += block_bytes();
+  }
+  return held;
+}
+
+KvCache::Block* KvCache::new_block() const {
+  auto block = std::make_unique<Block>();
+  block->data = pool_->allocate(block_bytes());
+  return block.release();
+}
+
+// The last holder gives the block back to the pool.
+void KvCache::drop(Block* block) const {
+  if (block == nullptr || block->holders.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  pool_->free(block->data, block_bytes());
+  delete block;
+}
+
+void KvCache::drop_all() {
+  for (int64_t b = 0; blocks_ && b < block_count(); ++b) {
+    drop(blocks_[b].exchange(nullptr, std::memory_order_acq_rel));
+  }
+}
+
 void KvCache::release() {
-  const auto written = static_cast<std::size_t>(written_.load() * head_dim_);
-  auto release_heads = [&](auto& array) {
-    if (array.size() == 0) return;
-    for (int64_t h = 0; h < kv_heads_; ++h) {
-      array.release(offset(h, 0), offset(h, 0) + written);
-    }
-  };
-  release_heads(k_bf16_);
-  release_heads(v_bf16_);
-  release_heads(k_f32_);
-  release_heads(v_f32_);
+  drop_all();
   written_ = HighWater{};
+}
+
+KvCache::Block& KvCache::writable_block(int64_t position) {
+  std::atomic<Block*>& slot = blocks_[position / kBlockPositions];
+  // Held alone: no other cache reads it, and the holder count cannot rise during a step.
+  auto alone = [](const Block* block) {
+    return block != nullptr && block->holders.load(std::memory_order_acquire) == 1;
+  };
+  Block* block = slot.load(std::memory_order_acquire);
+  if (alone(block)) return *block;
+  std::lock_guard lock(*taking_);
+  block = slot.load(std::memory_order_acquire);
+  if (alone(block)) return *block;  // another head of this step took or copied it meanwhile
+  Block* own = new_block();
+  if (block != nullptr) {
+    // Shared with a copy: this cache's rows so far, in a block of its own. The shared one is
+    // dropped only after the copy, so its other holder writes into it only once it is alone.
+    std::memcpy(own->data, block->data, block_bytes());
+    drop(block);
+  }
+  slot.store(own, std::memory_order_release);
+  return *own;
 }
 
 void KvCache::write(int64_t head, int64_t position, const float* key, const float* value) {
   written_.raise_to(position + 1);
-  std::size_t at = offset(head, position);
+  Block& block = writable_block(position);
+  const int64_t slot = position % kBlockPositions;
+  const std::size_t k_at = element_offset(head, slot);
+  const std::size_t v_at = element_offset(kv_heads_ + head, slot);
   if (type_ == KvCacheType::kF32) {
-    std::copy(key, key + head_dim_, k_f32_.data() + at);
-    std::copy(value, value + head_dim_, v_f32_.data() + at);
+    auto* data = static_cast<float*>(block.data);
+    std::copy(key, key + head_dim_, data + k_at);
+    std::copy(value, value + head_dim_, data + v_at);
     return;
   }
+  auto* data = static_cast<uint16_t*>(block.data);
   for (int64_t d = 0; d < head_dim_; ++d) {
-    k_bf16_[at + static_cast<std::size_t>(d)] = f32_to_bf16(key[d]);
-    v_bf16_[at + static_cast<std::size_t>(d)] = f32_to_bf16(value[d]);
+    data[k_at + static_cast<std::size_t>(d)] = f32_to_bf16(key[d]);
+    data[v_at + static_cast<std::size_t>(d)] = f32_to_bf16(value[d]);
   }
 }
 
+namespace {
+
+// Where each block's rows of one head start, keys and values; reused per thread (attend runs in
+// every task of every step, and a long context has thousands of blocks).
+template <typename T>
+struct HeadBlocks {
+  std::vector<const T*> keys, values;
+};
+template <typename T>
+HeadBlocks<T>& head_blocks(std::size_t count) {
+  thread_local HeadBlocks<T> blocks;
+  blocks.keys.resize(count);
+  blocks.values.resize(count);
+  return blocks;
+}
+
+template <typename T>
+const T* zero_block(std::size_t elements) {
+  thread_local std::vector<T> zeros;
+  if (zeros.size() < elements) zeros.resize(elements);
+  return zeros.data();
+}
+
+}  // namespace
+
 void KvCache::attend(int64_t head, int64_t n_keys, const float* q, float scale, float* scores,
                      float* out) const {
-  std::size_t at = offset(head, 0);
+  auto run = [&]<typename T>(T) {
+    const auto count = static_cast<std::size_t>((n_keys + kBlockPositions - 1) / kBlockPositions);
+    HeadBlocks<T>& blocks = head_blocks<T>(count);
+    for (std::size_t b = 0; b < count; ++b) {
+      // Positions never written read as zeros, as in a new cache.
+      const Block* block = blocks_[b].load(std::memory_order_acquire);
+      const auto* data = block != nullptr ? static_cast<const T*>(block->data)
+                                          : zero_block<T>(block_bytes() / sizeof(T));
+      blocks.keys[b] = data + element_offset(head, 0);
+      blocks.values[b] = data + element_offset(kv_heads_ + head, 0);
+    }
+    attend_blocks(q, blocks.keys.data(), blocks.values.data(), kBlockPositions, n_keys, head_dim_,
+                  scale, scores, out);
+  };
   if (type_ == KvCacheType::kF32) {
-    kernels::attend(q, k_f32_.data() + at, v_f32_.data() + at, n_keys, head_dim_, head_dim_, scale,
-                    scores, out);
+    run(float{});
   } else {
-    kernels::attend(q, k_bf16_.data() + at, v_bf16_.data() + at, n_keys, head_dim_, head_dim_,
-                    scale, scores, out);
+    run(uint16_t{});
   }
+}
+
+std::vector<float> KvCache::dense_f32(int64_t first_head) const {
+  if (type_ != KvCacheType::kF32) return {};
+  std::vector<float> dense(static_cast<std::size_t>(kv_heads_ * capacity_ * head_dim_));
+  for (int64_t b = 0; b < block_count(); ++b) {
+    const Block* block = blocks_[b].load(std::memory_order_acquire);
+    if (block == nullptr) continue;
+    const auto* data = static_cast<const float*>(block->data);
+    const int64_t rows = std::min(kBlockPositions, capacity_ - b * kBlockPositions);
+    for (int64_t h = 0; h < kv_heads_; ++h) {
+      std::copy_n(data + element_offset(first_head + h, 0), rows * head_dim_,
+                  dense.begin() + (h * capacity_ + b * kBlockPositions) * head_dim_);
+    }
+  }
+  return dense;
 }
 
 }  // namespace md::kernels

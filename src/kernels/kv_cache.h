@@ -1,12 +1,18 @@
-// The attention KV cache of one layer of one sequence, shared by every family: keys and values
-// as [kv heads][capacity][head_dim], in bf16 (the default: half the memory) or f32 (for
-// exactness tests). Slot = position.
+// The attention KV cache of one layer of one sequence, shared by every family: keys and values in
+// bf16 (the default: half the memory) or f32 (for exactness tests), held in fixed-size blocks of
+// kBlockPositions positions from a KvBlockPool. A block is taken when a position in it is first
+// written, so memory follows the sequence's length, not its capacity; a copy (the n choices of one
+// prompt) shares every block, and a block is copied only when one of its holders writes into it
+// (copy on write). Within a block: keys [kv heads][kBlockPositions][head_dim], then the values.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
 
-#include "base/zeroed_array.h"
+#include "kernels/kv_block_pool.h"
 
 namespace md::kernels {
 
@@ -14,48 +20,75 @@ enum class KvCacheType { kBf16, kF32 };
 
 class KvCache {
  public:
+  static constexpr int64_t kBlockPositions = 16;
+
   KvCache() = default;
-  KvCache(KvCacheType type, int64_t kv_heads, int64_t capacity, int64_t head_dim);
-  // A copy holds the same values everywhere but copies only the positions ever written: the rest
-  // are zeros in both, and left untouched they cost no memory, so a clone of a short sequence
-  // (the n choices of one prompt) stays small whatever the capacity.
+  KvCache(KvCacheType type, int64_t kv_heads, int64_t capacity, int64_t head_dim,
+          KvBlockPool* pool = &KvBlockPool::shared());
+  // A copy shares the source's blocks (no memory copied); either side's next write into a shared
+  // block copies that one block first. Copies are taken between steps, never during one.
   KvCache(const KvCache& other);
   KvCache& operator=(const KvCache& other);
-  KvCache(KvCache&& other) noexcept = default;
-  KvCache& operator=(KvCache&& other) noexcept = default;
+  KvCache(KvCache&& other) noexcept;
+  KvCache& operator=(KvCache&& other) noexcept;
+  ~KvCache();
 
   KvCacheType type() const { return type_; }
   int64_t capacity() const { return capacity_; }
   // Positions [0, written) have been written at least once.
   int64_t written() const { return written_.load(); }
   int64_t head_dim() const { return head_dim_; }
-  std::size_t bytes() const {
-    return k_bf16_.bytes() + v_bf16_.bytes() + k_f32_.bytes() + v_f32_.bytes();
-  }
+  // The memory of the blocks this cache holds (a block shared with a copy counts in both).
+  std::size_t bytes() const;
+  // Bytes of one block: kBlockPositions positions of every head, keys and values.
+  std::size_t block_bytes() const;
 
-  // The f32 cache's elements as stored (empty for a bf16 cache), for exactness tests.
-  const ZeroedArray<float>& keys_f32() const { return k_f32_; }
-  const ZeroedArray<float>& values_f32() const { return v_f32_; }
+  // The f32 cache's elements as [kv heads][capacity][head_dim], zeros where never written (empty
+  // for a bf16 cache): for exactness tests.
+  std::vector<float> keys_f32() const { return dense_f32(0); }
+  std::vector<float> values_f32() const { return dense_f32(kv_heads_); }
 
-  // Forgets every position: they read as zeros again (as in a new cache), and their memory goes
-  // back to the system. Not while a step runs.
+  // Forgets every position: they read as zeros again (as in a new cache), and the blocks go back
+  // to the pool. Not while a step runs.
   void release();
 
   // Stores the key and value of KV head `head` at `position` (rounded to bf16 in a bf16 cache).
+  // Tasks of one step may write different heads (and positions) at once.
   void write(int64_t head, int64_t position, const float* key, const float* value);
   // Softmax attention of q over positions [0, n_keys) of KV head `head`; `scores` holds n_keys.
   void attend(int64_t head, int64_t n_keys, const float* q, float scale, float* scores,
               float* out) const;
 
  private:
-  std::size_t offset(int64_t head, int64_t position) const {
-    return static_cast<std::size_t>((head * capacity_ + position) * head_dim_);
+  // A block and the number of caches whose table holds it.
+  struct Block {
+    std::atomic<int32_t> holders{1};
+    void* data = nullptr;
+  };
+
+  std::size_t element_bytes() const { return type_ == KvCacheType::kF32 ? 4 : 2; }
+  int64_t block_count() const { return (capacity_ + kBlockPositions - 1) / kBlockPositions; }
+  // Elements from a block's start to head `head`'s row `slot` (heads past kv_heads: values).
+  std::size_t element_offset(int64_t head, int64_t slot) const {
+    return static_cast<std::size_t>((head * kBlockPositions + slot) * head_dim_);
   }
+  // The block of `position`, held by this cache alone (taken or copied under the lock if not).
+  Block& writable_block(int64_t position);
+  Block* new_block() const;
+  void drop(Block* block) const;
+  void drop_all();
+  std::vector<float> dense_f32(int64_t first_head) const;
 
   KvCacheType type_ = KvCacheType::kBf16;
   int64_t kv_heads_ = 0;
   int64_t capacity_ = 0;
   int64_t head_dim_ = 0;
+  KvBlockPool* pool_ = nullptr;
+  // One entry per kBlockPositions positions; null until a position in it is written. Atomic: a
+  // write swaps in a new block while other tasks of the step read the table.
+  std::unique_ptr<std::atomic<Block*>[]> blocks_;
+  // Serialises taking and copying blocks (the slow path of a write).
+  std::unique_ptr<std::mutex> taking_;
   // The positions ever written. Tasks of one step write different heads of the same position at
   // once: atomic, relaxed (a copy is only taken between steps); copied by value.
   struct HighWater {
@@ -74,8 +107,6 @@ class KvCache {
     }
   };
   HighWater written_;
-  ZeroedArray<uint16_t> k_bf16_, v_bf16_;
-  ZeroedArray<float> k_f32_, v_f32_;
 };
 
 }  // namespace md::kernels

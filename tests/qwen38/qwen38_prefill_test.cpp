@@ -71,9 +71,9 @@ bool bitwise_equal(const Qwen38Model& model, SequenceState& a_state, SequenceSta
   }
   for (int64_t i = 0; i < c.num_full_attention_layers(); ++i) {
     equal &= std::memcmp(a.kv(i).keys_f32().data(), b.kv(i).keys_f32().data(),
-                         a.kv(i).keys_f32().bytes()) == 0;
+                         a.kv(i).keys_f32().size() * sizeof(float)) == 0;
     equal &= std::memcmp(a.kv(i).values_f32().data(), b.kv(i).values_f32().data(),
-                         a.kv(i).values_f32().bytes()) == 0;
+                         a.kv(i).values_f32().size() * sizeof(float)) == 0;
   }
   return equal;
 }
