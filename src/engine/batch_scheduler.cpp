@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "kernels/kv_cache.h"
 
 namespace md::engine {
 
@@ -52,7 +53,9 @@ BatchScheduler::Admission BatchScheduler::submit(std::shared_ptr<RequestStream> 
     if (closed_ || stopping_) return Admission::kClosed;
     if (options_.state_memory_budget > 0) {
       for (const ChoiceWork& work : choices) {
-        if (state_memory_need(work) > options_.state_memory_budget) return Admission::kTooLarge;
+        if (state_memory_need(work).total() > options_.state_memory_budget) {
+          return Admission::kTooLarge;
+        }
       }
     }
     if (static_cast<int64_t>(waiting_.size()) >= options_.max_queue) return Admission::kQueueFull;
@@ -63,11 +66,20 @@ BatchScheduler::Admission BatchScheduler::submit(std::shared_ptr<RequestStream> 
   return Admission::kAccepted;
 }
 
-std::size_t BatchScheduler::state_memory_need(const ChoiceWork& work) const {
-  const auto positions = static_cast<std::size_t>(
-      std::min<int64_t>(options_.context, static_cast<int64_t>(work.request.prompt.size()) +
-                                              std::max<int64_t>(work.request.max_tokens, 0)));
-  return model_.state_bytes_fixed() + model_.state_bytes_per_token() * positions;
+BatchScheduler::MemoryNeed BatchScheduler::state_memory_need(const ChoiceWork& work) const {
+  // KV memory comes in blocks (kernels::KvCache): the prompt's whole blocks can be shared by
+  // the rows of one prefill, the rest (its last partial block, copied on a sibling's first write,
+  // and the output's) is each row's own.
+  const int64_t block = kernels::KvCache::kBlockPositions;
+  const auto prompt = static_cast<int64_t>(work.request.prompt.size());
+  const int64_t positions =
+      std::min<int64_t>(options_.context, prompt + std::max<int64_t>(work.request.max_tokens, 0));
+  const int64_t blocks = (positions + block - 1) / block;
+  const int64_t prompt_blocks = std::min(blocks, prompt / block);
+  const std::size_t block_bytes = model_.state_bytes_per_token() * static_cast<std::size_t>(block);
+  return {
+      model_.state_bytes_fixed() + block_bytes * static_cast<std::size_t>(blocks - prompt_blocks),
+      block_bytes * static_cast<std::size_t>(prompt_blocks)};
 }
 
 void BatchScheduler::notify_cancelled() {
@@ -108,6 +120,7 @@ SchedulerSnapshot BatchScheduler::snapshot() const {
   s.waiting_requests = static_cast<int64_t>(waiting_.size());
   s.state_memory_reserved = reserved_;
   s.state_memory_budget = options_.state_memory_budget;
+  s.kv_pool = kernels::KvBlockPool::shared().use();
   s.slots = slots_;
   return s;
 }
@@ -190,19 +203,26 @@ void BatchScheduler::reap_cancelled() {
 }
 
 void BatchScheduler::admit() {
-  std::vector<std::pair<std::size_t, Queued>> admitted;
+  std::vector<std::size_t> admitted;
   {
     std::lock_guard lock(mutex_);
     for (std::size_t i = 0; i < rows_.size() && !queue_.empty(); ++i) {
       if (rows_[i].stream) continue;
-      const std::size_t need = state_memory_need(queue_.front().work);
+      Row* leader = prefill_leader_for(queue_.front());
+      const MemoryNeed need = state_memory_need(queue_.front().work);
+      const std::size_t reserving = leader != nullptr ? need.own : need.total();
       // The oldest waits for memory, and the others wait behind it (no overtaking: a long
       // request must not starve behind a stream of short ones).
-      if (options_.state_memory_budget > 0 && reserved_ + need > options_.state_memory_budget) {
+      if (options_.state_memory_budget > 0 &&
+          reserved_ + reserving > options_.state_memory_budget) {
         break;
       }
-      reserved_ += need;
-      rows_[i].reserved = need;
+      reserved_ += reserving;
+      Row& row = rows_[i];
+      row.reserved = need.own;
+      row.prompt_reserved = leader != nullptr ? leader->prompt_reserved
+                                              : std::make_shared<const std::size_t>(need.prompt);
+      row.leader = leader;
       Queued q = std::move(queue_.front());
       queue_.pop_front();
       auto waiting = waiting_.find(q.stream.get());
@@ -215,18 +235,17 @@ void BatchScheduler::admit() {
       slot.params = q.work.request.sampling;
       slot.params.seed = q.work.seed;
       slot.max_tokens = q.work.request.max_tokens;
-      rows_[i].stream = q.stream;  // marks the row taken before the lock is released
-      admitted.emplace_back(i, std::move(q));
+      row.stream = std::move(q.stream);  // marks the row taken before the lock is released
+      row.work = std::move(q.work);
+      admitted.push_back(i);
     }
   }
-  for (auto& [index, q] : admitted) {
+  for (std::size_t index : admitted) {
     Row& row = rows_[index];
-    row.work = std::move(q.work);
     row.state->reset();
     row.prefilled = 0;
     row.decoding = false;
     row.prompt_scores.clear();
-    row.leader = nullptr;
     row.speculation = SpeculationStats{};
     if (row.drafter) row.drafter->truncate_context(0);
     row.admitted = ++admissions_;
@@ -235,23 +254,17 @@ void BatchScheduler::admit() {
     try {
       row.decoder = std::make_unique<ChoiceDecoder>(row.work.request, eos_ids_, vocab_, tokenizer_,
                                                     row.work.seed, options_.context);
-      row.leader = prefill_leader_for(row);
     } catch (const std::exception& e) {
       fail_row(row, e.what());
     }
   }
 }
 
-// A row of the same request, prefilling the same prompt with the same scoring and not itself a
-// follower, that has not started decoding: its finished prefill is this row's too.
-BatchScheduler::Row* BatchScheduler::prefill_leader_for(const Row& row) {
+BatchScheduler::Row* BatchScheduler::prefill_leader_for(const Queued& queued) {
   for (Row& other : rows_) {
-    if (&other == &row || other.stream != row.stream || other.decoding || other.leader != nullptr ||
-        !other.decoder) {
-      continue;
-    }
-    if (other.work.prompt_top_logprobs == row.work.prompt_top_logprobs &&
-        other.work.request.prompt == row.work.request.prompt) {
+    if (other.stream != queued.stream || other.decoding || other.leader != nullptr) continue;
+    if (other.work.prompt_top_logprobs == queued.work.prompt_top_logprobs &&
+        other.work.request.prompt == queued.work.request.prompt) {
       return &other;
     }
   }
@@ -495,9 +508,13 @@ void BatchScheduler::fail_row(Row& row, const std::string& message) {
 }
 
 void BatchScheduler::free_row(Row& row) {
-  // Followers of a row that goes away before its prompt is in prefill by themselves.
+  // Followers of a row that goes away before its prompt is in: the first of them prefills it for
+  // the others (they keep sharing the prompt's reserved blocks).
+  Row* successor = nullptr;
   for (Row& other : rows_) {
-    if (other.leader == &row) other.leader = nullptr;
+    if (other.leader != &row) continue;
+    other.leader = successor;
+    if (successor == nullptr) successor = &other;
   }
   row.leader = nullptr;
   row.stream.reset();
@@ -510,6 +527,10 @@ void BatchScheduler::free_row(Row& row) {
   std::lock_guard lock(mutex_);
   reserved_ -= row.reserved;
   row.reserved = 0;
+  if (row.prompt_reserved && row.prompt_reserved.use_count() == 1) {
+    reserved_ -= *row.prompt_reserved;
+  }
+  row.prompt_reserved.reset();
   slots_[index] = SlotInfo{};
   slots_[index].id = static_cast<int32_t>(index);
 }

@@ -30,6 +30,7 @@
 #include "engine/generation_request.h"
 #include "engine/request_stream.h"
 #include "engine/speculative_round.h"
+#include "kernels/kv_block_pool.h"
 #include "models/language_model.h"
 #include "text/tokenizer.h"
 
@@ -57,8 +58,10 @@ struct SchedulerOptions {
   std::function<std::chrono::steady_clock::time_point()> clock;
   // Sequence-state memory the rows may hold at once, in bytes (0: no limit). A choice takes a
   // row only when what it can grow to (the model's fixed state plus its prompt and max_tokens in
-  // positions) fits beside what the running rows reserved; until then it waits in the queue
-  // (first come, first served). A choice that could never fit is refused at submit().
+  // KV blocks) fits beside what the running rows reserved; until then it waits in the queue
+  // (first come, first served). Choices that share a prefill share its whole prompt blocks (the
+  // KV cache copies on write), so those are reserved once for them all. A choice that could
+  // never fit is refused at submit().
   std::size_t state_memory_budget = 0;
   // Speculative decoding: every generating row runs rounds (speculative_round.h) with its own
   // drafter, drafter->new_sequence(); null: rows decode together one token per step. Each row
@@ -98,6 +101,7 @@ struct SchedulerSnapshot {
   double state_usage = 0;                 // tokens held by busy rows / total row capacity
   std::size_t state_memory_reserved = 0;  // by the running rows (state_memory_budget)
   std::size_t state_memory_budget = 0;
+  kernels::KvPoolUse kv_pool;  // the KV blocks held now (kernels::KvBlockPool::shared())
   // The longest time between two consecutive decode steps that both had rows decoding: what a
   // running stream waited at worst (prefill, admission, speculation rounds in between).
   double worst_decode_gap_seconds = 0;
@@ -125,8 +129,14 @@ class BatchScheduler {
 
   SchedulerSnapshot snapshot() const;
   const SchedulerOptions& options() const { return options_; }
-  // The state memory one choice reserves while it runs (SchedulerOptions::state_memory_budget).
-  std::size_t state_memory_need(const ChoiceWork& work) const;
+  // The state memory a choice reserves while it runs (SchedulerOptions::state_memory_budget):
+  // its own, and its prompt's whole KV blocks, which rows sharing one prefill hold together.
+  struct MemoryNeed {
+    std::size_t own = 0;
+    std::size_t prompt = 0;
+    std::size_t total() const { return own + prompt; }
+  };
+  MemoryNeed state_memory_need(const ChoiceWork& work) const;
   // Drafts per speculative round (block size - 1); 0 without speculation.
   int64_t draft_positions() const { return rounds_ ? rounds_->block_size() - 1 : 0; }
 
@@ -145,8 +155,12 @@ class BatchScheduler {
     uint64_t admitted = 0;   // admission order (oldest prefill first)
     bool decoding = false;
     // Sibling choices of one prompt share its prefill: a follower waits, without prefilling,
-    // for its leader's prompt to be in; it then gets a copy of the leader's state and logits.
+    // for its leader's prompt to be in; it then gets a copy of the leader's state (sharing its
+    // KV blocks) and logits.
     Row* leader = nullptr;
+    // The memory of the prompt's whole KV blocks, reserved once for a leader and its followers
+    // (freed with the last of them).
+    std::shared_ptr<const std::size_t> prompt_reserved;
     std::vector<ScoredToken> prompt_scores;
     std::unique_ptr<SpeculativeDrafter> drafter;  // null: no speculation
     SpeculationStats speculation;
@@ -159,7 +173,9 @@ class BatchScheduler {
   void handle_abort();
   int64_t held_tokens() const;
   void score_prompt_rows(Row& row, std::size_t begin, std::size_t end);
-  Row* prefill_leader_for(const Row& row);
+  // The row whose prefill a queued choice will share, if any: a sibling with the same prompt and
+  // prompt scoring that is neither decoding nor itself a follower.
+  Row* prefill_leader_for(const Queued& queued);
   // The prompt is in: scores, then the first token (or the end of a prompt-only choice).
   void finish_prefill(Row& row, std::span<const float> last_logits);
   void reap_cancelled();

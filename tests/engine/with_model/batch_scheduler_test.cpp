@@ -337,9 +337,12 @@ TEST_F(BatchSchedulerTest, AStateMemoryBudgetMakesChoicesWaitForMemory) {
     return std::make_pair(a, b);
   };
   engine::SchedulerOptions probe = options(1);
-  const std::size_t need = BatchScheduler(*model_, *tokenizer_, probe).state_memory_need(work);
-  EXPECT_EQ(need, model_->state_bytes_fixed() +
-                      model_->state_bytes_per_token() * (work.request.prompt.size() + 24));
+  const std::size_t need =
+      BatchScheduler(*model_, *tokenizer_, probe).state_memory_need(work).total();
+  // The fixed state, and the positions in whole KV blocks.
+  const std::size_t block = kernels::KvCache::kBlockPositions;
+  const std::size_t blocks = (work.request.prompt.size() + 24 + block - 1) / block;
+  EXPECT_EQ(need, model_->state_bytes_fixed() + model_->state_bytes_per_token() * block * blocks);
   const auto [a, b] = run_two(need);
   EXPECT_GE(b.assigned, a.finished);
   const auto [c, d] = run_two(0);
@@ -350,6 +353,132 @@ TEST_F(BatchSchedulerTest, AStateMemoryBudgetMakesChoicesWaitForMemory) {
   BatchScheduler scheduler(*model_, *tokenizer_, o);
   EXPECT_EQ(scheduler.submit(std::make_shared<RequestStream>(), {work}),
             BatchScheduler::Admission::kTooLarge);
+}
+
+// The choices of one prompt that share its prefill reserve its whole KV blocks once: with a
+// budget of one choice's need plus three times what each further choice adds, four choices run
+// at once; one byte less and the fourth waits for memory. Their outputs do not depend on it.
+TEST_F(BatchSchedulerTest, ChoicesSharingAPrefillReserveItsPromptBlocksOnce) {
+  const std::vector<int32_t> ids = prompt(
+      "The n choices of one prompt share the blocks of its key-value cache until they write, "
+      "so the memory they reserve counts the prompt once and not four times over.");
+  std::vector<ChoiceWork> works;
+  for (int32_t j = 0; j < 4; ++j) {
+    ChoiceWork w = make_work(ids, 24, 0.8f, engine::choice_seed(5, 0, j));
+    w.choice = j;
+    works.push_back(std::move(w));
+  }
+  engine::SchedulerOptions probe = options(1);
+  const auto need = BatchScheduler(*model_, *tokenizer_, probe).state_memory_need(works[0]);
+  const std::size_t block = kernels::KvCache::kBlockPositions;
+  ASSERT_GE(ids.size(), 2 * block);
+  EXPECT_EQ(need.prompt, model_->state_bytes_per_token() * block * (ids.size() / block));
+  struct Run {
+    std::vector<engine::SteadyClock::time_point> assigned, finished;
+    std::vector<ChoiceResult> results;
+  };
+  auto run = [&](std::size_t budget) {
+    engine::SchedulerOptions o = options(4);
+    o.state_memory_budget = budget;
+    BatchScheduler scheduler(*model_, *tokenizer_, o);
+    auto stream = std::make_shared<RequestStream>("n4");
+    EXPECT_EQ(scheduler.submit(stream, works), BatchScheduler::Admission::kAccepted);
+    Run r;
+    r.assigned.resize(4);
+    r.finished.resize(4);
+    r.results.resize(4);
+    int done = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (done < 4 && std::chrono::steady_clock::now() < deadline) {
+      for (StreamEvent& e : stream->wait(std::chrono::milliseconds(100))) {
+        auto c = static_cast<std::size_t>(e.choice);
+        if (e.kind == StreamEvent::Kind::kRowAssigned) r.assigned[c] = e.at;
+        if (e.kind != StreamEvent::Kind::kToken) continue;
+        r.results[c].ids.push_back(e.outcome.token.id);
+        if (e.outcome.finished) {
+          r.finished[c] = e.at;
+          ++done;
+        }
+      }
+    }
+    EXPECT_EQ(done, 4);
+    EXPECT_EQ(scheduler.snapshot().state_memory_reserved, 0u);
+    return r;
+  };
+  const std::size_t together = need.total() + 3 * need.own;
+  const Run fits = run(together);
+  const auto first_end = *std::min_element(fits.finished.begin(), fits.finished.end());
+  EXPECT_LT(*std::max_element(fits.assigned.begin(), fits.assigned.end()), first_end);
+  const Run short_of = run(together - 1);
+  EXPECT_GE(short_of.assigned[3],
+            *std::min_element(short_of.finished.begin(), short_of.finished.end()));
+  for (std::size_t j = 0; j < 4; ++j) EXPECT_EQ(fits.results[j].ids, short_of.results[j].ids) << j;
+}
+
+// The leader of a shared prefill cancelled half-way: one of its followers prefills the prompt
+// for the others (once, not once each), and their outputs are what they would have been.
+TEST_F(BatchSchedulerTest, AFollowerTakesOverTheSharedPrefillOfACancelledLeader) {
+  const std::vector<int32_t> ids = prompt(
+      "A prompt prefilled slowly, by a leader that goes away before it is in, so that one of "
+      "its followers has to take the prefill over.");
+  std::vector<ChoiceWork> works;
+  for (int32_t j = 0; j < 3; ++j) {
+    ChoiceWork w = make_work(ids, 12, 0.8f, engine::choice_seed(9, 0, j));
+    w.choice = j;
+    works.push_back(std::move(w));
+  }
+  std::vector<ChoiceResult> expected;
+  {
+    BatchScheduler scheduler(*model_, *tokenizer_, options(3));
+    auto stream = std::make_shared<RequestStream>();
+    ASSERT_EQ(scheduler.submit(stream, works), BatchScheduler::Admission::kAccepted);
+    expected = collect(*stream, 3);
+  }
+  engine::SchedulerOptions o = options(3);
+  o.prefill_chunk = 4;
+  o.test_hooks.prefill_delay_us_per_token = 20000;  // 0.8 s for the prompt
+  BatchScheduler scheduler(*model_, *tokenizer_, o);
+  auto stream = std::make_shared<RequestStream>();
+  ASSERT_EQ(scheduler.submit(stream, works), BatchScheduler::Admission::kAccepted);
+  std::vector<ChoiceResult> got(3);
+  int finished = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (finished < 2 && std::chrono::steady_clock::now() < deadline) {
+    for (StreamEvent& e : stream->wait(std::chrono::milliseconds(50))) {
+      if (e.kind == StreamEvent::Kind::kRowAssigned && e.choice == 0) stream->cancel_choice(0);
+      if (e.kind != StreamEvent::Kind::kToken) continue;
+      got[static_cast<std::size_t>(e.choice)].ids.push_back(e.outcome.token.id);
+      if (e.outcome.finished) ++finished;
+    }
+  }
+  ASSERT_EQ(finished, 2);
+  EXPECT_TRUE(got[0].ids.empty());
+  EXPECT_EQ(got[1].ids, expected[1].ids);
+  EXPECT_EQ(got[2].ids, expected[2].ids);
+  const engine::SchedulerSnapshot s = scheduler.snapshot();
+  EXPECT_LT(s.prefill_tokens, 2 * static_cast<int64_t>(ids.size()));  // once each: >= 2 prompts
+  EXPECT_GE(s.prefill_tokens, static_cast<int64_t>(ids.size()));
+}
+
+// Cloning a prefilled state (what a follower gets) takes no KV block; each clone's first decode
+// step copies only the block its next position falls in, once per attention layer.
+TEST_F(BatchSchedulerTest, ClonedStatesShareTheirPromptsKvBlocks) {
+  const std::vector<int32_t> ids =
+      prompt("A prompt whose length is not a multiple of the block size, written once and shared.");
+  const int64_t block = kernels::KvCache::kBlockPositions;
+  ASSERT_NE(static_cast<int64_t>(ids.size()) % block, 0);
+  std::vector<float> logits;
+  std::unique_ptr<SequenceState> state = model_->new_sequence(kContext);
+  model_->forward(*state, ids, LogitRows::kLast, logits);
+  const kernels::KvBlockPool& pool = kernels::KvBlockPool::shared();
+  const std::size_t prefilled = pool.use().blocks;
+  std::vector<std::unique_ptr<SequenceState>> clones;
+  for (int i = 0; i < 7; ++i) clones.push_back(state->clone());
+  EXPECT_EQ(pool.use().blocks, prefilled);
+  const std::vector<int32_t> next = {ids[0]};
+  for (auto& clone : clones) model_->forward(*clone, next, LogitRows::kLast, logits);
+  const auto layers = static_cast<std::size_t>(model_->config().num_full_attention_layers());
+  EXPECT_EQ(pool.use().blocks, prefilled + 7 * layers);
 }
 
 }  // namespace
