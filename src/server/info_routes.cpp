@@ -24,6 +24,7 @@ void refresh_gauges(ServerContext& context) {
   context.metrics.set_kv_cache_usage(s.state_usage);
   context.metrics.set_decode_gap_max(s.worst_decode_gap_seconds);
   context.metrics.set_state_memory(s.state_memory_reserved, s.state_memory_budget);
+  context.metrics.set_kv_pool(s.kv_pool.blocks, s.kv_pool.bytes, s.kv_pool.peak_bytes);
 }
 
 }  // namespace

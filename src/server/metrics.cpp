@@ -201,6 +201,12 @@ void ServerMetrics::set_state_memory(std::size_t reserved, std::size_t budget) {
   state_memory_budget_.store(budget, std::memory_order_relaxed);
 }
 
+void ServerMetrics::set_kv_pool(std::size_t blocks, std::size_t bytes, std::size_t peak_bytes) {
+  kv_pool_blocks_.store(blocks, std::memory_order_relaxed);
+  kv_pool_bytes_.store(bytes, std::memory_order_relaxed);
+  kv_pool_peak_bytes_.store(peak_bytes, std::memory_order_relaxed);
+}
+
 void ServerMetrics::set_kv_cache_usage(double ratio) {
   kv_cache_usage_.store(ratio, std::memory_order_relaxed);
 }
@@ -327,6 +333,13 @@ void ServerMetrics::render_gauges(Writer& w) const {
   w.gauge("megadecode_kv_memory_budget_bytes",
           "The sequence memory running requests may reserve at once (--kv-memory; 0: no limit).",
           fmt::format("{}", state_memory_budget_.load(std::memory_order_relaxed)));
+  w.gauge("megadecode_kv_pool_blocks", "KV cache blocks held by sequences now (shared ones once).",
+          fmt::format("{}", kv_pool_blocks_.load(std::memory_order_relaxed)));
+  w.gauge("megadecode_kv_pool_used_bytes", "Memory of the KV cache blocks held now.",
+          fmt::format("{}", kv_pool_bytes_.load(std::memory_order_relaxed)));
+  w.gauge("megadecode_kv_pool_peak_bytes",
+          "The most memory KV cache blocks have held, since start.",
+          fmt::format("{}", kv_pool_peak_bytes_.load(std::memory_order_relaxed)));
   w.gauge("megadecode_kv_cache_usage_ratio", "Fraction of sequence-state memory in use, 0-1.",
           format_double(kv_cache_usage_.load(std::memory_order_relaxed)));
 }

@@ -60,6 +60,8 @@ class ServerMetrics {
   void set_decode_gap_max(double seconds);
   // Sequence memory reserved by running requests, and the budget (--kv-memory; 0: none).
   void set_state_memory(std::size_t reserved, std::size_t budget);
+  // The KV block pool now: blocks and bytes held by sequences, and the most bytes ever held.
+  void set_kv_pool(std::size_t blocks, std::size_t bytes, std::size_t peak_bytes);
 
   // Latencies in seconds, from a monotonic clock.
   void observe_ttft(double s);
@@ -139,6 +141,9 @@ class ServerMetrics {
   std::atomic<double> decode_gap_max_{0.0};
   std::atomic<std::size_t> state_memory_reserved_{0};
   std::atomic<std::size_t> state_memory_budget_{0};
+  std::atomic<std::size_t> kv_pool_blocks_{0};
+  std::atomic<std::size_t> kv_pool_bytes_{0};
+  std::atomic<std::size_t> kv_pool_peak_bytes_{0};
   std::atomic<bool> ready_{false};
 
   Histogram ttft_;

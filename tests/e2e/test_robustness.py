@@ -517,3 +517,31 @@ def test_requests_wait_for_sequence_memory_and_one_that_never_fits_is_a_400():
         assert metric(text, "megadecode_kv_memory_reserved_bytes") == 0
     finally:
         assert s.stop() == 0, s.output()
+
+
+def test_n_choices_share_their_prompts_kv_blocks():
+    """KV memory comes in 16-position blocks from one pool; the n choices of a prompt share its
+    blocks copy-on-write, so n=8 on a long prompt holds the prompt's blocks once plus a block or
+    two per choice (a full copy per choice would be 8 times one choice's). The pool's peak
+    after one choice is the baseline; everything is given back after each request."""
+    s = Server("--max-batch", "8")
+    try:
+        prompt = " ".join(f"w{i}" for i in range(400))
+        body = {"prompt": prompt, "max_tokens": 4, "temperature": 1.0, "seed": 3}
+        one = httpx.post(s.url + "/v1/completions", json=body, timeout=120)
+        assert one.status_code == 200, one.text
+        assert one.json()["usage"]["prompt_tokens"] > 600
+        text = httpx.get(s.url + "/metrics").text
+        alone = metric(text, "megadecode_kv_pool_peak_bytes")
+        assert alone > 0
+        assert metric(text, "megadecode_kv_pool_used_bytes") == 0
+        assert metric(text, "megadecode_kv_pool_blocks") == 0
+        eight = httpx.post(s.url + "/v1/completions", json={**body, "n": 8}, timeout=120)
+        assert eight.status_code == 200, eight.text
+        assert len(eight.json()["choices"]) == 8
+        text = httpx.get(s.url + "/metrics").text
+        shared = metric(text, "megadecode_kv_pool_peak_bytes")
+        assert shared < 1.5 * alone, f"n=8 peak {shared} B, one choice {alone} B"
+        assert metric(text, "megadecode_kv_pool_used_bytes") == 0
+    finally:
+        assert s.stop() == 0, s.output()

@@ -261,6 +261,9 @@ const std::map<std::string, std::string>& expected_families() {
       {"megadecode_decode_gap_max_seconds", "gauge"},
       {"megadecode_kv_memory_reserved_bytes", "gauge"},
       {"megadecode_kv_memory_budget_bytes", "gauge"},
+      {"megadecode_kv_pool_blocks", "gauge"},
+      {"megadecode_kv_pool_used_bytes", "gauge"},
+      {"megadecode_kv_pool_peak_bytes", "gauge"},
       {"megadecode_kv_cache_usage_ratio", "gauge"},
       {"megadecode_time_to_first_token_seconds", "histogram"},
       {"megadecode_inter_token_latency_seconds", "histogram"},
@@ -455,6 +458,7 @@ TEST(ServerMetricsTest, GaugesReadTheLastValueSet) {
   m.set_kv_cache_usage(0.375);
   m.set_decode_gap_max(0.25);
   m.set_state_memory(3 << 20, 8 << 20);
+  m.set_kv_pool(7, 7 << 14, 9 << 14);
   m.set_ready(true);
   Exposition e = scrape(m);
   EXPECT_EQ(value(e, "megadecode_num_requests_running"), 2);
@@ -463,6 +467,9 @@ TEST(ServerMetricsTest, GaugesReadTheLastValueSet) {
   EXPECT_EQ(value(e, "megadecode_decode_gap_max_seconds"), 0.25);
   EXPECT_EQ(value(e, "megadecode_kv_memory_reserved_bytes"), 3 << 20);
   EXPECT_EQ(value(e, "megadecode_kv_memory_budget_bytes"), 8 << 20);
+  EXPECT_EQ(value(e, "megadecode_kv_pool_blocks"), 7);
+  EXPECT_EQ(value(e, "megadecode_kv_pool_used_bytes"), 7 << 14);
+  EXPECT_EQ(value(e, "megadecode_kv_pool_peak_bytes"), 9 << 14);
   EXPECT_EQ(value(e, "megadecode_ready"), 1);
   m.set_ready(false);
   e = scrape(m);
