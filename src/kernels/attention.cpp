@@ -33,16 +33,41 @@ void add_scaled(float p, const uint16_t* v, float* out, int64_t n) {
   for (int64_t d = 0; d < n; ++d) out[d] += p * bf16_to_f32(v[d]);
 }
 
-// key(t) and value(t) locate row t: one function for keys in one run and keys in blocks, so
-// both sum in the same order and agree bitwise.
-template <typename KeyAt, typename ValueAt>
-void attend_impl(const float* q, KeyAt key, ValueAt value, int64_t n_keys, int64_t head_dim,
-                 float scale, float* scores, float* out) {
-  float max_score = -std::numeric_limits<float>::infinity();
-  for (int64_t t = 0; t < n_keys; ++t) {
-    scores[t] = dot(q, key(t), head_dim) * scale;
-    max_score = std::max(max_score, scores[t]);
+// Keys and values in runs of `run_rows` rows `stride` apart (the last run may be shorter): one
+// run for a contiguous cache, one per block for kernels::KvCache. One function for both, so they
+// sum in the same order and agree bitwise.
+template <typename T>
+struct Runs {
+  const T* const* keys;
+  const T* const* values;
+  int64_t run_rows;
+  int64_t stride;
+};
+
+// f(t, row) for t in [0, n_keys), row = the run's row of key t (keys or values).
+template <typename T, typename F>
+void for_each_row(const T* const* runs, int64_t run_rows, int64_t stride, int64_t n_keys, F f) {
+  for (int64_t first = 0, r = 0; first < n_keys; first += run_rows, ++r) {
+    const T* row = runs[r];
+    const int64_t last = std::min(n_keys, first + run_rows);
+    // The next run is elsewhere in memory: start fetching it now, as the hardware prefetcher
+    // does not cross into it before its first miss.
+    if (last < n_keys) {
+      const auto* next = reinterpret_cast<const char*>(runs[r + 1]);
+      for (int line = 0; line < 8; ++line) __builtin_prefetch(next + line * 64);
+    }
+    for (int64_t t = first; t < last; ++t, row += stride) f(t, row);
   }
+}
+
+template <typename T>
+void attend_impl(const float* q, const Runs<T>& runs, int64_t n_keys, int64_t head_dim, float scale,
+                 float* scores, float* out) {
+  float max_score = -std::numeric_limits<float>::infinity();
+  for_each_row(runs.keys, runs.run_rows, runs.stride, n_keys, [&](int64_t t, const T* key) {
+    scores[t] = dot(q, key, head_dim) * scale;
+    max_score = std::max(max_score, scores[t]);
+  });
   double total = 0;
   for (int64_t t = 0; t < n_keys; ++t) {
     scores[t] = std::exp(scores[t] - max_score);
@@ -50,29 +75,24 @@ void attend_impl(const float* q, KeyAt key, ValueAt value, int64_t n_keys, int64
   }
   float inv_total = static_cast<float>(1.0 / total);
   std::fill(out, out + head_dim, 0.0f);
-  for (int64_t t = 0; t < n_keys; ++t) {
-    float p = scores[t] * inv_total;
-    add_scaled(p, value(t), out, head_dim);
-  }
+  for_each_row(runs.values, runs.run_rows, runs.stride, n_keys, [&](int64_t t, const T* value) {
+    add_scaled(scores[t] * inv_total, value, out, head_dim);
+  });
 }
 
 template <typename T>
 void attend_run(const float* q, const T* keys, const T* values, int64_t n_keys, int64_t stride,
                 int64_t head_dim, float scale, float* scores, float* out) {
-  auto key = [&](int64_t t) { return keys + t * stride; };
-  auto value = [&](int64_t t) { return values + t * stride; };
-  attend_impl(q, key, value, n_keys, head_dim, scale, scores, out);
+  attend_impl(q, Runs<T>{&keys, &values, std::max<int64_t>(n_keys, 1), stride}, n_keys, head_dim,
+              scale, scores, out);
 }
 
 template <typename T>
 void attend_in_blocks(const float* q, const T* const* key_blocks, const T* const* value_blocks,
                       int64_t block_keys, int64_t n_keys, int64_t head_dim, float scale,
                       float* scores, float* out) {
-  auto key = [&](int64_t t) { return key_blocks[t / block_keys] + (t % block_keys) * head_dim; };
-  auto value = [&](int64_t t) {
-    return value_blocks[t / block_keys] + (t % block_keys) * head_dim;
-  };
-  attend_impl(q, key, value, n_keys, head_dim, scale, scores, out);
+  attend_impl(q, Runs<T>{key_blocks, value_blocks, block_keys, head_dim}, n_keys, head_dim, scale,
+              scores, out);
 }
 
 }  // namespace

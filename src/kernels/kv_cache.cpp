@@ -32,6 +32,7 @@ KvCache::KvCache(const KvCache& other)
     Block* block = other.blocks_[b].load(std::memory_order_acquire);
     if (block == nullptr) continue;
     block->holders.fetch_add(1, std::memory_order_relaxed);
+    block->owner.store(nullptr, std::memory_order_relaxed);
     blocks_[b].store(block, std::memory_order_relaxed);
   }
 }
@@ -110,23 +111,22 @@ void KvCache::release() {
 
 KvCache::Block& KvCache::writable_block(int64_t position) {
   std::atomic<Block*>& slot = blocks_[position / kBlockPositions];
-  // Held alone: no other cache reads it, and the holder count cannot rise during a step.
-  auto alone = [](const Block* block) {
-    return block != nullptr && block->holders.load(std::memory_order_acquire) == 1;
-  };
   Block* block = slot.load(std::memory_order_acquire);
-  if (alone(block)) return *block;
+  if (block != nullptr && block->owner.load(std::memory_order_acquire) == this) return *block;
+  // Decided under the lock only: another head of this step may be copying this very block, and
+  // its other holder may let go of it at any moment (its holder count falls during a step).
   std::lock_guard lock(*taking_);
   block = slot.load(std::memory_order_acquire);
-  if (alone(block)) return *block;  // another head of this step took or copied it meanwhile
-  Block* own = new_block();
-  if (block != nullptr) {
-    // Shared with a copy: this cache's rows so far, in a block of its own. The shared one is
-    // dropped only after the copy, so its other holder writes into it only once it is alone.
-    std::memcpy(own->data, block->data, block_bytes());
-    drop(block);
+  if (block != nullptr && block->holders.load(std::memory_order_acquire) == 1) {
+    block->owner.store(this, std::memory_order_release);  // the other holders have let go
+    return *block;
   }
+  Block* own = new_block();
+  if (block != nullptr) std::memcpy(own->data, block->data, block_bytes());
+  own->owner.store(this, std::memory_order_relaxed);
   slot.store(own, std::memory_order_release);
+  // Dropped only after the copy: the other holder writes into it once it holds it alone.
+  drop(block);
   return *own;
 }
 

@@ -60,9 +60,12 @@ class KvCache {
               float* out) const;
 
  private:
-  // A block and the number of caches whose table holds it.
+  // A block, the number of caches whose table holds it, and the one cache that holds it alone
+  // and so writes it without the lock (null while it is shared; a copy clears it between steps,
+  // and nothing shares a block during a step).
   struct Block {
     std::atomic<int32_t> holders{1};
+    std::atomic<const KvCache*> owner{nullptr};
     void* data = nullptr;
   };
 
@@ -72,7 +75,8 @@ class KvCache {
   std::size_t element_offset(int64_t head, int64_t slot) const {
     return static_cast<std::size_t>((head * kBlockPositions + slot) * head_dim_);
   }
-  // The block of `position`, held by this cache alone (taken or copied under the lock if not).
+  // The block of `position`, held by this cache alone: at once if it is this cache's own, else
+  // decided under the lock (taken, claimed or copied).
   Block& writable_block(int64_t position);
   Block* new_block() const;
   void drop(Block* block) const;

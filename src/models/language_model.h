@@ -39,9 +39,10 @@ class SequenceState {
   virtual ~SequenceState() = default;
   int64_t position() const { return position_; }
   int64_t capacity() const { return capacity_; }
-  // Forgets every token (states back to zero) without reallocating.
+  // Forgets every token (states back to zero; KV blocks back to the pool).
   virtual void reset() = 0;
-  // A full, independent copy (used for snapshots and prefix reuse).
+  // An independent copy (used for snapshots and shared prefills): KV blocks are shared until
+  // either side writes into one (kernels::KvCache copies on write).
   virtual std::unique_ptr<SequenceState> clone() const = 0;
   virtual std::size_t bytes() const = 0;
 

@@ -103,40 +103,44 @@ TEST(KvCache, ACopySharesEveryBlockUntilOneIsWritten) {
   EXPECT_EQ(pool.use().bytes, 0u);
 }
 
-// The n choices of a prompt write their next positions from several threads at once, each head
-// by its own task, into the block they all share: every cache ends with exactly its own writes
-// and the prompt, and the shared block exists once per holder.
+// The n choices of a prompt (the source and its copies) write their next positions from several
+// threads at once, each head by its own task, into the block they all share, while the other
+// holders copy it and let go of it: every cache ends with exactly the prompt and its own writes,
+// and the shared block exists once per holder. Repeated: the interleavings differ each time.
 TEST(KvCache, ConcurrentWritesIntoASharedBlockCopyItOncePerHolder) {
-  KvBlockPool pool;
-  const int64_t heads = 4, dim = 16, prompt = KvCache::kBlockPositions + 5;
-  KvCache source(KvCacheType::kF32, heads, 128, dim, &pool);
-  fill(source, heads, prompt, 3);
-  const std::vector<float> prompt_keys = source.keys_f32();
-  std::vector<KvCache> choices(6, source);
-  std::vector<std::thread> threads;
-  for (std::size_t c = 0; c < choices.size(); ++c) {
-    for (int64_t h = 0; h < heads; ++h) {
-      threads.emplace_back([&, c, h] {
-        for (int64_t p = prompt; p < prompt + 8; ++p) {
-          std::vector<float> k(dim, static_cast<float>(c * 1000 + h * 100 + p)), v = k;
-          choices[c].write(h, p, k.data(), v.data());
-        }
-      });
+  const int64_t heads = 4, dim = 256, prompt = KvCache::kBlockPositions + 5, capacity = 64;
+  for (int round = 0; round < 100; ++round) {
+    KvBlockPool pool;
+    KvCache source(KvCacheType::kF32, heads, capacity, dim, &pool);
+    fill(source, heads, prompt, 3);
+    const std::vector<float> prompt_keys = source.keys_f32();
+    std::vector<KvCache> caches(7, source);
+    caches[0] = std::move(source);
+    std::vector<std::thread> threads;
+    for (std::size_t c = 0; c < caches.size(); ++c) {
+      for (int64_t h = 0; h < heads; ++h) {
+        threads.emplace_back([&, c, h] {
+          for (int64_t p = prompt; p < prompt + 8; ++p) {
+            std::vector<float> k(dim, static_cast<float>(c * 1000 + h * 100 + p)), v = k;
+            caches[c].write(h, p, k.data(), v.data());
+          }
+        });
+      }
     }
-  }
-  for (std::thread& t : threads) t.join();
-  // Block 0 shared by all seven; block 1 once per holder (the source's original included).
-  EXPECT_EQ(pool.use().blocks, 1u + 7u);
-  EXPECT_EQ(source.keys_f32(), prompt_keys);
-  for (std::size_t c = 0; c < choices.size(); ++c) {
-    const std::vector<float> keys = choices[c].keys_f32();
-    for (int64_t h = 0; h < heads; ++h) {
-      for (int64_t p = 0; p < 128; ++p) {
-        const std::size_t at = static_cast<std::size_t>((h * 128 + p) * dim);
-        const float expected = p < prompt       ? prompt_keys[at]
-                               : p < prompt + 8 ? static_cast<float>(c * 1000 + h * 100 + p)
-                                                : 0.0f;
-        ASSERT_EQ(keys[at], expected) << "choice " << c << " head " << h << " position " << p;
+    for (std::thread& t : threads) t.join();
+    // Block 0 shared by all seven; block 1 once per holder.
+    ASSERT_EQ(pool.use().blocks, 1u + 7u);
+    for (std::size_t c = 0; c < caches.size(); ++c) {
+      const std::vector<float> keys = caches[c].keys_f32();
+      for (int64_t h = 0; h < heads; ++h) {
+        for (int64_t p = 0; p < capacity; ++p) {
+          const auto at = static_cast<std::size_t>((h * capacity + p) * dim);
+          const float expected = p < prompt       ? prompt_keys[at]
+                                 : p < prompt + 8 ? static_cast<float>(c * 1000 + h * 100 + p)
+                                                  : 0.0f;
+          ASSERT_EQ(keys[at], expected)
+              << "round " << round << " cache " << c << " head " << h << " position " << p;
+        }
       }
     }
   }
