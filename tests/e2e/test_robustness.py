@@ -375,7 +375,7 @@ def test_repeated_equal_content_lengths_are_one(server):
 def test_n_choices_of_a_short_prompt_cost_memory_for_what_they_hold():
     """n=8 on a short prompt: each choice's state is a clone of the prompt's. A whole-context
     state of the default model (8192 positions, f32 keys and values) is ~360 MiB, and the clones
-    used to copy all of it (129 MiB -> 2.6 GiB); they now copy what was written."""
+    used to copy all of it (129 MiB -> 2.6 GiB); they now share the prompt's KV blocks."""
     s = Server("--max-batch", "8", model=str(ROOT / ".models/SmolLM2-135M-Instruct.Q4_1.gguf"))
     try:
         before = s.rss_bytes()
