@@ -7,8 +7,10 @@
 
 #include <cstdint>
 #include <random>
+#include <type_traits>
 #include <vector>
 
+#include "base/dtype.h"
 #include "kernels/attention.h"
 #include "kernels/kv_cache.h"
 
@@ -19,17 +21,19 @@ using md::kernels::KvCacheType;
 
 constexpr int64_t kDim = 64;
 
-KvCache filled(KvCacheType type, int64_t positions) {
-  KvCache cache(type, 1, positions, kDim);
+// The keys and values of `positions` positions, one row of kDim each, in write order.
+struct Rows {
+  std::vector<float> keys, values;
+};
+Rows random_rows(int64_t positions) {
   std::mt19937 rng(3);
   std::normal_distribution<float> normal;
-  std::vector<float> k(kDim), v(kDim);
-  for (int64_t p = 0; p < positions; ++p) {
-    for (float& x : k) x = normal(rng);
-    for (float& x : v) x = normal(rng);
-    cache.write(0, p, k.data(), v.data());
+  Rows rows;
+  for (int64_t p = 0; p < positions * kDim; p += kDim) {
+    for (int64_t d = 0; d < kDim; ++d) rows.keys.push_back(normal(rng));
+    for (int64_t d = 0; d < kDim; ++d) rows.values.push_back(normal(rng));
   }
-  return cache;
+  return rows;
 }
 
 std::vector<float> query() {
@@ -40,9 +44,26 @@ std::vector<float> query() {
   return q;
 }
 
-void blocks(benchmark::State& state, KvCacheType type) {
+// One run of keys and one of values as the cache stores them (f32, or rounded to bf16).
+template <typename T>
+std::vector<T> stored(const std::vector<float>& values) {
+  if constexpr (std::is_same_v<T, float>) {
+    return values;
+  } else {
+    std::vector<T> out(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) out[i] = md::f32_to_bf16(values[i]);
+    return out;
+  }
+}
+
+template <typename T>
+void blocks(benchmark::State& state) {
   const int64_t n = state.range(0);
-  const KvCache cache = filled(type, n);
+  const Rows rows = random_rows(n);
+  KvCache cache(std::is_same_v<T, float> ? KvCacheType::kF32 : KvCacheType::kBf16, 1, n, kDim);
+  for (int64_t p = 0; p < n; ++p) {
+    cache.write(0, p, rows.keys.data() + p * kDim, rows.values.data() + p * kDim);
+  }
   std::vector<float> q = query(), scores(static_cast<std::size_t>(n)), out(kDim);
   for (auto _ : state) {
     cache.attend(0, n, q.data(), 0.125f, scores.data(), out.data());
@@ -51,10 +72,11 @@ void blocks(benchmark::State& state, KvCacheType type) {
   state.SetItemsProcessed(state.iterations() * n);
 }
 
-void contiguous_f32(benchmark::State& state) {
+template <typename T>
+void contiguous(benchmark::State& state) {
   const int64_t n = state.range(0);
-  const KvCache cache = filled(KvCacheType::kF32, n);
-  const std::vector<float> keys = cache.keys_f32(), values = cache.values_f32();
+  const Rows rows = random_rows(n);
+  const std::vector<T> keys = stored<T>(rows.keys), values = stored<T>(rows.values);
   std::vector<float> q = query(), scores(static_cast<std::size_t>(n)), out(kDim);
   for (auto _ : state) {
     md::kernels::attend(q.data(), keys.data(), values.data(), n, kDim, kDim, 0.125f, scores.data(),
@@ -64,22 +86,10 @@ void contiguous_f32(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * n);
 }
 
-void contiguous_bf16(benchmark::State& state) {
-  const int64_t n = state.range(0);
-  std::vector<uint16_t> keys(static_cast<std::size_t>(n * kDim), 0x3f80), values = keys;
-  std::vector<float> q = query(), scores(static_cast<std::size_t>(n)), out(kDim);
-  for (auto _ : state) {
-    md::kernels::attend(q.data(), keys.data(), values.data(), n, kDim, kDim, 0.125f, scores.data(),
-                        out.data());
-    benchmark::DoNotOptimize(out.data());
-  }
-  state.SetItemsProcessed(state.iterations() * n);
-}
-
-BENCHMARK_CAPTURE(blocks, f32, KvCacheType::kF32)->Arg(256)->Arg(4096)->Arg(32768);
-BENCHMARK(contiguous_f32)->Arg(256)->Arg(4096)->Arg(32768);
-BENCHMARK_CAPTURE(blocks, bf16, KvCacheType::kBf16)->Arg(256)->Arg(4096)->Arg(32768);
-BENCHMARK(contiguous_bf16)->Arg(256)->Arg(4096)->Arg(32768);
+BENCHMARK_TEMPLATE(blocks, float)->Arg(256)->Arg(4096)->Arg(32768);
+BENCHMARK_TEMPLATE(contiguous, float)->Arg(256)->Arg(4096)->Arg(32768);
+BENCHMARK_TEMPLATE(blocks, uint16_t)->Arg(256)->Arg(4096)->Arg(32768);
+BENCHMARK_TEMPLATE(contiguous, uint16_t)->Arg(256)->Arg(4096)->Arg(32768);
 
 }  // namespace
 

@@ -2,8 +2,6 @@
 // calloc, whose fresh pages the kernel maps lazily.
 #pragma once
 
-#include <algorithm>
-#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>

@@ -120,7 +120,6 @@ SchedulerSnapshot BatchScheduler::snapshot() const {
   s.waiting_requests = static_cast<int64_t>(waiting_.size());
   s.state_memory_reserved = reserved_;
   s.state_memory_budget = options_.state_memory_budget;
-  s.kv_pool = kernels::KvBlockPool::shared().use();
   s.slots = slots_;
   return s;
 }
@@ -242,7 +241,7 @@ void BatchScheduler::admit() {
   }
   for (std::size_t index : admitted) {
     Row& row = rows_[index];
-    row.state->reset();
+    // Its state was reset when the row was freed (free_row).
     row.prefilled = 0;
     row.decoding = false;
     row.prompt_scores.clear();

@@ -30,7 +30,6 @@
 #include "engine/generation_request.h"
 #include "engine/request_stream.h"
 #include "engine/speculative_round.h"
-#include "kernels/kv_block_pool.h"
 #include "models/language_model.h"
 #include "text/tokenizer.h"
 
@@ -101,7 +100,6 @@ struct SchedulerSnapshot {
   double state_usage = 0;                 // tokens held by busy rows / total row capacity
   std::size_t state_memory_reserved = 0;  // by the running rows (state_memory_budget)
   std::size_t state_memory_budget = 0;
-  kernels::KvPoolUse kv_pool;  // the KV blocks held now (kernels::KvBlockPool::shared())
   // The longest time between two consecutive decode steps that both had rows decoding: what a
   // running stream waited at worst (prefill, admission, speculation rounds in between).
   double worst_decode_gap_seconds = 0;

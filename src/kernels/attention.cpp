@@ -83,8 +83,7 @@ void attend_impl(const float* q, const Runs<T>& runs, int64_t n_keys, int64_t he
 template <typename T>
 void attend_run(const float* q, const T* keys, const T* values, int64_t n_keys, int64_t stride,
                 int64_t head_dim, float scale, float* scores, float* out) {
-  attend_impl(q, Runs<T>{&keys, &values, std::max<int64_t>(n_keys, 1), stride}, n_keys, head_dim,
-              scale, scores, out);
+  attend_impl(q, Runs<T>{&keys, &values, n_keys, stride}, n_keys, head_dim, scale, scores, out);
 }
 
 template <typename T>

@@ -64,7 +64,6 @@ void KvBlockPool::add_slab(SizeClass& size_class, std::size_t bytes) {
   if (address == MAP_FAILED) throw std::bad_alloc();
   auto* slab = static_cast<std::byte*>(address);
   size_class.slabs.emplace_back(slab, length);
-  use_.slab_bytes += length;
   // Handed out from the front, so a slab's pages are touched in order.
   for (std::size_t i = blocks; i-- > 0;) size_class.free.push_back(slab + i * bytes);
 }

@@ -18,7 +18,6 @@ struct KvPoolUse {
   std::size_t blocks = 0;      // blocks handed out and not freed
   std::size_t bytes = 0;       // their bytes
   std::size_t peak_bytes = 0;  // the most `bytes` has been
-  std::size_t slab_bytes = 0;  // address space reserved for blocks (not resident when free)
 };
 
 class KvBlockPool {

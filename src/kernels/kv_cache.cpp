@@ -19,15 +19,8 @@ KvCache::KvCache(KvCacheType type, int64_t kv_heads, int64_t capacity, int64_t h
       taking_(std::make_unique<std::mutex>()) {}
 
 KvCache::KvCache(const KvCache& other)
-    : type_(other.type_),
-      kv_heads_(other.kv_heads_),
-      capacity_(other.capacity_),
-      head_dim_(other.head_dim_),
-      pool_(other.pool_),
-      written_(other.written_) {
-  if (!other.blocks_) return;
-  blocks_ = std::make_unique<std::atomic<Block*>[]>(static_cast<std::size_t>(block_count()));
-  taking_ = std::make_unique<std::mutex>();
+    : KvCache(other.type_, other.kv_heads_, other.capacity_, other.head_dim_, other.pool_) {
+  written_ = other.written_;
   for (int64_t b = 0; b < block_count(); ++b) {
     Block* block = other.blocks_[b].load(std::memory_order_acquire);
     if (block == nullptr) continue;
@@ -42,31 +35,28 @@ KvCache& KvCache::operator=(const KvCache& other) {
   return *this;
 }
 
-KvCache::KvCache(KvCache&& other) noexcept
-    : type_(other.type_),
-      kv_heads_(other.kv_heads_),
-      capacity_(other.capacity_),
-      head_dim_(other.head_dim_),
-      pool_(other.pool_),
-      blocks_(std::move(other.blocks_)),
-      taking_(std::move(other.taking_)),
-      written_(other.written_) {
-  other.written_ = HighWater{};
+KvCache::KvCache(KvCache&& other) noexcept {
+  swap(other);
 }
 
+// The blocks this cache held go with `gone`.
 KvCache& KvCache::operator=(KvCache&& other) noexcept {
-  if (this == &other) return *this;
-  drop_all();
-  type_ = other.type_;
-  kv_heads_ = other.kv_heads_;
-  capacity_ = other.capacity_;
-  head_dim_ = other.head_dim_;
-  pool_ = other.pool_;
-  blocks_ = std::move(other.blocks_);
-  taking_ = std::move(other.taking_);
-  written_ = other.written_;
-  other.written_ = HighWater{};
+  KvCache gone(std::move(other));
+  swap(gone);
   return *this;
+}
+
+void KvCache::swap(KvCache& other) noexcept {
+  std::swap(type_, other.type_);
+  std::swap(kv_heads_, other.kv_heads_);
+  std::swap(capacity_, other.capacity_);
+  std::swap(head_dim_, other.head_dim_);
+  std::swap(pool_, other.pool_);
+  std::swap(blocks_, other.blocks_);
+  std::swap(taking_, other.taking_);
+  const HighWater written = written_;
+  written_ = other.written_;
+  other.written_ = written;
 }
 
 KvCache::~KvCache() {
@@ -79,7 +69,7 @@ std::size_t KvCache::block_bytes() const {
 
 std::size_t KvCache::bytes() const {
   std::size_t held = 0;
-  for (int64_t b = 0; blocks_ && b < block_count(); ++b) {
+  for (int64_t b = 0; b < block_count(); ++b) {
     if (blocks_[b].load(std::memory_order_relaxed) != nullptr) held += block_bytes();
   }
   return held;
@@ -99,7 +89,7 @@ void KvCache::drop(Block* block) const {
 }
 
 void KvCache::drop_all() {
-  for (int64_t b = 0; blocks_ && b < block_count(); ++b) {
+  for (int64_t b = 0; b < block_count(); ++b) {
     drop(blocks_[b].exchange(nullptr, std::memory_order_acq_rel));
   }
 }

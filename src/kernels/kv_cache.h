@@ -82,6 +82,7 @@ class KvCache {
   void drop(Block* block) const;
   void drop_all();
   std::vector<float> dense_f32(int64_t first_head) const;
+  void swap(KvCache& other) noexcept;
 
   KvCacheType type_ = KvCacheType::kBf16;
   int64_t kv_heads_ = 0;

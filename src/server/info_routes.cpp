@@ -1,5 +1,6 @@
 // The probes and descriptions: /health, /v1/models, /v1/models/{id}, /metrics, /version, /props,
 // /slots (§1.1, §1.2, §1.5, §1.6).
+#include "kernels/kv_block_pool.h"
 #include "server/routes.h"
 
 namespace md::server {
@@ -24,7 +25,8 @@ void refresh_gauges(ServerContext& context) {
   context.metrics.set_kv_cache_usage(s.state_usage);
   context.metrics.set_decode_gap_max(s.worst_decode_gap_seconds);
   context.metrics.set_state_memory(s.state_memory_reserved, s.state_memory_budget);
-  context.metrics.set_kv_pool(s.kv_pool.blocks, s.kv_pool.bytes, s.kv_pool.peak_bytes);
+  const kernels::KvPoolUse pool = kernels::KvBlockPool::shared().use();
+  context.metrics.set_kv_pool(pool.blocks, pool.bytes, pool.peak_bytes);
 }
 
 }  // namespace

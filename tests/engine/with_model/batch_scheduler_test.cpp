@@ -305,25 +305,7 @@ TEST_F(BatchSchedulerTest, APrefillBudgetBoundsTheStallOfRunningStreams) {
 // at once. A choice that needs more than the whole budget is refused at submit.
 TEST_F(BatchSchedulerTest, AStateMemoryBudgetMakesChoicesWaitForMemory) {
   const ChoiceWork work = make_work(prompt("Wait for memory"), 24, 0.0f, 1);
-  struct Times {
-    engine::SteadyClock::time_point assigned, finished;
-  };
-  auto times_of = [](RequestStream& stream) {
-    Times t;
-    bool done = false;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!done && std::chrono::steady_clock::now() < deadline) {
-      for (StreamEvent& e : stream.wait(std::chrono::milliseconds(100))) {
-        if (e.kind == StreamEvent::Kind::kRowAssigned) t.assigned = e.at;
-        if (e.kind == StreamEvent::Kind::kToken && e.outcome.finished) {
-          t.finished = e.at;
-          done = true;
-        }
-      }
-    }
-    EXPECT_TRUE(done);
-    return t;
-  };
+  auto times_of = [](RequestStream& stream) { return collect(stream, 1).at(0); };
   auto run_two = [&](std::size_t budget) {
     engine::SchedulerOptions o = options(2);
     o.state_memory_budget = budget;
@@ -332,7 +314,7 @@ TEST_F(BatchSchedulerTest, AStateMemoryBudgetMakesChoicesWaitForMemory) {
     auto second = std::make_shared<RequestStream>("second");
     EXPECT_EQ(scheduler.submit(first, {work}), BatchScheduler::Admission::kAccepted);
     EXPECT_EQ(scheduler.submit(second, {work}), BatchScheduler::Admission::kAccepted);
-    const Times a = times_of(*first), b = times_of(*second);
+    const ChoiceResult a = times_of(*first), b = times_of(*second);
     EXPECT_EQ(scheduler.snapshot().state_memory_reserved, 0u);
     return std::make_pair(a, b);
   };
@@ -373,46 +355,27 @@ TEST_F(BatchSchedulerTest, ChoicesSharingAPrefillReserveItsPromptBlocksOnce) {
   const std::size_t block = kernels::KvCache::kBlockPositions;
   ASSERT_GE(ids.size(), 2 * block);
   EXPECT_EQ(need.prompt, model_->state_bytes_per_token() * block * (ids.size() / block));
-  struct Run {
-    std::vector<engine::SteadyClock::time_point> assigned, finished;
-    std::vector<ChoiceResult> results;
-  };
   auto run = [&](std::size_t budget) {
     engine::SchedulerOptions o = options(4);
     o.state_memory_budget = budget;
     BatchScheduler scheduler(*model_, *tokenizer_, o);
     auto stream = std::make_shared<RequestStream>("n4");
     EXPECT_EQ(scheduler.submit(stream, works), BatchScheduler::Admission::kAccepted);
-    Run r;
-    r.assigned.resize(4);
-    r.finished.resize(4);
-    r.results.resize(4);
-    int done = 0;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (done < 4 && std::chrono::steady_clock::now() < deadline) {
-      for (StreamEvent& e : stream->wait(std::chrono::milliseconds(100))) {
-        auto c = static_cast<std::size_t>(e.choice);
-        if (e.kind == StreamEvent::Kind::kRowAssigned) r.assigned[c] = e.at;
-        if (e.kind != StreamEvent::Kind::kToken) continue;
-        r.results[c].ids.push_back(e.outcome.token.id);
-        if (e.outcome.finished) {
-          r.finished[c] = e.at;
-          ++done;
-        }
-      }
-    }
-    EXPECT_EQ(done, 4);
+    std::vector<ChoiceResult> results = collect(*stream, 4);
     EXPECT_EQ(scheduler.snapshot().state_memory_reserved, 0u);
-    return r;
+    return results;
+  };
+  auto first_end = [](const std::vector<ChoiceResult>& r) {
+    return std::min_element(r.begin(), r.end(),
+                            [](const auto& a, const auto& b) { return a.finished < b.finished; })
+        ->finished;
   };
   const std::size_t together = need.total() + 3 * need.own;
-  const Run fits = run(together);
-  const auto first_end = *std::min_element(fits.finished.begin(), fits.finished.end());
-  EXPECT_LT(*std::max_element(fits.assigned.begin(), fits.assigned.end()), first_end);
-  const Run short_of = run(together - 1);
-  EXPECT_GE(short_of.assigned[3],
-            *std::min_element(short_of.finished.begin(), short_of.finished.end()));
-  for (std::size_t j = 0; j < 4; ++j) EXPECT_EQ(fits.results[j].ids, short_of.results[j].ids) << j;
+  const std::vector<ChoiceResult> fits = run(together);
+  for (const ChoiceResult& r : fits) EXPECT_LT(r.assigned, first_end(fits));
+  const std::vector<ChoiceResult> short_of = run(together - 1);
+  EXPECT_GE(short_of[3].assigned, first_end(short_of));
+  for (std::size_t j = 0; j < 4; ++j) EXPECT_EQ(fits[j].ids, short_of[j].ids) << j;
 }
 
 // The leader of a shared prefill cancelled half-way: one of its followers prefills the prompt
@@ -440,18 +403,12 @@ TEST_F(BatchSchedulerTest, AFollowerTakesOverTheSharedPrefillOfACancelledLeader)
   BatchScheduler scheduler(*model_, *tokenizer_, o);
   auto stream = std::make_shared<RequestStream>();
   ASSERT_EQ(scheduler.submit(stream, works), BatchScheduler::Admission::kAccepted);
-  std::vector<ChoiceResult> got(3);
-  int finished = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (finished < 2 && std::chrono::steady_clock::now() < deadline) {
-    for (StreamEvent& e : stream->wait(std::chrono::milliseconds(50))) {
-      if (e.kind == StreamEvent::Kind::kRowAssigned && e.choice == 0) stream->cancel_choice(0);
-      if (e.kind != StreamEvent::Kind::kToken) continue;
-      got[static_cast<std::size_t>(e.choice)].ids.push_back(e.outcome.token.id);
-      if (e.outcome.finished) ++finished;
-    }
-  }
-  ASSERT_EQ(finished, 2);
+  // Choice 0 leads (it was admitted first); it is cancelled as soon as it has its row.
+  const std::vector<ChoiceResult> got = collect(*stream, 3, 2, [&](const StreamEvent& e) {
+    if (e.kind == StreamEvent::Kind::kRowAssigned && e.choice == 0) stream->cancel_choice(0);
+  });
+  ASSERT_NE(got[1].finished, engine::SteadyClock::time_point{});
+  ASSERT_NE(got[2].finished, engine::SteadyClock::time_point{});
   EXPECT_TRUE(got[0].ids.empty());
   EXPECT_EQ(got[1].ids, expected[1].ids);
   EXPECT_EQ(got[2].ids, expected[2].ids);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,16 +26,23 @@ struct ChoiceResult {
   std::string error;
   std::vector<engine::ScoredToken> prompt_scores;
   bool scored = false;
+  engine::SteadyClock::time_point assigned{}, finished{};  // row assigned; the choice ended
 };
 
-// Waits for every choice of the stream to finish (a finished token, a scored prompt or an error).
-inline std::vector<ChoiceResult> collect(RequestStream& stream, std::size_t choices) {
+// Waits until `needed` choices of the stream finished (a finished token, a scored prompt or an
+// error): all of them unless said. `observe` sees each event first (a test may cancel on one).
+inline std::vector<ChoiceResult> collect(
+    RequestStream& stream, std::size_t choices, std::size_t needed = 0,
+    const std::function<void(const StreamEvent&)>& observe = nullptr) {
+  if (needed == 0) needed = choices;
   std::vector<ChoiceResult> results(choices);
   std::size_t done = 0;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  while (done < choices && std::chrono::steady_clock::now() < deadline) {
+  while (done < needed && std::chrono::steady_clock::now() < deadline) {
     for (StreamEvent& e : stream.wait(std::chrono::milliseconds(100))) {
+      if (observe) observe(e);
       ChoiceResult& r = results.at(static_cast<std::size_t>(e.choice));
+      const std::size_t done_before = done;
       switch (e.kind) {
         case StreamEvent::Kind::kToken:
           if (e.outcome.reported) {
@@ -59,11 +67,13 @@ inline std::vector<ChoiceResult> collect(RequestStream& stream, std::size_t choi
           ++done;
           break;
         case StreamEvent::Kind::kRowAssigned:
+          r.assigned = e.at;
           break;
       }
+      if (done != done_before) r.finished = e.at;
     }
   }
-  EXPECT_EQ(done, choices) << "timed out waiting for the scheduler";
+  EXPECT_EQ(done, needed) << "timed out waiting for the scheduler";
   return results;
 }
 
