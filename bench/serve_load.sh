@@ -12,12 +12,19 @@
 #   bench/serve_load.sh --stall [model] [serve flags...]     (default: the default model)
 #     A stream runs while a ~2,600-token prompt arrives: the stream's inter-token gap before and
 #     during that prefill (mean, worst) and the server's worst gap between decode steps.
+#   bench/serve_load.sh --choices [model] [n] [serve flags...] (default: the default model, 8)
+#     One request with n choices of a ~1,100-token prompt: the server's peak RSS growth, its RSS
+#     after, and the KV block pool's peak.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 if [[ "${1:-}" == "--burst" ]]; then
   shift
   exec .venv/bin/python bench/serve_burst.py "$@"
+fi
+if [[ "${1:-}" == "--choices" ]]; then
+  shift
+  exec .venv/bin/python bench/serve_choices_memory.py "$@"
 fi
 if [[ "${1:-}" == "--stall" ]]; then
   shift
