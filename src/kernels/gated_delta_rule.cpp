@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/dot_f32.h"
+#include "kernels/isa.h"
 
 namespace md::kernels {
 
@@ -16,25 +17,6 @@ constexpr int64_t kFloatsPerLine = 64 / sizeof(float);
 // y[v] = Σ_k S[v][k] x[k]
 void state_times(const float* state, int64_t dv, int64_t dk, const float* x, float* y) {
   for (int64_t v = 0; v < dv; ++v) y[v] = dot_f32(state + v * dk, x, dk);
-}
-
-// A state row depends on no other row, so each row goes through decay, update and read-out while
-// it is in L1: one pass over the state (read and written once) instead of three.
-void recurrent_row(float* state, int64_t dv, int64_t dk, const float* q, const float* k,
-                   const float* v, float beta, float g, float* out) {
-  float decay = std::exp(g);
-  for (int64_t r = 0; r < dv; ++r) {
-    float* row = state + r * dk;
-    // Ask for the row kPrefetchRows ahead (past the last row: the next head's matrix, which
-    // follows in memory): each row's dot products form a dependency chain that leaves the
-    // memory system idle unless the next rows are already on their way.
-    const float* ahead = row + kPrefetchRows * dk;
-    for (int64_t c = 0; c < dk; c += kFloatsPerLine) __builtin_prefetch(ahead + c, 1, 3);
-    for (int64_t c = 0; c < dk; ++c) row[c] *= decay;
-    float delta = beta * (v[r] - dot_f32(row, k, dk));
-    for (int64_t c = 0; c < dk; ++c) row[c] += delta * k[c];
-    out[r] = dot_f32(row, q, dk);
-  }
 }
 
 // Scratch of one chunk: the strictly lower-triangular A and the two substitution results.
@@ -111,11 +93,36 @@ void chunk(float* state, int64_t dv, int64_t dk, const DeltaRuleRows& in, int64_
 
 }  // namespace
 
+// A state row depends on no other row, so each row goes through decay, update and read-out while
+// it is in L1: one pass over the state (read and written once) instead of three.
+void gated_delta_step_portable(float* state, int64_t dv, int64_t dk, const float* q, const float* k,
+                               const float* v, float beta, float decay, float* out) {
+  for (int64_t r = 0; r < dv; ++r) {
+    float* row = state + r * dk;
+    // Ask for the row kPrefetchRows ahead (past the last row: the next head's matrix, which
+    // follows in memory): each row's dot products form a dependency chain that leaves the
+    // memory system idle unless the next rows are already on their way.
+    const float* ahead = row + kPrefetchRows * dk;
+    for (int64_t c = 0; c < dk; c += kFloatsPerLine) __builtin_prefetch(ahead + c, 1, 3);
+    for (int64_t c = 0; c < dk; ++c) row[c] *= decay;
+    float delta = beta * (v[r] - dot_f32(row, k, dk));
+    for (int64_t c = 0; c < dk; ++c) row[c] += delta * k[c];
+    out[r] = dot_f32(row, q, dk);
+  }
+}
+
 void gated_delta_recurrent(float* state, int64_t dv, int64_t dk, const DeltaRuleRows& in,
                            float* out, int64_t out_stride) {
+#if defined(__x86_64__)
+  static const bool avx512 = active_isa_level() == Isa::kAvx512;
+  const auto step =
+      avx512 && dk % kDotF32Lanes == 0 ? gated_delta_step_avx512 : gated_delta_step_portable;
+#else
+  const auto step = gated_delta_step_portable;
+#endif
   for (int64_t t = 0; t < in.rows; ++t) {
-    recurrent_row(state, dv, dk, in.q + t * in.qk_stride, in.k + t * in.qk_stride,
-                  in.v + t * in.v_stride, in.beta[t], in.g[t], out + t * out_stride);
+    step(state, dv, dk, in.q + t * in.qk_stride, in.k + t * in.qk_stride, in.v + t * in.v_stride,
+         in.beta[t], std::exp(in.g[t]), out + t * out_stride);
   }
 }
 

@@ -42,6 +42,17 @@ struct DeltaRuleRows {
 void gated_delta_recurrent(float* state, int64_t dv, int64_t dk, const DeltaRuleRows& in,
                            float* out, int64_t out_stride);
 
+// One token's step of every row of a state, decay = e^g given: S ← decay · S, then per row r
+// δ = β (v_r − S_r·k), S_r ← S_r + δ k, out_r = S_r·q, each dot in dot_f32's order.
+// gated_delta_recurrent uses the AVX-512 form on the avx512 path when dk is a multiple of 16;
+// the two are bitwise equal (tests).
+void gated_delta_step_portable(float* state, int64_t dv, int64_t dk, const float* q, const float* k,
+                               const float* v, float beta, float decay, float* out);
+#if defined(__x86_64__)
+void gated_delta_step_avx512(float* state, int64_t dv, int64_t dk, const float* q, const float* k,
+                             const float* v, float beta, float decay, float* out);
+#endif
+
 // The same recurrence evaluated chunk by chunk (chunk rows at a time) with the WY form:
 // mathematically identical, faster for long prompts. Differs from the recurrence by rounding only.
 void gated_delta_chunked(float* state, int64_t dv, int64_t dk, const DeltaRuleRows& in, float* out,

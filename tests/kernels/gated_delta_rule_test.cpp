@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "kernel_test_util.h"
+#include "kernels/isa.h"
 
 namespace md::kernels {
 namespace {
@@ -80,7 +83,8 @@ TEST(GatedDeltaRule, ChunkedEqualsRecurrence) {
       std::vector<float> o_rec(rows * kDv), o_chunk(rows * kDv);
       gated_delta_recurrent(s_rec.data(), kDv, kDk, in.view(), o_rec.data(), kDv);
       gated_delta_chunked(s_chunk.data(), kDv, kDk, in.view(), o_chunk.data(), kDv, 64);
-      std::vector<double> ref_out(o_rec.begin(), o_rec.end()), ref_state(s_rec.begin(), s_rec.end());
+      std::vector<double> ref_out(o_rec.begin(), o_rec.end()),
+          ref_state(s_rec.begin(), s_rec.end());
       EXPECT_LT(test::relative_max_error(o_chunk, ref_out), 1e-5) << rows << " rows";
       EXPECT_LT(test::relative_max_error(s_chunk, ref_state), 1e-5) << rows << " rows";
     }
@@ -99,6 +103,36 @@ TEST(GatedDeltaRule, ChunkedWithoutDecayTermFails) {
   std::vector<double> ref(o_rec.begin(), o_rec.end());
   EXPECT_GT(test::relative_max_error(o_chunk, ref), 1e-2);
 }
+
+#if defined(__x86_64__)
+// The AVX-512 step is bitwise the portable one (same products, same sums, same fold), for row
+// counts around its four-row groups and widths of one to several registers, on states and inputs
+// of every magnitude.
+TEST(GatedDeltaRule, Avx512StepIsBitwiseThePortableStep) {
+  if (best_isa() != Isa::kAvx512) GTEST_SKIP() << "the CPU lacks AVX-512";
+  for (int64_t dk : {16, 32, 128}) {
+    for (int64_t dv : {1, 3, 4, 5, 8, 17}) {
+      const auto seed = static_cast<uint64_t>(dk * 100 + dv);
+      std::vector<float> state =
+          test::random_floats(static_cast<std::size_t>(dv * dk), seed, 30.0f);
+      std::vector<float> q = test::random_floats(static_cast<std::size_t>(dk), seed + 1, 0.2f);
+      std::vector<float> k = test::random_floats(static_cast<std::size_t>(dk), seed + 2, 0.2f);
+      std::vector<float> v = test::random_floats(static_cast<std::size_t>(dv), seed + 3, 5.0f);
+      std::vector<float> expected_state = state, out(static_cast<std::size_t>(dv)), expected = out;
+      for (float decay : {1.0f, 0.93f, 1e-3f}) {
+        gated_delta_step_portable(expected_state.data(), dv, dk, q.data(), k.data(), v.data(), 0.7f,
+                                  decay, expected.data());
+        gated_delta_step_avx512(state.data(), dv, dk, q.data(), k.data(), v.data(), 0.7f, decay,
+                                out.data());
+        ASSERT_EQ(0, std::memcmp(out.data(), expected.data(), out.size() * sizeof(float)))
+            << "dk " << dk << " dv " << dv << " decay " << decay;
+        ASSERT_EQ(0, std::memcmp(state.data(), expected_state.data(), state.size() * sizeof(float)))
+            << "dk " << dk << " dv " << dv << " decay " << decay;
+      }
+    }
+  }
+}
+#endif
 
 }  // namespace
 }  // namespace md::kernels
