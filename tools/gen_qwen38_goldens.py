@@ -107,6 +107,13 @@ def load_model(fixture: Path):
         if name.startswith("model.language_model."):
             name = "model." + name[len("model.language_model."):]
         state[name] = value.to(torch.float32)
+    tied = bool(text_config.tie_word_embeddings)
+    if tied:
+        # The checkpoint has no lm_head.weight (the released tied models have none): the strict
+        # load must find the tied parameter under both names.
+        assert "lm_head.weight" not in state
+        assert model.lm_head.weight is model.model.embed_tokens.weight, "lm_head is not tied"
+        state["lm_head.weight"] = state["model.embed_tokens.weight"]
     result = model.load_state_dict(state, strict=True)
     assert not result.missing_keys and not result.unexpected_keys
 
@@ -116,7 +123,8 @@ def load_model(fixture: Path):
     assert set(auto_state) == set(model.state_dict()), "from_pretrained parameter names differ"
     for name, value in model.state_dict().items():
         assert torch.equal(value, auto_state[name]), "from_pretrained differs at " + name
-    assert not torch.equal(model.lm_head.weight, model.model.embed_tokens.weight)
+    assert torch.equal(model.lm_head.weight, model.model.embed_tokens.weight) == tied
+    assert (auto.lm_head.weight is auto.model.embed_tokens.weight) == tied
     loading = {
         "class": type(model).__name__,
         "path": "AutoConfig.from_pretrained -> (text_config) -> Qwen3_5ForCausalLM(config) -> "

@@ -11,6 +11,12 @@ Fixtures (spec docs: qwen38-dflash2.md section 14):
                      12 layers, larger weight scales (spread logits), 2 shards + index
   tiny-qwen38-text   bare qwen3_5_text config (flat `model.*` names), full_attention_interval
                      instead of layer_types, partial_rotary_factor at the config top level
+  tiny-qwen35-tied   the Qwen3.5-0.8B layout scaled down: tied embeddings (no lm_head.weight),
+                     as many GDN value heads as key heads, GQA group 4
+  tiny-qwen35-interval  bare config, full_attention_interval 2 (LFLFLF), conv kernel 3, rotary
+                     half of head_dim, GQA group 3, key head dim 48
+  tiny-qwen35-layers nested, explicit irregular layer_types (FLFFLLF: attention first, two
+                     attention layers in a row), conv kernel 2, no GQA (heads 3/3)
 
 Numpy only, deterministic (fixed seeds), well under a second. Every weight is exactly
 bf16-representable (float32 rounded to bf16 with round-to-nearest-even), including the F32 ones.
@@ -136,6 +142,21 @@ FIXTURES = {
         nested=False, seed=20260303, hidden=64, intermediate=192, layers=8, heads=2, kv_heads=1,
         head_dim=256, partial=0.25, theta=1e4, lin_k_heads=2, lin_v_heads=4, lin_k_dim=64,
         lin_v_dim=32, a_log_dtype="F32", dt_bias_dtype="BF16", shards=1, init="wide"),
+    # Issue 18: the dense configs transformers' qwen3_5 accepts beyond the 27B's.
+    "tiny-qwen35-tied": dict(
+        nested=True, seed=20260304, hidden=96, intermediate=256, layers=8, heads=4, kv_heads=1,
+        head_dim=64, partial=0.25, theta=1e7, lin_k_heads=4, lin_v_heads=4, lin_k_dim=32,
+        lin_v_dim=32, a_log_dtype="F32", dt_bias_dtype="BF16", shards=1, init="wide", tied=True),
+    "tiny-qwen35-interval": dict(
+        nested=False, seed=20260305, hidden=80, intermediate=160, layers=6, heads=6, kv_heads=2,
+        head_dim=128, partial=0.5, theta=1e4, lin_k_heads=2, lin_v_heads=4, lin_k_dim=48,
+        lin_v_dim=24, a_log_dtype="F32", dt_bias_dtype="F32", shards=1, init="wide", interval=2,
+        conv_kernel=3),
+    "tiny-qwen35-layers": dict(
+        nested=True, seed=20260306, hidden=48, intermediate=128, layers=7, heads=3, kv_heads=3,
+        head_dim=32, partial=0.25, theta=1e4, lin_k_heads=1, lin_v_heads=3, lin_k_dim=16,
+        lin_v_dim=16, a_log_dtype="BF16", dt_bias_dtype="BF16", shards=1, init="wide",
+        pattern="FLFFLLF", conv_kernel=2),
 }
 
 
@@ -273,8 +294,15 @@ def make_tokenizer() -> tuple:
 # --- weights and configs --------------------------------------------------------------------------
 
 
-def layer_types(n: int) -> list:
-    return ["full_attention" if (i + 1) % 4 == 0 else "linear_attention" for i in range(n)]
+def layer_types(f: dict) -> list:
+    """An explicit pattern ('F' full attention, 'L' Gated DeltaNet), else every `interval`-th
+    layer full attention (transformers' rule; default 4)."""
+    if "pattern" in f:
+        assert len(f["pattern"]) == f["layers"]
+        return ["full_attention" if c == "F" else "linear_attention" for c in f["pattern"]]
+    interval = f.get("interval", 4)
+    return ["full_attention" if (i + 1) % interval == 0 else "linear_attention"
+            for i in range(f["layers"])]
 
 
 def mrope_section(rotary_dim: int) -> list:
@@ -301,7 +329,7 @@ def text_config(f: dict) -> dict:
         "linear_num_value_heads": f["lin_v_heads"],
         "linear_key_head_dim": f["lin_k_dim"],
         "linear_value_head_dim": f["lin_v_dim"],
-        "linear_conv_kernel_dim": 4,
+        "linear_conv_kernel_dim": f.get("conv_kernel", 4),
         "hidden_act": "silu",
         "rms_norm_eps": 1e-6,
         "attention_bias": False,
@@ -311,16 +339,16 @@ def text_config(f: dict) -> dict:
         "mamba_ssm_dtype": "float32",
         "max_position_embeddings": 4096,
         "initializer_range": 0.02,
-        "tie_word_embeddings": False,
+        "tie_word_embeddings": f.get("tied", False),
         "use_cache": True,
         "bos_token_id": None,
         "eos_token_id": ENDOFTEXT,
         "pad_token_id": None,
-        "full_attention_interval": 4,
+        "full_attention_interval": f.get("interval", 4),
     }
     if f["nested"]:
         rope["partial_rotary_factor"] = f["partial"]
-        cfg["layer_types"] = layer_types(f["layers"])
+        cfg["layer_types"] = layer_types(f)
     else:
         # The bare text config: no layer_types (derived from full_attention_interval) and the
         # partial rotary factor at the top level instead of inside rope_parameters.
@@ -334,7 +362,7 @@ def model_config(f: dict) -> dict:
     if not f["nested"]:
         return {"architectures": ["Qwen3_5ForCausalLM"], **tc}
     return {"architectures": ["Qwen3_5ForConditionalGeneration"], "model_type": "qwen3_5",
-            "tie_word_embeddings": False, "text_config": tc}
+            "tie_word_embeddings": f.get("tied", False), "text_config": tc}
 
 
 def make_weights(f: dict) -> dict:
@@ -366,7 +394,8 @@ def make_weights(f: dict) -> dict:
         out[prefix + name] = (dtype, value)
 
     put("embed_tokens.weight", normal((VOCAB, H), 0.02 if spec else 1.0))
-    for i, kind in enumerate(layer_types(f["layers"])):
+    kernel = f.get("conv_kernel", 4)
+    for i, kind in enumerate(layer_types(f)):
         p = "layers.%d." % i
         put(p + "input_layernorm.weight", zc_norm(H))
         if kind == "linear_attention":
@@ -374,7 +403,7 @@ def make_weights(f: dict) -> dict:
             put(p + "linear_attn.in_proj_z.weight", matrix(value_dim, H))
             put(p + "linear_attn.in_proj_b.weight", matrix(vh, H))
             put(p + "linear_attn.in_proj_a.weight", matrix(vh, H))
-            put(p + "linear_attn.conv1d.weight", normal((conv_dim, 1, 4), 0.3 if spec else 0.5))
+            put(p + "linear_attn.conv1d.weight", normal((conv_dim, 1, kernel), 0.3 if spec else 0.5))
             if spec:
                 a = rng.uniform(0.01, 16.0, vh)
                 dt_bias = np.ones(vh, dtype=np.float32)
@@ -397,7 +426,8 @@ def make_weights(f: dict) -> dict:
         put(p + "mlp.up_proj.weight", matrix(I, H))
         put(p + "mlp.down_proj.weight", matrix(H, I))
     put("norm.weight", zc_norm(H))
-    out["lm_head.weight"] = ("BF16", normal((VOCAB, H), 0.02 if spec else 1.0))
+    if not f.get("tied", False):  # tied: lm_head is embed_tokens, and the file has no copy
+        out["lm_head.weight"] = ("BF16", normal((VOCAB, H), 0.02 if spec else 1.0))
     return out
 
 

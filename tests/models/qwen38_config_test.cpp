@@ -88,15 +88,16 @@ TEST(Qwen38Config, RefusesWhatTheSpecRefuses) {
       {t + "hidden_act",
        "gelu",
        {"config.json: text_config.hidden_act = \"gelu\": unsupported (qwen3_5 needs \"silu\")"}},
-      {t + "linear_conv_kernel_dim", 3, {"text_config.linear_conv_kernel_dim = 3", "needs 4"}},
+      {t + "linear_conv_kernel_dim", 0, {"text_config.linear_conv_kernel_dim = 0", "positive"}},
       {t + "mamba_ssm_dtype",
        "bfloat16",
        {"text_config.mamba_ssm_dtype = \"bfloat16\"", "needs \"float32\""}},
       {t + "output_gate_type",
        "sigmoid",
        {"text_config.output_gate_type = \"sigmoid\"", "needs \"swish\""}},
-      {t + "tie_word_embeddings", true, {"text_config.tie_word_embeddings = true"}},
-      {"/tie_word_embeddings", true, {"config.json: tie_word_embeddings = true"}},
+      {"/tie_word_embeddings",
+       true,
+       {"config.json: tie_word_embeddings = true", "but text_config.tie_word_embeddings is false"}},
       {t + "rope_parameters/rope_type",
        "yarn",
        {"text_config.rope_parameters.rope_type = \"yarn\"", "needs \"default\""}},
@@ -104,11 +105,9 @@ TEST(Qwen38Config, RefusesWhatTheSpecRefuses) {
        false,
        {"text_config.rope_parameters.mrope_interleaved = false"}},
       {t + "layer_types/2",
-       "full_attention",
-       {"text_config.layer_types[2] = \"full_attention\"", "needs \"linear_attention\""}},
-      {t + "layer_types/3",
-       "linear_attention",
-       {"text_config.layer_types[3]", "\"full_attention\""}},
+       "sliding_attention",
+       {"text_config.layer_types[2] = \"sliding_attention\"",
+        "qwen3_5 layers are \"linear_attention\" or \"full_attention\""}},
       {t + "layer_types",
        nlohmann::json::array({"linear_attention"}),
        {"text_config.layer_types", "has 1 entries but num_hidden_layers is 64"}},
@@ -144,12 +143,72 @@ TEST(Qwen38Config, RefusesWhatTheSpecRefuses) {
   expect_refusals(test::config_fixture("qwen38-27b"), refusals, parse_qwen38_config);
 }
 
-TEST(Qwen38Config, RefusesOtherLayerIntervalsWhenLayerTypesAreAbsent) {
+// Which layers are attention layers, as a string: 'F' full attention, 'L' Gated DeltaNet.
+std::string pattern_of(const Qwen38Config& c) {
+  std::string pattern;
+  for (int64_t i = 0; i < c.num_layers; ++i) pattern += c.is_full_attention(i) ? 'F' : 'L';
+  return pattern;
+}
+
+TEST(Qwen38Config, DerivesTheLayerPatternFromAnyInterval) {
   nlohmann::json config = test::config_fixture("qwen38-27b");
   config["text_config"].erase("layer_types");
-  config["text_config"]["full_attention_interval"] = 2;
-  EXPECT_EQ(test::error_of([&] { parse(config); }),
-            "config.json: text_config.full_attention_interval = 2: unsupported (qwen3_5 needs 4)");
+  config["text_config"]["num_hidden_layers"] = 6;
+  const std::vector<std::pair<int, std::string>> expected = {
+      {1, "FFFFFF"}, {2, "LFLFLF"}, {3, "LLFLLF"}, {4, "LLLFLL"}, {7, "LLLLLL"}};
+  for (const auto& [interval, pattern] : expected) {
+    config["text_config"]["full_attention_interval"] = interval;
+    EXPECT_EQ(pattern_of(parse(config)), pattern) << "interval " << interval;
+  }
+  config["text_config"].erase("full_attention_interval");
+  EXPECT_EQ(pattern_of(parse(config)), "LLLFLL");  // transformers' default interval, 4
+  config["text_config"]["full_attention_interval"] = 0;
+  EXPECT_NE(test::error_of([&] {
+              parse(config);
+            }).find("text_config.full_attention_interval = 0: must be positive"),
+            std::string::npos);
+}
+
+TEST(Qwen38Config, TakesAnyExplicitLayerPatternAndNumbersEachKindsLayers) {
+  nlohmann::json config = test::config_fixture("qwen38-27b");
+  config["text_config"]["num_hidden_layers"] = 6;
+  config["text_config"]["full_attention_interval"] = 2;  // ignored: layer_types wins
+  config["text_config"]["layer_types"] = {"full_attention", "linear_attention", "full_attention",
+                                          "full_attention", "linear_attention", "linear_attention"};
+  Qwen38Config c = parse(config);
+  EXPECT_EQ(pattern_of(c), "FLFFLL");
+  EXPECT_EQ(c.num_full_attention_layers(), 3);
+  EXPECT_EQ(c.num_linear_attention_layers(), 3);
+  const std::vector<int64_t> ordinals = {0, 0, 1, 2, 1, 2};
+  for (int64_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(c.is_full_attention(i) ? c.full_attention_ordinal(i) : c.linear_attention_ordinal(i),
+              ordinals[static_cast<std::size_t>(i)])
+        << "layer " << i;
+  }
+  EXPECT_THROW(c.linear_attention_ordinal(0), Error);
+  EXPECT_THROW(c.full_attention_ordinal(1), Error);
+}
+
+TEST(Qwen38Config, TiesTheEmbeddingsWhereEitherLevelSaysSoAndNeitherDisagrees) {
+  nlohmann::json config = test::config_fixture("qwen38-27b");
+  EXPECT_FALSE(parse(config).tie_word_embeddings);
+  config["tie_word_embeddings"] = true;
+  config["text_config"]["tie_word_embeddings"] = true;
+  EXPECT_TRUE(parse(config).tie_word_embeddings);
+  config["text_config"].erase("tie_word_embeddings");
+  EXPECT_TRUE(parse(config).tie_word_embeddings);  // the top level alone
+  config.erase("tie_word_embeddings");
+  config["text_config"]["tie_word_embeddings"] = true;
+  EXPECT_TRUE(parse(config).tie_word_embeddings);                 // text_config alone
+  EXPECT_TRUE(parse(config["text_config"]).tie_word_embeddings);  // a bare text config
+}
+
+TEST(Qwen38Config, TakesAnyConvKernelSize) {
+  nlohmann::json config = test::config_fixture("qwen38-27b");
+  for (int kernel : {1, 2, 3, 5}) {
+    config["text_config"]["linear_conv_kernel_dim"] = kernel;
+    EXPECT_EQ(parse(config).linear_conv_kernel, kernel);
+  }
 }
 
 }  // namespace

@@ -91,8 +91,8 @@ TEST_P(Qwen38Bf16InputsGolden, PromptLogitsStayWithinTheInputRounding) {
 TEST_P(Qwen38Bf16InputsGolden, PerturbedFormulasStillFailTheComparison) {
   if (!bf16_matmul_inputs_supported()) GTEST_SKIP() << "bf16 matmul inputs cannot run here";
   std::vector<GoldenPrompt> goldens = load_goldens(GetParam());
-  for (Qwen38Ablation ablation : {Qwen38Ablation::kSkipConv, Qwen38Ablation::kSkipAttentionGate,
-                                  Qwen38Ablation::kTiledKeyHeads}) {
+  const Qwen38Config config = load_fixture(GetParam(), KvCacheType::kF32)->config();
+  for (Qwen38Ablation ablation : ablations_that_change(config)) {
     Qwen38Options options;
     options.ablation = ablation;
     auto model =

@@ -14,13 +14,36 @@
 #include "io/safetensors_file.h"
 #include "models/qwen38/qwen38_model.h"
 #include "models/qwen38/qwen38_state.h"
+#include "models/qwen38/qwen38_testing.h"
 
 namespace md::test {
 
 inline const std::vector<std::string>& qwen38_fixture_names() {
+  static const std::vector<std::string> names = {"tiny-qwen38",          "tiny-qwen38-hd256",
+                                                 "tiny-qwen38-text",     "tiny-qwen35-tied",
+                                                 "tiny-qwen35-interval", "tiny-qwen35-layers"};
+  return names;
+}
+
+// The fixtures on which the bf16 KV cache's golden bound (qwen38_golden_test.cpp) was measured
+// and set. The breadth fixtures added for issue 18 are compared with f32 KV (the issue's bound);
+// with a bf16 cache tiny-qwen35-layers (4 of 7 layers attention, head_dim 32) measures 1.06e-2,
+// just past that 1e-2, which was not widened to take it in.
+inline const std::vector<std::string>& qwen38_bf16_cache_fixture_names() {
   static const std::vector<std::string> names = {"tiny-qwen38", "tiny-qwen38-hd256",
                                                  "tiny-qwen38-text"};
   return names;
+}
+
+// The negative controls (qwen38_testing.h) that change a fixture's model: tiling key heads over
+// value heads is the identity with one key head or one value head per key head.
+inline std::vector<md::testing::Qwen38Ablation> ablations_that_change(const Qwen38Config& c) {
+  std::vector<md::testing::Qwen38Ablation> ablations = {
+      md::testing::Qwen38Ablation::kSkipConv, md::testing::Qwen38Ablation::kSkipAttentionGate};
+  if (c.linear_num_key_heads > 1 && c.linear_head_group() > 1) {
+    ablations.push_back(md::testing::Qwen38Ablation::kTiledKeyHeads);
+  }
+  return ablations;
 }
 
 // GoogleTest parameter names cannot contain '-'.

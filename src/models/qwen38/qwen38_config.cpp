@@ -13,17 +13,10 @@ namespace md {
 namespace {
 
 constexpr char kModel[] = "qwen3_5";
-constexpr int64_t kFullAttentionInterval = 4;
-
-// Layer i is full attention when (i + 1) % 4 == 0: three GDN layers, then one attention layer.
-Qwen38LayerKind pattern_kind(int64_t layer) {
-  return (layer + 1) % kFullAttentionInterval == 0 ? Qwen38LayerKind::kFullAttention
-                                                   : Qwen38LayerKind::kLinearAttention;
-}
-
-std::string_view kind_name(Qwen38LayerKind kind) {
-  return kind == Qwen38LayerKind::kFullAttention ? "full_attention" : "linear_attention";
-}
+constexpr char kLinearName[] = "linear_attention";
+constexpr char kFullName[] = "full_attention";
+// transformers' default when a config names neither layer_types nor an interval.
+constexpr int64_t kDefaultFullAttentionInterval = 4;
 
 ConfigReader text_config_of(const ConfigReader& root) {
   if (root.has("text_config")) {
@@ -39,12 +32,19 @@ ConfigReader text_config_of(const ConfigReader& root) {
   return root;
 }
 
+// transformers' Qwen3_5TextConfig: an explicit layer_types list wins; otherwise layer i is full
+// attention when (i + 1) is a multiple of full_attention_interval (default 4: three Gated
+// DeltaNet layers, then one attention layer). Any mix of the two kinds runs, including all of one.
 std::vector<Qwen38LayerKind> read_layer_types(const ConfigReader& text, int64_t num_layers) {
   std::vector<Qwen38LayerKind> kinds;
-  for (int64_t i = 0; i < num_layers; ++i) kinds.push_back(pattern_kind(i));
   if (!text.has("layer_types")) {
-    // Hugging Face derives layer_types from the interval; only LLLF is supported.
-    text.expect("full_attention_interval", kFullAttentionInterval);
+    const int64_t interval = text.has("full_attention_interval")
+                                 ? text.positive("full_attention_interval")
+                                 : kDefaultFullAttentionInterval;
+    for (int64_t i = 0; i < num_layers; ++i) {
+      kinds.push_back((i + 1) % interval == 0 ? Qwen38LayerKind::kFullAttention
+                                              : Qwen38LayerKind::kLinearAttention);
+    }
     return kinds;
   }
   std::vector<std::string> names = text.string_list("layer_types");
@@ -53,15 +53,31 @@ std::vector<Qwen38LayerKind> read_layer_types(const ConfigReader& text, int64_t 
                                            names.size(), num_layers));
   }
   for (std::size_t i = 0; i < names.size(); ++i) {
-    std::string_view wanted = kind_name(kinds[i]);
-    if (names[i] != wanted) {
+    if (names[i] == kLinearName) {
+      kinds.push_back(Qwen38LayerKind::kLinearAttention);
+    } else if (names[i] == kFullName) {
+      kinds.push_back(Qwen38LayerKind::kFullAttention);
+    } else {
       text.reject_element("layer_types", i,
-                          fmt::format("unsupported ({} needs \"{}\": the pattern is three "
-                                      "linear_attention layers then one full_attention, repeating)",
-                                      kModel, wanted));
+                          fmt::format("unsupported ({} layers are \"{}\" or \"{}\")", kModel,
+                                      kLinearName, kFullName));
     }
   }
   return kinds;
+}
+
+// Whether lm_head reads the embedding table. A nested config may say it at the top level (what
+// Qwen3_5ForConditionalGeneration reads) and in text_config (what Qwen3_5ForCausalLM reads);
+// the two must agree, or the checkpoint would mean different models to the two classes.
+bool read_tie_word_embeddings(const ConfigReader& root, const ConfigReader& text) {
+  const bool in_text = text.boolean_or("tie_word_embeddings", false);
+  if (&root == &text || !root.has("tie_word_embeddings")) return in_text;
+  const bool at_top = root.boolean("tie_word_embeddings");
+  if (text.has("tie_word_embeddings") && at_top != in_text) {
+    root.reject("tie_word_embeddings",
+                fmt::format("is {} but text_config.tie_word_embeddings is {}", at_top, in_text));
+  }
+  return at_top;
 }
 
 struct RopeSettings {
@@ -128,11 +144,8 @@ void check_fixed_settings(const ConfigReader& root, const ConfigReader& text) {
   text.expect("attention_bias", false);
   text.expect("attn_output_gate", true);
   text.expect("hidden_act", "silu");
-  text.expect("linear_conv_kernel_dim", 4);
   text.expect("mamba_ssm_dtype", "float32");
   text.expect("output_gate_type", "swish");
-  text.expect("tie_word_embeddings", false);
-  root.expect("tie_word_embeddings", false);
   std::string why = fmt::format("{} weights are bf16 only", kModel);
   text.forbid("quantization_config", why);
   root.forbid("quantization_config", why);
@@ -159,12 +172,16 @@ int64_t Qwen38Config::num_full_attention_layers() const {
 
 int64_t Qwen38Config::linear_attention_ordinal(int64_t layer) const {
   if (is_full_attention(layer)) fail("layer {} is not a Gated DeltaNet layer", layer);
-  return layer - (layer + 1) / kFullAttentionInterval;
+  return layers_before(layer, Qwen38LayerKind::kLinearAttention);
 }
 
 int64_t Qwen38Config::full_attention_ordinal(int64_t layer) const {
   if (!is_full_attention(layer)) fail("layer {} is not an attention layer", layer);
-  return (layer + 1) / kFullAttentionInterval - 1;
+  return layers_before(layer, Qwen38LayerKind::kFullAttention);
+}
+
+int64_t Qwen38Config::layers_before(int64_t layer, Qwen38LayerKind kind) const {
+  return static_cast<int64_t>(std::count(layer_types.begin(), layer_types.begin() + layer, kind));
 }
 
 DraftTarget Qwen38Config::draft_target() const {
@@ -187,13 +204,15 @@ Qwen38Config parse_qwen38_config(const ConfigFiles& files) {
   config.linear_key_head_dim = text.positive("linear_key_head_dim");
   config.linear_num_value_heads = text.positive("linear_num_value_heads");
   config.linear_value_head_dim = text.positive("linear_value_head_dim");
-  config.linear_conv_kernel = text.integer_or("linear_conv_kernel_dim", 4);
+  config.linear_conv_kernel =
+      text.has("linear_conv_kernel_dim") ? text.positive("linear_conv_kernel_dim") : 4;
   config.rms_norm_eps = text.positive_number("rms_norm_eps");
   config.vocab_size = text.positive("vocab_size");
   config.max_position_embeddings = text.positive("max_position_embeddings");
   check_heads(text, config);
   read_rope(text, config);
   config.layer_types = read_layer_types(text, config.num_layers);
+  config.tie_word_embeddings = read_tie_word_embeddings(root, text);
   // Generation stops on <|endoftext|> (text_config) and <|im_end|> (top level /
   // generation_config.json); the spec requires both.
   config.eos_token_ids = eos_token_ids(files, {&text, &root}, config.vocab_size, EosPolicy::kUnion);

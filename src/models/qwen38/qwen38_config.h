@@ -1,5 +1,6 @@
-// Qwen3.8-27B-style hybrid model (`qwen3_5`: Gated DeltaNet + gated GQA attention, 3:1) as read
-// and validated from config.json (spec qwen38-dflash2.md §1).
+// Qwen3.8-27B-style hybrid model (`qwen3_5`: Gated DeltaNet + gated GQA attention in any layer
+// order, 3:1 in the released models) as read and validated from config.json (spec
+// qwen38-dflash2.md §1, widened to every dense config transformers' qwen3_5 runs).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +32,7 @@ struct Qwen38Config {
   double rms_norm_eps = 0;
   int64_t vocab_size = 0;
   int64_t max_position_embeddings = 0;
+  bool tie_word_embeddings = false;  // lm_head reads embed_tokens (the 0.8B–9B siblings)
   std::vector<Qwen38LayerKind> layer_types;
   std::vector<int64_t> eos_token_ids;  // stop ids: generation_config.json ∪ config.json
 
@@ -55,6 +57,8 @@ struct Qwen38Config {
   // slot of its state).
   int64_t linear_attention_ordinal(int64_t layer) const;
   int64_t full_attention_ordinal(int64_t layer) const;
+  // How many layers before `layer` are of `kind`.
+  int64_t layers_before(int64_t layer, Qwen38LayerKind kind) const;
 
   DraftTarget draft_target() const;
 };

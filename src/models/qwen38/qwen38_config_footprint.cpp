@@ -69,8 +69,9 @@ ConfigFootprint qwen38_footprint(const Qwen38Config& c, const FootprintOptions& 
   int64_t attention = c.num_full_attention_layers();
   footprint.architecture = fmt::format(
       "qwen3_5 hybrid decoder: {} layers ({} Gated DeltaNet + {} gated GQA attention), hidden "
-      "{}, SwiGLU MLP {}, vocab {}, untied lm_head",
-      c.num_layers, gdn, attention, c.hidden_size, c.intermediate_size, c.vocab_size);
+      "{}, SwiGLU MLP {}, vocab {}, {} lm_head",
+      c.num_layers, gdn, attention, c.hidden_size, c.intermediate_size, c.vocab_size,
+      c.tie_word_embeddings ? "tied" : "untied");
   footprint.max_context = c.max_position_embeddings;
   footprint.layer_kinds.push_back(
       LayerKindRow{"Gated DeltaNet + MLP", layers_of_kind(c, Qwen38LayerKind::kLinearAttention),
@@ -91,7 +92,14 @@ ConfigFootprint qwen38_footprint(const Qwen38Config& c, const FootprintOptions& 
                       c.num_layers * 3 * c.intermediate_size * h);
   // input/post-attention norms per layer, the final norm.
   footprint.add_dense(WeightKind::kNorms, WeightFormat::kBF16, (2 * c.num_layers + 1) * h);
-  footprint.add_dense(WeightKind::kLmHead, WeightFormat::kBF16, c.vocab_size * h);
+  if (c.tie_word_embeddings) {
+    // The embedding table doubles as lm_head: no extra storage, but every token reads it whole.
+    footprint.add_weights(WeightKind::kLmHead, WeightFormat::kBF16, 0, 0,
+                          c.vocab_size * h * dense_element_bytes(WeightFormat::kBF16),
+                          c.vocab_size * h);
+  } else {
+    footprint.add_dense(WeightKind::kLmHead, WeightFormat::kBF16, c.vocab_size * h);
+  }
   add_state(c, options, footprint);
   footprint.notes.push_back("weights bf16 as released (A_log f32); MTP and vision tensors skipped");
   return footprint;

@@ -106,7 +106,9 @@ std::size_t Qwen38Model::decode_weight_bytes() const {
 }
 
 std::size_t Qwen38Model::weight_bytes() const {
-  return decode_weight_bytes() + matrix_bytes(weights_.embed_tokens);
+  // Tied: lm_head is the embedding table, already counted with the decode weights.
+  return decode_weight_bytes() +
+         (config_.tie_word_embeddings ? 0 : matrix_bytes(weights_.embed_tokens));
 }
 
 std::string Qwen38Model::description() const {

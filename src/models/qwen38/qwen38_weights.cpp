@@ -79,7 +79,11 @@ Qwen38Weights bind_qwen38_weights(const Qwen38Config& config, const Checkpoint& 
     weights.layers.push_back(bind_layer(config, bind, fmt::format("{}layers.{}.", prefix, i), i));
   }
   weights.norm = bind.bf16(prefix + "norm.weight", {config.hidden_size});
-  weights.lm_head = bind.matrix("lm_head.weight", config.vocab_size, config.hidden_size);
+  // transformers ties lm_head to the embedding when the config says so, even if the file also
+  // stores an lm_head.weight; follow it (the table is read in place, not copied).
+  weights.lm_head = config.tie_word_embeddings
+                        ? weights.embed_tokens
+                        : bind.matrix("lm_head.weight", config.vocab_size, config.hidden_size);
   return weights;
 }
 
