@@ -69,7 +69,9 @@ Qwen38Weights synthetic_weights(const Qwen38Config& c, ThreadPool& pool) {
 
 }  // namespace
 
-std::vector<std::string> synthetic_qwen38_shapes() { return {"qwen38-0.8b", "qwen38-tiny"}; }
+std::vector<std::string> synthetic_qwen38_shapes() {
+  return {"qwen38-0.8b", "qwen38-tiny"};
+}
 
 Qwen38Config synthetic_qwen38_config(const std::string& shape) {
   if (shape == "qwen38-0.8b") {
@@ -110,6 +112,13 @@ std::unique_ptr<Qwen38Model> make_synthetic_qwen38(const std::string& shape,
   Qwen38Weights weights = synthetic_weights(config, pool);
   return std::make_unique<Qwen38Model>("synthetic " + shape, std::move(config), std::move(weights),
                                        options);
+}
+
+std::unique_ptr<Qwen38Model> make_synthetic_qwen38(Qwen38Config config,
+                                                   const ModelRunOptions& options) {
+  ThreadPool pool(options.threads);
+  Qwen38Weights weights = synthetic_weights(config, pool);
+  return std::make_unique<Qwen38Model>("synthetic", std::move(config), std::move(weights), options);
 }
 
 }  // namespace md

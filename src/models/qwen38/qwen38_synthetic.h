@@ -18,5 +18,8 @@ Qwen38Config synthetic_qwen38_config(const std::string& shape);  // md::Error fo
 // Weights drawn from a fixed seed (deterministic), scaled like 1/sqrt(fan_in).
 std::unique_ptr<Qwen38Model> make_synthetic_qwen38(const std::string& shape,
                                                    const ModelRunOptions& options);
+// The same for any config (tests: layer patterns no checkpoint fixture has).
+std::unique_ptr<Qwen38Model> make_synthetic_qwen38(Qwen38Config config,
+                                                   const ModelRunOptions& options);
 
 }  // namespace md
