@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/dtype.h"
+#include "kernels/gguf_dequant.h"
 #include "kernels/gguf_matmul_q8.h"
 #include "kernels/gguf_q8_packing.h"
 
@@ -10,6 +12,18 @@
 #endif
 
 namespace md::kernels {
+
+namespace {
+
+Bf16Matrix bf16_of(const WeightMatrix& w) {
+  return {reinterpret_cast<const uint16_t*>(w.data), w.rows, w.cols, w.inputs};
+}
+
+GgufMatrix gguf_of(const WeightMatrix& w) {
+  return {w.gguf_type, w.data, w.rows, w.cols, w.row_bytes, w.inputs, w.packed};
+}
+
+}  // namespace
 
 WeightMatrix WeightMatrix::of(const Bf16Matrix& m) {
   return {WeightFormat::kBf16,
@@ -45,12 +59,26 @@ std::string_view WeightMatrix::format_name() const {
 void weight_tile(const WeightMatrix& w, int64_t row_begin, int64_t row_end, const float* x,
                  int64_t x_stride, int64_t n_rows, const MatmulOut& out) {
   if (w.format == WeightFormat::kBf16) {
-    Bf16Matrix m{reinterpret_cast<const uint16_t*>(w.data), w.rows, w.cols, w.inputs};
-    matmul_tile(m, row_begin, row_end, x, x_stride, n_rows, out);
-    return;
+    matmul_tile(bf16_of(w), row_begin, row_end, x, x_stride, n_rows, out);
+  } else {
+    gguf_matmul_tile(gguf_of(w), row_begin, row_end, x, x_stride, n_rows, out);
   }
-  GgufMatrix m{w.gguf_type, w.data, w.rows, w.cols, w.row_bytes, w.inputs, w.packed};
-  gguf_matmul_tile(m, row_begin, row_end, x, x_stride, n_rows, out);
+}
+
+void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, ThreadPool* pool) {
+  if (w.format == WeightFormat::kBf16) {
+    matmul(bf16_of(w), x, n_rows, y, pool);
+  } else {
+    gguf_matmul(gguf_of(w), x, n_rows, y, pool);
+  }
+}
+
+bool row_to_f32(const WeightMatrix& w, int64_t row, float* out) {
+  const std::uint8_t* source = w.row(row);
+  if (w.format == WeightFormat::kGguf) return dequantize_row(w.gguf_type, source, out, w.cols);
+  const auto* e = reinterpret_cast<const uint16_t*>(source);
+  for (int64_t d = 0; d < w.cols; ++d) out[d] = bf16_to_f32(e[d]);
+  return true;
 }
 
 void prefetch_rows(const WeightMatrix& w, int64_t row_begin, int64_t row_end, std::size_t from,

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "base/ggml_type.h"
+#include "base/thread_pool.h"
 #include "kernels/bf16_matrix.h"
 #include "kernels/gguf_matmul.h"
 #include "kernels/matmul.h"
@@ -45,6 +46,20 @@ struct WeightMatrix {
 // (matmul.h for bf16, gguf_matmul.h for GGUF blocks).
 void weight_tile(const WeightMatrix& w, int64_t row_begin, int64_t row_end, const float* x,
                  int64_t x_stride, int64_t n_rows, const MatmulOut& out);
+
+// Row `r` of a kBf16 matrix as bf16 values (row() gives bytes, which index wrongly as values).
+inline const uint16_t* bf16_row(const WeightMatrix& w, int64_t r) {
+  return reinterpret_cast<const uint16_t*>(w.row(r));
+}
+
+// y[n][r] = Σ_c W[r][c] · x[n][c] for `n_rows` input rows (x: [n_rows][W.cols], y:
+// [n_rows][W.rows]), spread over `pool` (may be null): matmul() for bf16, gguf_matmul() for GGUF
+// blocks, so a reference forward and a program's tiles compute the same bits.
+void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, ThreadPool* pool);
+
+// Row `row` of W as f32 (an embedding lookup): bf16 widened, GGUF blocks dequantised. False for a
+// block type dequantize_row does not handle (loaders refuse those before anything runs).
+[[nodiscard]] bool row_to_f32(const WeightMatrix& w, int64_t row, float* out);
 
 // Asks the memory system for the cache lines of bytes [from, to) of rows [row_begin, row_end)
 // (offsets within that byte range, so that a waiting worker can issue a few lines at a time).

@@ -66,15 +66,9 @@ void run_tile(const Tile& tile, const RowInput& input, const float* x, const Pro
 
 void embed(const EmbedOperands& op, int64_t row, const Program& program) {
   if (row >= program.rows()) return;
-  const kernels::WeightMatrix& table = op.table;
-  float* out = program.buffer(op.out) + row * table.cols;
-  const std::uint8_t* source = table.row(program.row(row).token);
-  if (table.format == kernels::WeightFormat::kBf16) {
-    const auto* e = reinterpret_cast<const uint16_t*>(source);
-    for (int64_t d = 0; d < table.cols; ++d) out[d] = bf16_to_f32(e[d]);
-  } else {
-    (void)kernels::dequantize_row(table.gguf_type, source, out, table.cols);
-  }
+  // The loader checked that the table's format dequantises.
+  (void)kernels::row_to_f32(op.table, program.row(row).token,
+                            program.buffer(op.out) + row * op.table.cols);
 }
 
 void rope_angles(const RopeOperands& op, int64_t row, const Program& program) {

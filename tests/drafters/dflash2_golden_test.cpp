@@ -73,8 +73,9 @@ class DFlash2Golden : public ::testing::Test {
     std::string target_dir = fixture("qwen38", "tiny-qwen38");
     ASSERT_FALSE(draft_dir_.empty() || target_dir.empty());
     target_checkpoint_ = std::make_unique<Checkpoint>(target_dir);
-    target_.embed_tokens = matrix(*target_checkpoint_, "model.language_model.embed_tokens.weight");
-    target_.lm_head = matrix(*target_checkpoint_, "lm_head.weight");
+    target_.embed_tokens = kernels::WeightMatrix::of(
+        matrix(*target_checkpoint_, "model.language_model.embed_tokens.weight"));
+    target_.lm_head = kernels::WeightMatrix::of(matrix(*target_checkpoint_, "lm_head.weight"));
     target_.hidden_size = kHidden;
     target_.vocab_size = kVocab;
     target_.num_layers = 8;

@@ -94,7 +94,8 @@ class Dflash2Oracle {
       for (int64_t v = 0; v < vocab_; ++v) {
         double sum = 0;
         for (int64_t c = 0; c < h_; ++c)
-          sum += bf16_to_f32(target_.lm_head.row(v)[c]) * hf[static_cast<std::size_t>(c)];
+          sum += bf16_to_f32(kernels::bf16_row(target_.lm_head, v)[c]) *
+                 hf[static_cast<std::size_t>(c)];
         logits[static_cast<std::size_t>(v)] = sum;
       }
       round.logits.push_back(std::move(logits));
@@ -140,7 +141,8 @@ class Dflash2Oracle {
   Vec embed(int64_t token) const {
     Vec e(static_cast<std::size_t>(h_));
     for (int64_t c = 0; c < h_; ++c)
-      e[static_cast<std::size_t>(c)] = bf16_to_f32(target_.embed_tokens.row(token)[c]);
+      e[static_cast<std::size_t>(c)] =
+          bf16_to_f32(kernels::bf16_row(target_.embed_tokens, token)[c]);
     return e;
   }
 

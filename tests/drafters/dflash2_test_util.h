@@ -61,8 +61,8 @@ struct TinyTarget {
     std::mt19937_64 rng(seed);
     embed = random_bf16_values(vocab * hidden, rng, 0.0, 1.0);
     head = random_bf16_values(vocab * hidden, rng, 0.0, 0.2);
-    view.embed_tokens = {embed.data(), vocab, hidden};
-    view.lm_head = {head.data(), vocab, hidden};
+    view.embed_tokens = kernels::WeightMatrix::of(kernels::Bf16Matrix{embed.data(), vocab, hidden});
+    view.lm_head = kernels::WeightMatrix::of(kernels::Bf16Matrix{head.data(), vocab, hidden});
     view.hidden_size = hidden;
     view.vocab_size = vocab;
     view.num_layers = layers;

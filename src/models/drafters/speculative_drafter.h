@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/bf16_matrix.h"
+#include "kernels/weight_matrix.h"
 
 namespace md::program {
 class Executor;
@@ -19,8 +19,8 @@ namespace md {
 
 // The target's pieces a drafter borrows (DFlash2 has no embedding or head of its own).
 struct TargetView {
-  kernels::Bf16Matrix embed_tokens;  // [vocab, H]
-  kernels::Bf16Matrix lm_head;       // [vocab, H]
+  kernels::WeightMatrix embed_tokens;  // [vocab, H], any format the target loaded
+  kernels::WeightMatrix lm_head;       // [vocab, H]
   int64_t hidden_size = 0;
   int64_t vocab_size = 0;
   int64_t num_layers = 0;

@@ -80,8 +80,8 @@ void Qwen38Model::apply_matmul_inputs() {
 
 namespace {
 
-std::size_t matrix_bytes(const kernels::Bf16Matrix& m) {
-  return static_cast<std::size_t>(m.rows * m.cols) * sizeof(uint16_t);
+std::size_t matrix_bytes(const kernels::WeightMatrix& m) {
+  return m.bytes(0, m.rows);
 }
 
 }  // namespace
@@ -219,9 +219,9 @@ void Qwen38Model::forward(SequenceState& sequence, std::span<const int32_t> toke
   int64_t width = config_.hidden_size;
   Buffer hidden = buffer(rows * width);
   for (int64_t t = 0; t < rows; ++t) {
-    const uint16_t* embedding = weights_.embed_tokens.row(tokens[static_cast<std::size_t>(t)]);
-    for (int64_t d = 0; d < width; ++d)
-      hidden[static_cast<std::size_t>(t * width + d)] = bf16_to_f32(embedding[d]);
+    // The loader checked that the table's format dequantises.
+    (void)kernels::row_to_f32(weights_.embed_tokens, tokens[static_cast<std::size_t>(t)],
+                              hidden.data() + t * width);
   }
   run_layers(state, tokens, hidden.data());
   state.advance(rows);

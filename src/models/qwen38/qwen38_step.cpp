@@ -73,11 +73,7 @@ void Qwen38Step::build(int workers) {
 
   if (mode_ == RowMode::kVerify) snapshots_.resize(size(c.num_linear_attention_layers()));
   int32_t residual =
-      b.add({"embed",
-             R,
-             program::EmbedOperands{WeightMatrix::of(weights_.embed_tokens), ids_.hidden},
-             {},
-             {}});
+      b.add({"embed", R, program::EmbedOperands{weights_.embed_tokens, ids_.hidden}, {}, {}});
   int32_t angles = b.add({"rope_angles", R, program::RopeOperands{&rope_, ids_.angles}, {}, {}});
   for (int64_t layer = 0; layer < c.num_layers; ++layer) {
     residual = c.is_full_attention(layer) ? add_attention(b, layer, residual, angles)
@@ -86,8 +82,8 @@ void Qwen38Step::build(int workers) {
   }
   b.lm_head_argmax(StepBuilder::normalised(ids_.hidden, H, NormKind::kBf16ZeroCentred,
                                            weights_.norm, static_cast<float>(c.rms_norm_eps)),
-                   WeightMatrix::of(weights_.lm_head), ids_.logits, kMinVocabTile, tile_max_,
-                   tile_arg_, greedy_.data(), {b.all(residual)});
+                   weights_.lm_head, ids_.logits, kMinVocabTile, tile_max_, tile_arg_,
+                   greedy_.data(), {b.all(residual)});
   // Worker scratch: a delta-net key head's conv outputs, or one query's attention scores.
   const int64_t conv_floats =
       2 * c.linear_key_head_dim + c.linear_head_group() * c.linear_value_head_dim;
@@ -105,10 +101,10 @@ int32_t Qwen38Step::add_delta_net(StepBuilder& b, int64_t layer, int32_t residua
   const std::string tag = fmt::format("L{}.", layer);
 
   std::vector<program::Tile> tiles;
-  b.add_tiles(tiles, WeightMatrix::of(w.in_proj_qkv), ids_.gdn_proj, 0, gdn_width, false);
-  b.add_tiles(tiles, WeightMatrix::of(w.in_proj_z), ids_.gdn_proj, z_at, gdn_width, false);
-  b.add_tiles(tiles, WeightMatrix::of(w.in_proj_b), ids_.gdn_proj, b_at, gdn_width, false);
-  b.add_tiles(tiles, WeightMatrix::of(w.in_proj_a), ids_.gdn_proj, a_at, gdn_width, false);
+  b.add_tiles(tiles, w.in_proj_qkv, ids_.gdn_proj, 0, gdn_width, false);
+  b.add_tiles(tiles, w.in_proj_z, ids_.gdn_proj, z_at, gdn_width, false);
+  b.add_tiles(tiles, w.in_proj_b, ids_.gdn_proj, b_at, gdn_width, false);
+  b.add_tiles(tiles, w.in_proj_a, ids_.gdn_proj, a_at, gdn_width, false);
   int32_t in_proj =
       b.projection(tag + "norm>qkvzba",
                    StepBuilder::normalised(ids_.hidden, H, NormKind::kBf16ZeroCentred,
@@ -140,7 +136,7 @@ int32_t Qwen38Step::add_delta_net(StepBuilder& b, int64_t layer, int32_t residua
   int32_t core = b.delta_net(tag + "delta_net", op, in_proj, {});
 
   std::vector<program::Tile> out;
-  b.add_tiles(out, WeightMatrix::of(w.out_proj), ids_.hidden, 0, H, true);
+  b.add_tiles(out, w.out_proj, ids_.hidden, 0, H, true);
   return b.projection(tag + "out+residual", StepBuilder::rows(ids_.gdn_core, c.value_dim()),
                       std::move(out), {b.all(core)});
 }
@@ -154,9 +150,9 @@ int32_t Qwen38Step::add_attention(StepBuilder& b, int64_t layer, int32_t residua
   const std::string tag = fmt::format("L{}.", layer);
 
   std::vector<program::Tile> tiles;
-  b.add_tiles(tiles, WeightMatrix::of(w.q_proj), ids_.q, 0, c.q_proj_dim(), false);
-  b.add_tiles(tiles, WeightMatrix::of(w.k_proj), ids_.k, 0, c.kv_dim(), false);
-  b.add_tiles(tiles, WeightMatrix::of(w.v_proj), ids_.v, 0, c.kv_dim(), false);
+  b.add_tiles(tiles, w.q_proj, ids_.q, 0, c.q_proj_dim(), false);
+  b.add_tiles(tiles, w.k_proj, ids_.k, 0, c.kv_dim(), false);
+  b.add_tiles(tiles, w.v_proj, ids_.v, 0, c.kv_dim(), false);
   int32_t qkv = b.projection(
       tag + "norm>qkv",
       StepBuilder::normalised(ids_.hidden, H, NormKind::kBf16ZeroCentred, lw.input_layernorm, eps),
@@ -183,7 +179,7 @@ int32_t Qwen38Step::add_attention(StepBuilder& b, int64_t layer, int32_t residua
   int32_t attended = b.attention(tag + "attention", op, qkv, {b.all(angles)});
 
   std::vector<program::Tile> out;
-  b.add_tiles(out, WeightMatrix::of(w.o_proj), ids_.hidden, 0, H, true);
+  b.add_tiles(out, w.o_proj, ids_.hidden, 0, H, true);
   return b.projection(tag + "o+residual", StepBuilder::rows(ids_.attended, c.attn_output_dim()),
                       std::move(out), {b.all(attended)});
 }
@@ -197,10 +193,9 @@ int32_t Qwen38Step::add_mlp(StepBuilder& b, int64_t layer, int32_t residual) {
       tag + "norm>gate|up+silu",
       StepBuilder::normalised(ids_.hidden, H, NormKind::kBf16ZeroCentred,
                               lw.post_attention_layernorm, static_cast<float>(c.rms_norm_eps)),
-      WeightMatrix::of(lw.gate_proj), WeightMatrix::of(lw.up_proj), ids_.gate, ids_.up,
-      {b.all(residual)});
+      lw.gate_proj, lw.up_proj, ids_.gate, ids_.up, {b.all(residual)});
   std::vector<program::Tile> down;
-  b.add_tiles(down, WeightMatrix::of(lw.down_proj), ids_.hidden, 0, H, true);
+  b.add_tiles(down, lw.down_proj, ids_.hidden, 0, H, true);
   // A tapped layer's down tiles also copy the finished residual columns out for the drafter.
   auto tapped = std::find(tap_layers_.begin(), tap_layers_.end(), layer);
   if (tapped != tap_layers_.end()) {

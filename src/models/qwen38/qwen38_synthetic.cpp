@@ -26,43 +26,48 @@ Qwen38Config base_config(int64_t hidden, int64_t layers, int64_t vocab) {
   return c;
 }
 
+kernels::WeightMatrix matrix(SyntheticWeights& arena, int64_t rows, int64_t cols) {
+  return kernels::WeightMatrix::of(arena.matrix(rows, cols));
+}
+
 Qwen38Weights synthetic_weights(const Qwen38Config& c, ThreadPool& pool) {
   Qwen38Weights w;
   SyntheticWeights arena(w.owned, pool);
   int64_t h = c.hidden_size;
-  w.embed_tokens = {arena.tensor(c.vocab_size * h, 1.0f), c.vocab_size, h};
+  w.embed_tokens = kernels::WeightMatrix::of(
+      kernels::Bf16Matrix{arena.tensor(c.vocab_size * h, 1.0f), c.vocab_size, h});
   for (int64_t i = 0; i < c.num_layers; ++i) {
     Qwen38LayerWeights l;
     l.input_layernorm = arena.tensor(h, 0.05f);
     l.post_attention_layernorm = arena.tensor(h, 0.05f);
     if (c.is_full_attention(i)) {
-      l.attention.q_proj = arena.matrix(c.q_proj_dim(), h);
-      l.attention.k_proj = arena.matrix(c.kv_dim(), h);
-      l.attention.v_proj = arena.matrix(c.kv_dim(), h);
-      l.attention.o_proj = arena.matrix(h, c.attn_output_dim());
+      l.attention.q_proj = matrix(arena, c.q_proj_dim(), h);
+      l.attention.k_proj = matrix(arena, c.kv_dim(), h);
+      l.attention.v_proj = matrix(arena, c.kv_dim(), h);
+      l.attention.o_proj = matrix(arena, h, c.attn_output_dim());
       l.attention.q_norm = arena.tensor(c.head_dim, 0.05f);
       l.attention.k_norm = arena.tensor(c.head_dim, 0.05f);
     } else {
       Qwen38GdnWeights& g = l.gdn;
-      g.in_proj_qkv = arena.matrix(c.conv_dim(), h);
-      g.in_proj_z = arena.matrix(c.value_dim(), h);
-      g.in_proj_b = arena.matrix(c.linear_num_value_heads, h);
-      g.in_proj_a = arena.matrix(c.linear_num_value_heads, h);
+      g.in_proj_qkv = matrix(arena, c.conv_dim(), h);
+      g.in_proj_z = matrix(arena, c.value_dim(), h);
+      g.in_proj_b = matrix(arena, c.linear_num_value_heads, h);
+      g.in_proj_a = matrix(arena, c.linear_num_value_heads, h);
       g.conv1d = arena.tensor(c.conv_dim() * c.linear_conv_kernel, 0.5f);
       for (int64_t j = 0; j < c.linear_num_value_heads; ++j) {
         g.a_log.push_back(std::log(1.0f + static_cast<float>(j % 16)));
         g.dt_bias.push_back(1.0f);
       }
       g.norm = arena.tensor(c.linear_value_head_dim, 1.0f);
-      g.out_proj = arena.matrix(h, c.value_dim());
+      g.out_proj = matrix(arena, h, c.value_dim());
     }
-    l.gate_proj = arena.matrix(c.intermediate_size, h);
-    l.up_proj = arena.matrix(c.intermediate_size, h);
-    l.down_proj = arena.matrix(h, c.intermediate_size);
+    l.gate_proj = matrix(arena, c.intermediate_size, h);
+    l.up_proj = matrix(arena, c.intermediate_size, h);
+    l.down_proj = matrix(arena, h, c.intermediate_size);
     w.layers.push_back(std::move(l));
   }
   w.norm = arena.tensor(h, 0.05f);
-  w.lm_head = arena.matrix(c.vocab_size, h);
+  w.lm_head = matrix(arena, c.vocab_size, h);
   w.prefix = "synthetic.";
   return w;
 }

@@ -10,6 +10,11 @@ namespace {
 
 constexpr char kFamily[] = "qwen3_5";
 
+kernels::WeightMatrix matrix(WeightBinder& bind, const std::string& name, int64_t rows,
+                             int64_t cols) {
+  return kernels::WeightMatrix::of(bind.matrix(name, rows, cols));
+}
+
 std::string find_prefix(const Checkpoint& checkpoint) {
   for (const char* prefix : {"model.language_model.", "model."}) {
     if (checkpoint.contains(std::string(prefix) + "embed_tokens.weight")) return prefix;
@@ -24,15 +29,15 @@ Qwen38GdnWeights bind_gdn(const Qwen38Config& c, WeightBinder& bind, const std::
   int64_t h = c.hidden_size;
   int64_t heads = c.linear_num_value_heads;
   Qwen38GdnWeights w;
-  w.in_proj_qkv = bind.matrix(p + "in_proj_qkv.weight", c.conv_dim(), h);
-  w.in_proj_z = bind.matrix(p + "in_proj_z.weight", c.value_dim(), h);
-  w.in_proj_b = bind.matrix(p + "in_proj_b.weight", heads, h);
-  w.in_proj_a = bind.matrix(p + "in_proj_a.weight", heads, h);
+  w.in_proj_qkv = matrix(bind, p + "in_proj_qkv.weight", c.conv_dim(), h);
+  w.in_proj_z = matrix(bind, p + "in_proj_z.weight", c.value_dim(), h);
+  w.in_proj_b = matrix(bind, p + "in_proj_b.weight", heads, h);
+  w.in_proj_a = matrix(bind, p + "in_proj_a.weight", heads, h);
   w.conv1d = bind.bf16(p + "conv1d.weight", {c.conv_dim(), 1, c.linear_conv_kernel});
   w.a_log = bind.f32_vector(p + "A_log", heads);
   w.dt_bias = bind.f32_vector(p + "dt_bias", heads);
   w.norm = bind.bf16(p + "norm.weight", {c.linear_value_head_dim});
-  w.out_proj = bind.matrix(p + "out_proj.weight", h, c.value_dim());
+  w.out_proj = matrix(bind, p + "out_proj.weight", h, c.value_dim());
   return w;
 }
 
@@ -40,10 +45,10 @@ Qwen38AttentionWeights bind_attention(const Qwen38Config& c, WeightBinder& bind,
                                       const std::string& p) {
   int64_t h = c.hidden_size;
   Qwen38AttentionWeights w;
-  w.q_proj = bind.matrix(p + "q_proj.weight", c.q_proj_dim(), h);
-  w.k_proj = bind.matrix(p + "k_proj.weight", c.kv_dim(), h);
-  w.v_proj = bind.matrix(p + "v_proj.weight", c.kv_dim(), h);
-  w.o_proj = bind.matrix(p + "o_proj.weight", h, c.attn_output_dim());
+  w.q_proj = matrix(bind, p + "q_proj.weight", c.q_proj_dim(), h);
+  w.k_proj = matrix(bind, p + "k_proj.weight", c.kv_dim(), h);
+  w.v_proj = matrix(bind, p + "v_proj.weight", c.kv_dim(), h);
+  w.o_proj = matrix(bind, p + "o_proj.weight", h, c.attn_output_dim());
   w.q_norm = bind.bf16(p + "q_norm.weight", {c.head_dim});
   w.k_norm = bind.bf16(p + "k_norm.weight", {c.head_dim});
   return w;
@@ -60,9 +65,9 @@ Qwen38LayerWeights bind_layer(const Qwen38Config& c, WeightBinder& bind, const s
   } else {
     w.gdn = bind_gdn(c, bind, p + "linear_attn.");
   }
-  w.gate_proj = bind.matrix(p + "mlp.gate_proj.weight", c.intermediate_size, h);
-  w.up_proj = bind.matrix(p + "mlp.up_proj.weight", c.intermediate_size, h);
-  w.down_proj = bind.matrix(p + "mlp.down_proj.weight", h, c.intermediate_size);
+  w.gate_proj = matrix(bind, p + "mlp.gate_proj.weight", c.intermediate_size, h);
+  w.up_proj = matrix(bind, p + "mlp.up_proj.weight", c.intermediate_size, h);
+  w.down_proj = matrix(bind, p + "mlp.down_proj.weight", h, c.intermediate_size);
   return w;
 }
 
@@ -74,7 +79,7 @@ Qwen38Weights bind_qwen38_weights(const Qwen38Config& config, const Checkpoint& 
   weights.prefix = find_prefix(checkpoint);
   const std::string& prefix = weights.prefix;
   weights.embed_tokens =
-      bind.matrix(prefix + "embed_tokens.weight", config.vocab_size, config.hidden_size);
+      matrix(bind, prefix + "embed_tokens.weight", config.vocab_size, config.hidden_size);
   for (int64_t i = 0; i < config.num_layers; ++i) {
     weights.layers.push_back(bind_layer(config, bind, fmt::format("{}layers.{}.", prefix, i), i));
   }
@@ -83,13 +88,13 @@ Qwen38Weights bind_qwen38_weights(const Qwen38Config& config, const Checkpoint& 
   // stores an lm_head.weight; follow it (the table is read in place, not copied).
   weights.lm_head = config.tie_word_embeddings
                         ? weights.embed_tokens
-                        : bind.matrix("lm_head.weight", config.vocab_size, config.hidden_size);
+                        : matrix(bind, "lm_head.weight", config.vocab_size, config.hidden_size);
   return weights;
 }
 
 void set_matmul_inputs(Qwen38Weights& weights, kernels::MatmulInputs inputs) {
-  auto tag = [inputs](std::initializer_list<kernels::Bf16Matrix*> matrices) {
-    for (kernels::Bf16Matrix* m : matrices) m->inputs = inputs;
+  auto tag = [inputs](std::initializer_list<kernels::WeightMatrix*> matrices) {
+    for (kernels::WeightMatrix* m : matrices) m->inputs = inputs;
   };
   tag({&weights.embed_tokens, &weights.lm_head});
   for (Qwen38LayerWeights& l : weights.layers) {

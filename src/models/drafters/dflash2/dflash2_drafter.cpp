@@ -31,7 +31,7 @@ std::size_t size(int64_t n) {
   return static_cast<std::size_t>(n);
 }
 
-void check_target_matrix(const kernels::Bf16Matrix& m, const char* name, const DFlash2Config& c) {
+void check_target_matrix(const kernels::WeightMatrix& m, const char* name, const DFlash2Config& c) {
   if (m.data == nullptr || m.rows != c.vocab_size || m.cols != c.hidden_size) {
     fail(
         "{}: the target's {} is [{}, {}] but the drafter needs [{}, {}] (vocab_size, "
@@ -236,8 +236,8 @@ void DFlash2Drafter::embed_block(int32_t anchor, Block& b) const {
   int64_t h = config_.hidden_size;
   for (int64_t t = 0; t < b.rows; ++t) {
     int64_t token = t == 0 ? anchor : config_.mask_token_id;
-    const uint16_t* row = target_.embed_tokens.row(token);
-    for (int64_t c = 0; c < h; ++c) b.h[size(t * h + c)] = bf16_to_f32(row[c]);
+    // The target's loader checked that its table's format dequantises.
+    (void)kernels::row_to_f32(target_.embed_tokens, token, b.h.data() + t * h);
   }
 }
 

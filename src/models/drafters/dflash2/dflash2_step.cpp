@@ -51,12 +51,11 @@ class DFlash2Step::Builder {
     s.taps_id_ = ids_.taps;
     s.features_id_ = ids_.features;
     context_fc_ = context_fc();
-    int32_t residual =
-        b_.add({"embed",
-                c_.block_size,
-                program::EmbedOperands{WeightMatrix::of(s.target_.embed_tokens), ids_.hidden},
-                {},
-                {}});
+    int32_t residual = b_.add({"embed",
+                               c_.block_size,
+                               program::EmbedOperands{s.target_.embed_tokens, ids_.hidden},
+                               {},
+                               {}});
     for (int64_t layer = 0; layer < c_.num_layers; ++layer) {
       residual = attention_sublayer(layer, residual);
       residual = mlp_sublayer(layer, residual);
@@ -212,7 +211,7 @@ class DFlash2Step::Builder {
         StepBuilder::normalised(ids_.hidden, hidden_, NormKind::kBf16Plain, w_.norm, eps_);
     input.first_row = 1;
     std::vector<program::Tile> tiles;
-    b_.add_tiles(tiles, WeightMatrix::of(s_.target_.lm_head), ids_.logits, 0, c_.vocab_size, false);
+    b_.add_tiles(tiles, s_.target_.lm_head, ids_.logits, 0, c_.vocab_size, false);
     b_.add_tiles(tiles, WeightMatrix::of(w_.selector.hidden_projection), ids_.rho, 0,
                  c_.selector_rank, false);
     return b_.projection("head", input, std::move(tiles), {b_.all(residual)});
