@@ -9,8 +9,9 @@ namespace md::kernels {
 // For each channel c and row t: y[t][c] = silu(Σ_j w[c][j] · X[c][t+1+j]) where X is the
 // channel's `kernel-1` previous raw inputs (state, oldest first) followed by x[0..rows).
 // state: [channels][kernel-1] f32, updated to the last kernel-1 raw inputs.
-// w: bf16 [channels][kernel] (conv1d.weight [C, 1, K]). x, y: [rows][channels].
-void causal_conv_silu(float* state, const uint16_t* w, int64_t channels, int64_t kernel,
+// w: f32 [channels][kernel] (conv1d.weight [C, 1, K], widened at load: exact for bf16
+// checkpoints, as llama.cpp's GGUF stores it). x, y: [rows][channels].
+void causal_conv_silu(float* state, const float* w, int64_t channels, int64_t kernel,
                       const float* x, int64_t rows, float* y);
 
 }  // namespace md::kernels

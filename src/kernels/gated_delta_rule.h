@@ -19,10 +19,17 @@ inline void delta_net_query_key(float* q, float* k, int64_t dk) {
   l2_normalize(k, dk, kDeltaNetL2Eps, 1.0f);
 }
 
-// A value head's write strength β = σ(b) and log-decay g = −exp(A_log) · softplus(a + dt_bias).
-inline void delta_net_gates(float a_log, float dt_bias, float b, float a, float& beta, float& g) {
+// −exp(A_log), the factor of a value head's log-decay (what llama.cpp's GGUF stores as ssm_a).
+inline float delta_net_decay_factor(float a_log) {
+  return -std::exp(a_log);
+}
+
+// A value head's write strength β = σ(b) and log-decay g = −exp(A_log) · softplus(a + dt_bias),
+// given decay_factor = −exp(A_log).
+inline void delta_net_gates(float decay_factor, float dt_bias, float b, float a, float& beta,
+                            float& g) {
   beta = sigmoid(b);
-  g = -std::exp(a_log) * softplus(a + dt_bias);
+  g = decay_factor * softplus(a + dt_bias);
 }
 
 // Inputs of `rows` consecutive tokens for one value head. q is already L2-normalised and scaled,

@@ -38,11 +38,11 @@ void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * inv * w[i];
 }
 
-void gated_rms_norm(const float* o, const float* z, const uint16_t* w, int64_t n, float eps,
+void gated_rms_norm(const float* o, const float* z, const float* w, int64_t n, float eps,
                     float* y) {
   float inv =
       static_cast<float>(1.0 / std::sqrt(sum_of_squares(o, n) / static_cast<double>(n) + eps));
-  for (int64_t i = 0; i < n; ++i) y[i] = o[i] * inv * bf16_to_f32(w[i]) * silu(z[i]);
+  for (int64_t i = 0; i < n; ++i) y[i] = o[i] * inv * w[i] * silu(z[i]);
 }
 
 void l2_normalize(float* x, int64_t n, float eps, float scale) {

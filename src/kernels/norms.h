@@ -14,9 +14,9 @@ void rms_norm(const float* x, const uint16_t* w, int64_t n, float eps, NormWeigh
 // The same with a plain f32 weight (GGUF files store norm weights as F32).
 void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y);
 
-// Gated RMSNorm of the GDN output (spec §4): y = rms(o) · w · silu(z), plain weight. y may alias o.
-void gated_rms_norm(const float* o, const float* z, const uint16_t* w, int64_t n, float eps,
-                    float* y);
+// Gated RMSNorm of the GDN output (spec §4): y = rms(o) · w · silu(z), plain f32 weight (widened
+// from bf16 at load, or F32 in a GGUF). y may alias o.
+void gated_rms_norm(const float* o, const float* z, const float* w, int64_t n, float eps, float* y);
 
 // x ← x / sqrt(Σ x² + eps), the epsilon added to the sum (not the mean), as in the delta-net
 // reference; then multiplied by `scale`.

@@ -66,7 +66,7 @@ void key_head_row(const DeltaNetOperands& op, int64_t kh, const RecurrentState& 
   const int64_t j0 = kh * op.group();
   for (int64_t j = j0; j < j0 + op.group(); ++j) {
     float beta = 0, g = 0;
-    kernels::delta_net_gates(op.a_log[at(j)], op.dt_bias[at(j)], b[j], a[j], beta, g);
+    kernels::delta_net_gates(op.decay_factor[at(j)], op.dt_bias[at(j)], b[j], a[j], beta, g);
     kernels::DeltaRuleRows rows{
         conv_out, conv_out + dk, conv_out + 2 * dk + (j - j0) * dv, dk, dv, &beta, &g, 1};
     float* o = out + j * dv;

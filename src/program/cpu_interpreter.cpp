@@ -119,11 +119,8 @@ void gate_up(const GateUpOperands& op, int64_t task, const Program& program,
 }
 
 // A query or key head before it attends or is cached: its norm, then RoPE at the row's angles.
-void prepare_head(float* x, const uint16_t* norm, const AttentionOperands& op,
-                  const float* angles) {
-  if (norm != nullptr) {
-    kernels::rms_norm(x, norm, op.head_dim, op.norm_eps, kernels::NormWeight::kZeroCentred, x);
-  }
+void prepare_head(float* x, const float* norm, const AttentionOperands& op, const float* angles) {
+  if (norm != nullptr) kernels::rms_norm(x, norm, op.head_dim, op.norm_eps, x);
   if (op.rope != nullptr) op.rope->apply(x, angles, angles + op.rope->rotary_dim() / 2);
 }
 

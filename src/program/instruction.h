@@ -113,9 +113,10 @@ struct AttentionOperands {
   int64_t heads = 0, kv_heads = 0, head_dim = 0;
   // With an output gate each query head is [q | gate] (2·head_dim wide) and o ← o · σ(gate).
   bool output_gate = false;
-  // Per-head RMSNorm of q and k before RoPE (null: none), zero-centred bf16 weights.
-  const uint16_t* q_norm = nullptr;
-  const uint16_t* k_norm = nullptr;
+  // Per-head RMSNorm of q and k before RoPE (null: none), plain f32 weights (a zero-centred
+  // checkpoint's 1 + w, formed at load).
+  const float* q_norm = nullptr;
+  const float* k_norm = nullptr;
   float norm_eps = 0;
   BufferId angles = kNoBuffer;  // kRopeAngles output; rope rotates q and k with them
   const kernels::Rope* rope = nullptr;
@@ -129,17 +130,17 @@ struct KvAppendOperands {
 // kDeltaNet: one task per key head kh of a Gated DeltaNet layer (Qwen3.5 / 3.8 spec §5), over
 // the step rows in order: causal conv + SiLU of the head's q, k and v channels (rolling conv
 // state), L2-normalised q (scaled by 1/√dk) and k, then per value head of its group the gates
-// β = σ(b), g = −exp(A_log)·softplus(a + dt_bias), the f32 delta-rule step and the gated RMSNorm
+// β = σ(b), g = decay_factor·softplus(a + dt_bias), the f32 delta-rule step and the gated RMSNorm
 // with z. A row of `in` is [q (key heads·dk) | k | v (value heads·dv)] — the conv channels —
 // then z (value heads·dv), b and a (value heads each); a row of `out` is value heads·dv.
 struct DeltaNetOperands {
   BufferId in = kNoBuffer, out = kNoBuffer;
   int64_t in_stride = 0, out_stride = 0;
   int64_t key_heads = 0, value_heads = 0, key_dim = 0, value_dim = 0, conv_kernel = 0;
-  const uint16_t* conv_weight = nullptr;  // bf16 [conv channels][conv_kernel]
-  const float* a_log = nullptr;           // [value heads]
-  const float* dt_bias = nullptr;         // [value heads]
-  const uint16_t* norm = nullptr;         // bf16 [value_dim], plain scale
+  const float* conv_weight = nullptr;   // [conv channels][conv_kernel]
+  const float* decay_factor = nullptr;  // [value heads], −exp(A_log)
+  const float* dt_bias = nullptr;       // [value heads]
+  const float* norm = nullptr;          // [value_dim], plain scale
   float norm_eps = 0;
   int64_t state_slot = 0;  // StepState::recurrent_state(slot)
   // Verify rows (all rows one sequence): the head's state before row 0 goes to snapshot 0 and

@@ -37,9 +37,12 @@ TEST(GatedRmsNorm, MatchesOracle) {
   std::vector<float> o = test::random_floats(128, 3), z = test::random_floats(128, 4);
   std::vector<uint16_t> w = test::random_bf16(128, 5, 0.3f);
   std::vector<float> y(128);
-  gated_rms_norm(o.data(), z.data(), w.data(), 128, 1e-6f, y.data());
+  std::vector<float> w_f32(w.size());
+  for (std::size_t i = 0; i < w.size(); ++i) w_f32[i] = static_cast<float>(test::widen(w[i]));
+  gated_rms_norm(o.data(), z.data(), w_f32.data(), 128, 1e-6f, y.data());
   std::vector<double> expected = oracle_rms(o, w, 1e-6, false);
-  for (std::size_t i = 0; i < 128; ++i) expected[i] *= z[i] / (1.0 + std::exp(-static_cast<double>(z[i])));
+  for (std::size_t i = 0; i < 128; ++i)
+    expected[i] *= z[i] / (1.0 + std::exp(-static_cast<double>(z[i])));
   EXPECT_LT(test::relative_max_error(y, expected), 1e-6);
 }
 

@@ -45,7 +45,7 @@ void decay_and_write_strength(const Qwen38Config& c, const Qwen38GdnWeights& w, 
     for (int64_t t = 0; t < rows; ++t) {
       auto at = static_cast<std::size_t>(t * heads + j);
       auto out = static_cast<std::size_t>(j * rows + t);
-      kernels::delta_net_gates(w.a_log[static_cast<std::size_t>(j)],
+      kernels::delta_net_gates(w.decay_factor[static_cast<std::size_t>(j)],
                                w.dt_bias[static_cast<std::size_t>(j)], b[at], a[at], beta[out],
                                g[out]);
     }
@@ -74,8 +74,8 @@ void gated_deltanet_forward(const Qwen38LayerContext& ctx, const Qwen38GdnWeight
   if (ctx.options.ablation == testing::Qwen38Ablation::kSkipConv) {
     for (std::size_t i = 0; i < mixed.size(); ++i) mixed[i] = kernels::silu(projected[i]);
   } else {
-    kernels::causal_conv_silu(state.conv.data(), w.conv1d, c.conv_dim(), c.linear_conv_kernel,
-                              projected.data(), rows, mixed.data());
+    kernels::causal_conv_silu(state.conv.data(), w.conv1d.data(), c.conv_dim(),
+                              c.linear_conv_kernel, projected.data(), rows, mixed.data());
   }
   normalise_queries_and_keys(c, mixed.data(), rows);
 
@@ -116,7 +116,7 @@ void gated_deltanet_forward(const Qwen38LayerContext& ctx, const Qwen38GdnWeight
   for (int64_t t = 0; t < rows; ++t) {
     for (int64_t j = 0; j < heads; ++j) {
       float* o = core.data() + t * c.value_dim() + j * dv;
-      kernels::gated_rms_norm(o, z.data() + t * c.value_dim() + j * dv, w.norm, dv,
+      kernels::gated_rms_norm(o, z.data() + t * c.value_dim() + j * dv, w.norm.data(), dv,
                               static_cast<float>(c.rms_norm_eps), o);
     }
   }

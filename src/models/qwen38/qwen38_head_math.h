@@ -12,11 +12,11 @@
 
 namespace md::qwen38 {
 
-// Attention query or key head: zero-centred RMSNorm, then RoPE at the precomputed angles.
-inline void normalise_and_rotate(float* x, const uint16_t* norm, int64_t head_dim, float eps,
-                                 const kernels::Rope& rope, const float* cos_values,
+// Attention query or key head: RMSNorm (scale 1 + w), then RoPE at the precomputed angles.
+inline void normalise_and_rotate(float* x, const std::vector<float>& scale, int64_t head_dim,
+                                 float eps, const kernels::Rope& rope, const float* cos_values,
                                  const float* sin_values) {
-  kernels::rms_norm(x, norm, head_dim, eps, kernels::NormWeight::kZeroCentred, x);
+  kernels::rms_norm(x, scale.data(), head_dim, eps, x);
   rope.apply(x, cos_values, sin_values);
 }
 

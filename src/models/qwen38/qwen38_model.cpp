@@ -25,11 +25,10 @@ Qwen38Config read_config(const std::string& directory) {
   return parse_qwen38_config(read_config_files(directory));
 }
 
-void normalise_rows(const float* x, const uint16_t* weight, int64_t rows, int64_t width, float eps,
-                    float* y) {
+void normalise_rows(const float* x, const std::vector<float>& scale, int64_t rows, int64_t width,
+                    float eps, float* y) {
   for (int64_t t = 0; t < rows; ++t) {
-    kernels::rms_norm(x + t * width, weight, width, eps, kernels::NormWeight::kZeroCentred,
-                      y + t * width);
+    kernels::rms_norm(x + t * width, scale.data(), width, eps, y + t * width);
   }
 }
 

@@ -80,10 +80,11 @@ void Qwen38Step::build(int workers) {
                                           : add_delta_net(b, layer, residual);
     residual = add_mlp(b, layer, residual);
   }
-  b.lm_head_argmax(StepBuilder::normalised(ids_.hidden, H, NormKind::kBf16ZeroCentred,
-                                           weights_.norm, static_cast<float>(c.rms_norm_eps)),
-                   weights_.lm_head, ids_.logits, kMinVocabTile, tile_max_, tile_arg_,
-                   greedy_.data(), {b.all(residual)});
+  b.lm_head_argmax(
+      StepBuilder::normalised(ids_.hidden, H, NormKind::kF32Plain, weights_.norm.data(),
+                              static_cast<float>(c.rms_norm_eps)),
+      weights_.lm_head, ids_.logits, kMinVocabTile, tile_max_, tile_arg_, greedy_.data(),
+      {b.all(residual)});
   // Worker scratch: a delta-net key head's conv outputs, or one query's attention scores.
   const int64_t conv_floats =
       2 * c.linear_key_head_dim + c.linear_head_group() * c.linear_value_head_dim;
@@ -105,11 +106,11 @@ int32_t Qwen38Step::add_delta_net(StepBuilder& b, int64_t layer, int32_t residua
   b.add_tiles(tiles, w.in_proj_z, ids_.gdn_proj, z_at, gdn_width, false);
   b.add_tiles(tiles, w.in_proj_b, ids_.gdn_proj, b_at, gdn_width, false);
   b.add_tiles(tiles, w.in_proj_a, ids_.gdn_proj, a_at, gdn_width, false);
-  int32_t in_proj =
-      b.projection(tag + "norm>qkvzba",
-                   StepBuilder::normalised(ids_.hidden, H, NormKind::kBf16ZeroCentred,
-                                           lw.input_layernorm, static_cast<float>(c.rms_norm_eps)),
-                   std::move(tiles), {b.all(residual)});
+  int32_t in_proj = b.projection(
+      tag + "norm>qkvzba",
+      StepBuilder::normalised(ids_.hidden, H, NormKind::kF32Plain, lw.input_layernorm.data(),
+                              static_cast<float>(c.rms_norm_eps)),
+      std::move(tiles), {b.all(residual)});
 
   program::DeltaNetOperands op{.in = ids_.gdn_proj,
                                .out = ids_.gdn_core,
@@ -120,10 +121,10 @@ int32_t Qwen38Step::add_delta_net(StepBuilder& b, int64_t layer, int32_t residua
                                .key_dim = c.linear_key_head_dim,
                                .value_dim = c.linear_value_head_dim,
                                .conv_kernel = c.linear_conv_kernel,
-                               .conv_weight = w.conv1d,
-                               .a_log = w.a_log.data(),
+                               .conv_weight = w.conv1d.data(),
+                               .decay_factor = w.decay_factor.data(),
                                .dt_bias = w.dt_bias.data(),
-                               .norm = w.norm,
+                               .norm = w.norm.data(),
                                .norm_eps = static_cast<float>(c.rms_norm_eps),
                                .state_slot = ordinal};
   if (mode_ == RowMode::kVerify) {
@@ -155,10 +156,11 @@ int32_t Qwen38Step::add_attention(StepBuilder& b, int64_t layer, int32_t residua
   b.add_tiles(tiles, w.v_proj, ids_.v, 0, c.kv_dim(), false);
   int32_t qkv = b.projection(
       tag + "norm>qkv",
-      StepBuilder::normalised(ids_.hidden, H, NormKind::kBf16ZeroCentred, lw.input_layernorm, eps),
+      StepBuilder::normalised(ids_.hidden, H, NormKind::kF32Plain, lw.input_layernorm.data(), eps),
       std::move(tiles), {b.all(residual)});
 
-  // Gated attention: each query head is [q | gate]; q and k get a zero-centred RMSNorm before RoPE.
+  // Gated attention: each query head is [q | gate]; q and k get an RMSNorm (scale 1 + w) before
+  // RoPE.
   const program::AttentionOperands op{.q = ids_.q,
                                       .k = ids_.k,
                                       .v = ids_.v,
@@ -170,8 +172,8 @@ int32_t Qwen38Step::add_attention(StepBuilder& b, int64_t layer, int32_t residua
                                       .kv_heads = c.num_key_value_heads,
                                       .head_dim = c.head_dim,
                                       .output_gate = true,
-                                      .q_norm = w.q_norm,
-                                      .k_norm = w.k_norm,
+                                      .q_norm = w.q_norm.data(),
+                                      .k_norm = w.k_norm.data(),
                                       .norm_eps = eps,
                                       .angles = ids_.angles,
                                       .rope = &rope_,
@@ -189,11 +191,11 @@ int32_t Qwen38Step::add_mlp(StepBuilder& b, int64_t layer, int32_t residual) {
   const Qwen38LayerWeights& lw = weights_.layers[size(layer)];
   const int64_t H = c.hidden_size, I = c.intermediate_size;
   const std::string tag = fmt::format("L{}.", layer);
-  int32_t gate_up = b.gate_up_silu(
-      tag + "norm>gate|up+silu",
-      StepBuilder::normalised(ids_.hidden, H, NormKind::kBf16ZeroCentred,
-                              lw.post_attention_layernorm, static_cast<float>(c.rms_norm_eps)),
-      lw.gate_proj, lw.up_proj, ids_.gate, ids_.up, {b.all(residual)});
+  int32_t gate_up = b.gate_up_silu(tag + "norm>gate|up+silu",
+                                   StepBuilder::normalised(ids_.hidden, H, NormKind::kF32Plain,
+                                                           lw.post_attention_layernorm.data(),
+                                                           static_cast<float>(c.rms_norm_eps)),
+                                   lw.gate_proj, lw.up_proj, ids_.gate, ids_.up, {b.all(residual)});
   std::vector<program::Tile> down;
   b.add_tiles(down, lw.down_proj, ids_.hidden, 0, H, true);
   // A tapped layer's down tiles also copy the finished residual columns out for the drafter.

@@ -2,7 +2,9 @@
 
 #include <initializer_list>
 
+#include "base/dtype.h"
 #include "base/error.h"
+#include "kernels/gated_delta_rule.h"
 
 namespace md {
 
@@ -13,6 +15,20 @@ constexpr char kFamily[] = "qwen3_5";
 kernels::WeightMatrix matrix(WeightBinder& bind, const std::string& name, int64_t rows,
                              int64_t cols) {
   return kernels::WeightMatrix::of(bind.matrix(name, rows, cols));
+}
+
+std::vector<float> widened(const uint16_t* bf16, int64_t n) {
+  std::vector<float> out(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] = bf16_to_f32(bf16[i]);
+  return out;
+}
+
+// A zero-centred RMSNorm weight w as the scale it applies, 1 + w (in f32, as transformers forms
+// it), so that one plain-scale norm serves this checkpoint and a GGUF that stores 1 + w.
+std::vector<float> zero_centred_scale(WeightBinder& bind, const std::string& name, int64_t n) {
+  std::vector<float> scale = widened(bind.bf16(name, {n}), n);
+  for (float& s : scale) s = 1.0f + s;
+  return scale;
 }
 
 std::string find_prefix(const Checkpoint& checkpoint) {
@@ -33,10 +49,14 @@ Qwen38GdnWeights bind_gdn(const Qwen38Config& c, WeightBinder& bind, const std::
   w.in_proj_z = matrix(bind, p + "in_proj_z.weight", c.value_dim(), h);
   w.in_proj_b = matrix(bind, p + "in_proj_b.weight", heads, h);
   w.in_proj_a = matrix(bind, p + "in_proj_a.weight", heads, h);
-  w.conv1d = bind.bf16(p + "conv1d.weight", {c.conv_dim(), 1, c.linear_conv_kernel});
-  w.a_log = bind.f32_vector(p + "A_log", heads);
+  w.conv1d = widened(bind.bf16(p + "conv1d.weight", {c.conv_dim(), 1, c.linear_conv_kernel}),
+                     c.conv_dim() * c.linear_conv_kernel);
+  for (float a_log : bind.f32_vector(p + "A_log", heads)) {
+    w.decay_factor.push_back(kernels::delta_net_decay_factor(a_log));
+  }
   w.dt_bias = bind.f32_vector(p + "dt_bias", heads);
-  w.norm = bind.bf16(p + "norm.weight", {c.linear_value_head_dim});
+  w.norm =
+      widened(bind.bf16(p + "norm.weight", {c.linear_value_head_dim}), c.linear_value_head_dim);
   w.out_proj = matrix(bind, p + "out_proj.weight", h, c.value_dim());
   return w;
 }
@@ -49,8 +69,8 @@ Qwen38AttentionWeights bind_attention(const Qwen38Config& c, WeightBinder& bind,
   w.k_proj = matrix(bind, p + "k_proj.weight", c.kv_dim(), h);
   w.v_proj = matrix(bind, p + "v_proj.weight", c.kv_dim(), h);
   w.o_proj = matrix(bind, p + "o_proj.weight", h, c.attn_output_dim());
-  w.q_norm = bind.bf16(p + "q_norm.weight", {c.head_dim});
-  w.k_norm = bind.bf16(p + "k_norm.weight", {c.head_dim});
+  w.q_norm = zero_centred_scale(bind, p + "q_norm.weight", c.head_dim);
+  w.k_norm = zero_centred_scale(bind, p + "k_norm.weight", c.head_dim);
   return w;
 }
 
@@ -58,8 +78,8 @@ Qwen38LayerWeights bind_layer(const Qwen38Config& c, WeightBinder& bind, const s
                               int64_t layer) {
   int64_t h = c.hidden_size;
   Qwen38LayerWeights w;
-  w.input_layernorm = bind.bf16(p + "input_layernorm.weight", {h});
-  w.post_attention_layernorm = bind.bf16(p + "post_attention_layernorm.weight", {h});
+  w.input_layernorm = zero_centred_scale(bind, p + "input_layernorm.weight", h);
+  w.post_attention_layernorm = zero_centred_scale(bind, p + "post_attention_layernorm.weight", h);
   if (c.is_full_attention(layer)) {
     w.attention = bind_attention(c, bind, p + "self_attn.");
   } else {
@@ -83,7 +103,7 @@ Qwen38Weights bind_qwen38_weights(const Qwen38Config& config, const Checkpoint& 
   for (int64_t i = 0; i < config.num_layers; ++i) {
     weights.layers.push_back(bind_layer(config, bind, fmt::format("{}layers.{}.", prefix, i), i));
   }
-  weights.norm = bind.bf16(prefix + "norm.weight", {config.hidden_size});
+  weights.norm = zero_centred_scale(bind, prefix + "norm.weight", config.hidden_size);
   // transformers ties lm_head to the embedding when the config says so, even if the file also
   // stores an lm_head.weight; follow it (the table is read in place, not copied).
   weights.lm_head = config.tie_word_embeddings

@@ -1,6 +1,9 @@
-// The Qwen3.8 (`qwen3_5`) text model's tensors bound by name (spec §2), read in place from the
-// memory-mapped checkpoint. Both the multimodal naming (`model.language_model.*`) and the flat
-// text-only naming (`model.*`) are accepted; `lm_head.weight` is unprefixed in both.
+// The Qwen3.8 (`qwen3_5`) text model's tensors bound by name (spec §2): matrices read in place
+// from the memory-mapped checkpoint, in whatever format it holds them; the small vectors (norm
+// scales, conv taps, decay factors) as f32 copies in the form the kernels use, which is also the
+// form llama.cpp's GGUF stores them in (norm scales 1 + w, −exp(A_log)). Both the multimodal
+// naming (`model.language_model.*`) and the flat text-only naming (`model.*`) are accepted;
+// `lm_head.weight` is unprefixed in both.
 #pragma once
 
 #include <vector>
@@ -17,10 +20,10 @@ struct Qwen38GdnWeights {
   kernels::WeightMatrix in_proj_z;    // [value_dim, H]
   kernels::WeightMatrix in_proj_b;    // [value heads, H]
   kernels::WeightMatrix in_proj_a;    // [value heads, H]
-  const uint16_t* conv1d = nullptr;   // [conv_dim, 1, kernel]
-  std::vector<float> a_log;           // [value heads]
+  std::vector<float> conv1d;          // [conv_dim][kernel], widened to f32
+  std::vector<float> decay_factor;    // [value heads], −exp(A_log)
   std::vector<float> dt_bias;         // [value heads]
-  const uint16_t* norm = nullptr;     // [value head dim], plain scale
+  std::vector<float> norm;            // [value head dim], plain scale
   kernels::WeightMatrix out_proj;     // [H, value_dim]
 };
 
@@ -28,28 +31,28 @@ struct Qwen38AttentionWeights {
   kernels::WeightMatrix q_proj;  // [heads·2·head_dim, H]: per head, query rows then gate rows
   kernels::WeightMatrix k_proj;  // [kv heads·head_dim, H]
   kernels::WeightMatrix v_proj;
-  kernels::WeightMatrix o_proj;      // [H, heads·head_dim]
-  const uint16_t* q_norm = nullptr;  // [head_dim], zero-centred
-  const uint16_t* k_norm = nullptr;
+  kernels::WeightMatrix o_proj;  // [H, heads·head_dim]
+  std::vector<float> q_norm;     // [head_dim], the scale 1 + w of the zero-centred weight
+  std::vector<float> k_norm;
 };
 
 struct Qwen38LayerWeights {
-  const uint16_t* input_layernorm = nullptr;           // [H], zero-centred
-  const uint16_t* post_attention_layernorm = nullptr;  // [H], zero-centred
-  Qwen38GdnWeights gdn;                                // set on linear-attention layers
-  Qwen38AttentionWeights attention;                    // set on full-attention layers
-  kernels::WeightMatrix gate_proj;                     // [I, H]
-  kernels::WeightMatrix up_proj;                       // [I, H]
-  kernels::WeightMatrix down_proj;                     // [H, I]
+  std::vector<float> input_layernorm;           // [H], the scale 1 + w (zero-centred weight)
+  std::vector<float> post_attention_layernorm;  // [H], the same
+  Qwen38GdnWeights gdn;                         // set on linear-attention layers
+  Qwen38AttentionWeights attention;             // set on full-attention layers
+  kernels::WeightMatrix gate_proj;              // [I, H]
+  kernels::WeightMatrix up_proj;                // [I, H]
+  kernels::WeightMatrix down_proj;              // [H, I]
 };
 
 struct Qwen38Weights {
   kernels::WeightMatrix embed_tokens;  // [vocab, H]
   std::vector<Qwen38LayerWeights> layers;
-  const uint16_t* norm = nullptr;  // [H], zero-centred
-  kernels::WeightMatrix lm_head;   // [vocab, H]
-  std::string prefix;              // the naming found: "model.language_model." or "model."
-  OwnedWeights owned;              // copies of misaligned tensors, if any
+  std::vector<float> norm;        // [H], the scale 1 + w (zero-centred weight)
+  kernels::WeightMatrix lm_head;  // [vocab, H]
+  std::string prefix;             // the naming found: "model.language_model." or "model."
+  OwnedWeights owned;             // copies of misaligned tensors, if any
 };
 
 // Throws md::Error naming the tensor on a missing tensor, a wrong shape or a wrong dtype.
