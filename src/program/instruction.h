@@ -148,8 +148,16 @@ struct DeltaNetOperands {
   // snapshots (independent rows).
   float* snapshot_conv = nullptr;       // [kMaxStepRows + 1][conv channels][conv_kernel - 1]
   float* snapshot_recurrent = nullptr;  // [kMaxStepRows + 1][value heads][value_dim][key_dim]
+  // Which value heads pair with key head kh: transformers' layout groups them (kh·group + m);
+  // llama.cpp's GGUF tiles them (kh + m·key_heads), its converter having reordered the value
+  // heads' rows, channels and columns so.
+  bool tiled_value_heads = false;
 
   int64_t group() const { return value_heads / key_heads; }
+  // The m-th value head (m < group()) of key head kh.
+  int64_t value_head(int64_t kh, int64_t m) const {
+    return tiled_value_heads ? kh + m * key_heads : kh * group() + m;
+  }
   int64_t conv_channels() const { return 2 * key_heads * key_dim + value_heads * value_dim; }
   int64_t conv_state_floats() const { return conv_channels() * (conv_kernel - 1); }
   int64_t recurrent_floats() const { return value_heads * value_dim * key_dim; }

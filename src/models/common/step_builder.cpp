@@ -1,6 +1,7 @@
 #include "models/common/step_builder.h"
 
 #include <algorithm>
+#include <array>
 
 #include "base/error.h"
 #include "program/projection_tiles.h"
@@ -127,22 +128,27 @@ int32_t StepBuilder::attention(std::string name, const program::AttentionOperand
 
 int32_t StepBuilder::delta_net(std::string name, const program::DeltaNetOperands& op,
                                int32_t in_proj, std::vector<Dependency> waits) {
-  const int64_t dk = op.key_dim, dv = op.value_dim, group = op.group();
+  const int64_t dk = op.key_dim, dv = op.value_dim;
   const int64_t key_width = op.key_heads * dk;
-  // Key head kh reads its q and k channels and its value heads' v, z, b and a.
+  // Key head kh reads its q and k channels and each of its value heads' v, z, b and a.
   std::vector<std::vector<Dependency>> head_waits;
   for (int64_t kh = 0; kh < op.key_heads; ++kh) {
-    const int64_t j0 = kh * group;
-    const int64_t reads[6][2] = {{kh * dk, dk},
-                                 {key_width + kh * dk, dk},
-                                 {2 * key_width + j0 * dv, group * dv},
-                                 {op.z_offset() + j0 * dv, group * dv},
-                                 {op.b_offset() + j0, group},
-                                 {op.a_offset() + j0, group}};
+    std::vector<std::array<int64_t, 2>> reads = {{kh * dk, dk}, {key_width + kh * dk, dk}};
+    for (int64_t m = 0; m < op.group(); ++m) {
+      const int64_t j = op.value_head(kh, m);
+      reads.push_back({2 * key_width + j * dv, dv});
+      reads.push_back({op.z_offset() + j * dv, dv});
+      reads.push_back({op.b_offset() + j, 1});
+      reads.push_back({op.a_offset() + j, 1});
+    }
     std::vector<Dependency> head;
-    for (const auto& read : reads) {
-      auto tiles = tiles_writing(in_proj, op.in, read[0], read[0] + read[1]);
-      head.insert(head.end(), tiles.begin(), tiles.end());
+    for (const auto& [first, count] : reads) {
+      for (const Dependency& tile : tiles_writing(in_proj, op.in, first, first + count)) {
+        const bool listed = std::any_of(head.begin(), head.end(), [&](const Dependency& d) {
+          return d.producer == tile.producer && d.begin == tile.begin && d.end == tile.end;
+        });
+        if (!listed) head.push_back(tile);
+      }
     }
     head_waits.push_back(std::move(head));
   }

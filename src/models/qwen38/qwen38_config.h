@@ -33,6 +33,10 @@ struct Qwen38Config {
   int64_t vocab_size = 0;
   int64_t max_position_embeddings = 0;
   bool tie_word_embeddings = false;  // lm_head reads embed_tokens (the 0.8B–9B siblings)
+  // The checkpoint's value-head order when value heads outnumber key heads: transformers groups
+  // them (value head j pairs with key head j / group); llama.cpp's GGUF converter reorders every
+  // value-head tensor so that they tile (j pairs with key head j mod key heads).
+  bool value_heads_tiled = false;
   std::vector<Qwen38LayerKind> layer_types;
   std::vector<int64_t> eos_token_ids;  // stop ids: generation_config.json ∪ config.json
 

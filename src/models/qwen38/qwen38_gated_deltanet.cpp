@@ -21,10 +21,10 @@ Buffer buffer(int64_t n) {
 }
 
 // Which key head value head j reads: consecutive repetition (j / group), not tiling.
+// The key head a value head pairs with, in the checkpoint's order (the ablation swaps the orders).
 int64_t key_head_of(const Qwen38Config& c, const Qwen38Options& o, int64_t value_head) {
-  if (o.ablation == testing::Qwen38Ablation::kTiledKeyHeads)
-    return value_head % c.linear_num_key_heads;
-  return value_head / c.linear_head_group();
+  const bool tiled = c.value_heads_tiled != (o.ablation == testing::Qwen38Ablation::kTiledKeyHeads);
+  return tiled ? value_head % c.linear_num_key_heads : value_head / c.linear_head_group();
 }
 
 void normalise_queries_and_keys(const Qwen38Config& c, float* mixed, int64_t rows) {

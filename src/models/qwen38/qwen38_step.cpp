@@ -126,7 +126,8 @@ int32_t Qwen38Step::add_delta_net(StepBuilder& b, int64_t layer, int32_t residua
                                .dt_bias = w.dt_bias.data(),
                                .norm = w.norm.data(),
                                .norm_eps = static_cast<float>(c.rms_norm_eps),
-                               .state_slot = ordinal};
+                               .state_slot = ordinal,
+                               .tiled_value_heads = c.value_heads_tiled};
   if (mode_ == RowMode::kVerify) {
     DeltaNetSnapshots& snaps = snapshots_[size(ordinal)];
     snaps.conv = ZeroedArray<float>(size((max_rows_ + 1) * op.conv_state_floats()));

@@ -10,7 +10,7 @@ enum class Qwen38Ablation : int {
   kNone = 0,           // the model as specified (a value-initialised option)
   kSkipConv,           // GDN: feed the projections to the delta rule without the short conv
   kSkipAttentionGate,  // attention: drop the sigmoid output gate
-  kTiledKeyHeads,      // GDN: value head j uses key head j mod n_k instead of ⌊j / group⌋
+  kTiledKeyHeads,  // GDN: value heads pair with key heads in the other order (tiled ↔ grouped)
 };
 
 }  // namespace md::testing
