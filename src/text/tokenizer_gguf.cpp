@@ -10,11 +10,23 @@
 namespace md {
 namespace {
 
-constexpr const char* kSupportedPre = "smollm, gpt2, default";
+constexpr const char* kSupportedPre = "smollm, gpt2, default, qwen2, qwen35";
+
+// The split regexes of Qwen2/3's tokenizer.json (llama.cpp's "qwen2") and of Qwen3.5's ("qwen35":
+// combining marks \p{M} stay with their letters and out of the punctuation runs).
+constexpr const char* kQwen2Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr const char* kQwen35Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
 PreTokenizerSpec pretokenizer_for(const GgufTokenizerData& data) {
   PreTokenizerSpec spec;
-  spec.byte_level_regex = true;  // every supported variant ends with GPT-2's regex
+  if (data.pre == "qwen2" || data.pre == "qwen35") {
+    // Split(regex) then ByteLevel(use_regex=false), as Qwen's tokenizer.json has it.
+    spec.splits.push_back({data.pre == "qwen2" ? kQwen2Pattern : kQwen35Pattern, false});
+    return spec;
+  }
+  spec.byte_level_regex = true;  // the other variants end with GPT-2's regex
   if (data.pre == "smollm") {
     // Rust's char::is_numeric (HF Digits) is exactly the general categories Nd, Nl, No = \p{N}.
     spec.splits.push_back({R"(\p{N})", false});

@@ -42,6 +42,8 @@ struct GgufTokenizerData {
 //   "smollm"                  each \p{N} split off, then GPT-2's regex (SmolLM2's tokenizer.json:
 //                             Digits(individual_digits) + ByteLevel(use_regex))
 //   "gpt2", "default" or ""   GPT-2's regex (transformers' GPT2Tokenizer)
+//   "qwen2"                   Qwen2/3's split regex (their tokenizer.json), no GPT-2 regex
+//   "qwen35"                  Qwen3.5's: the same with combining marks (\p{M}) kept with letters
 // Throws md::Error naming data.origin for another model or pre-tokenizer, missing tokens or
 // merges, a token_type array of the wrong length, or a merge naming an unknown token.
 std::unique_ptr<Tokenizer> build_gguf_tokenizer(GgufTokenizerData data);

@@ -52,6 +52,34 @@ TEST(GgufTokenizer, Gpt2KeepsDigitRuns) {
   }
 }
 
+// Qwen's split regex: single digits, case-insensitive contractions, a space joins a word.
+TEST(GgufTokenizer, QwenSplitsDigitsAndKeepsWordsWhole) {
+  for (const char* pre : {"qwen2", "qwen35"}) {
+    const auto tok = build_gguf_tokenizer(tiny(pre));
+    EXPECT_THAT(tok->encode("ab12"), ElementsAre(256, '1', '2')) << pre;
+    EXPECT_EQ(tok->decode(tok->encode("It'S ab 12\n\n  x!?")), "It'S ab 12\n\n  x!?") << pre;
+  }
+}
+
+// What sets "qwen35" apart: a combining mark (U+0301 after 'e') stays in its word, where "qwen2"
+// splits it off as punctuation, so only "qwen35" can merge across it.
+TEST(GgufTokenizer, Qwen35KeepsCombiningMarksWithTheirLetters) {
+  const std::string mark = "\xCC\x81";  // U+0301 COMBINING ACUTE ACCENT
+  const std::string e_mark = byte_level::encode("e" + mark);
+  auto with_merges = [&](const char* pre) {
+    GgufTokenizerData d = tiny(pre);
+    const std::string e_first = byte_level::encode("e\xCC");
+    d.tokens.push_back(e_first);  // 261
+    d.tokens.push_back(e_mark);   // 262
+    d.token_types.resize(d.tokens.size(), 1);
+    d.merges.push_back("e " + byte_level::encode("\xCC"));
+    d.merges.push_back(e_first + " " + byte_level::encode("\x81"));
+    return build_gguf_tokenizer(std::move(d));
+  };
+  EXPECT_THAT(with_merges("qwen35")->encode("e" + mark), ElementsAre(262));
+  EXPECT_THAT(with_merges("qwen2")->encode("e" + mark), ElementsAre('e', 0xCC, 0x81));
+}
+
 TEST(GgufTokenizer, ControlTokensAreSpecialUserDefinedAreNot) {
   const auto tok = build_gguf_tokenizer(tiny());
   EXPECT_THAT(tok->encode("a<|im_end|><think>"), ElementsAre('a', 259, 260));
@@ -92,9 +120,9 @@ TEST(GgufTokenizer, RejectsUnsupportedModelsAndPreTokenizers) {
                                      "are not supported yet"));
   d.model = "bert";
   EXPECT_THAT(error_of(d), HasSubstr("unsupported tokenizer.ggml.model 'bert'"));
-  EXPECT_THAT(error_of(tiny("qwen2")),
-              HasSubstr("tiny.gguf: unsupported pre-tokenizer tokenizer.ggml.pre = 'qwen2' "
-                        "(supported: smollm, gpt2, default)"));
+  EXPECT_THAT(error_of(tiny("llama3")),
+              HasSubstr("tiny.gguf: unsupported pre-tokenizer tokenizer.ggml.pre = 'llama3' "
+                        "(supported: smollm, gpt2, default, qwen2, qwen35)"));
 }
 
 TEST(GgufTokenizer, RejectsMissingOrInconsistentArrays) {
