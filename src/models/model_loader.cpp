@@ -3,6 +3,7 @@
 #include "base/error.h"
 #include "models/llama/llama_gguf_model.h"
 #include "models/model_config.h"
+#include "models/qwen38/qwen38_gguf_model.h"
 #include "models/qwen38/qwen38_model.h"
 
 namespace md {
@@ -11,6 +12,11 @@ std::unique_ptr<LanguageModel> load_language_model(const std::string& directory,
                                                    const ModelRunOptions& options) {
   // A single .gguf file carries its own configuration (llama.cpp's format).
   if (directory.size() > 5 && directory.ends_with(".gguf")) {
+    auto file = std::make_shared<const GgufFile>(directory);
+    const std::string architecture = file->string_or("general.architecture", "");
+    if (architecture == "qwen35" || architecture == "qwen35moe") {
+      return load_qwen38_gguf(std::move(file), options);
+    }
     return std::make_unique<LlamaGgufModel>(directory, options);
   }
   ModelFamily family = family_of(load_model_config(directory));

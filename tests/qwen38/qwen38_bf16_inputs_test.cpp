@@ -115,7 +115,9 @@ TEST(Qwen38MatmulInputs, RefusesQ8InputsForBf16Weights) {
                  kernels::MatmulInputs::kQ8);
     FAIL() << "q8 inputs were accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("q8 matmul inputs apply to GGUF"), std::string::npos)
+    EXPECT_NE(
+        std::string(e.what()).find("q8 matmul inputs are implemented for Llama GGUF files only"),
+        std::string::npos)
         << e.what();
   }
 }

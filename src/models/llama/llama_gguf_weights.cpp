@@ -5,40 +5,21 @@
 #include <initializer_list>
 
 #include "base/error.h"
-#include "kernels/gguf_dequant.h"
 #include "kernels/gguf_q8_packing.h"
+#include "models/common/gguf_binder.h"
 
 namespace md {
 
 namespace {
 
+constexpr char kFamily[] = "llama";
+
 GgufMatrix bind_matrix(const GgufFile& file, const std::string& name, int64_t rows, int64_t cols) {
-  const GgufTensor* t = file.tensor(name);
-  if (t == nullptr) fail("{}: tensor '{}' is missing (llama needs it)", file.path(), name);
-  // Vectors are stored with one dimension, matrices with two (ggml order: columns first).
-  bool vector_ok = rows == 1 && t->dims.size() == 1 && t->dims[0] == cols;
-  bool matrix_ok = t->dims.size() == 2 && t->dims[0] == cols && t->dims[1] == rows;
-  if (!vector_ok && !matrix_ok) {
-    fail("{}: tensor '{}' is {} but the metadata implies [{}, {}] (ggml order)", file.path(), name,
-         t->describe(), cols, rows);
-  }
-  GgufMatrix m{t->type, t->data, rows, cols, t->nbytes / static_cast<std::size_t>(rows)};
-  // Every matrix the model binds is either multiplied (GGUF GEMV kernels) or dequantised row by
-  // row (norms, embeddings): both read the same formats.
-  if (!kernels::can_dequantize(t->type) || !kernels::gguf_matmul_accepts(m)) {
-    fail("{}: tensor '{}' is {}, a format megadecode cannot read yet", file.path(), name,
-         ggml_type_name(t->type));
-  }
-  return m;
+  return bind_gguf_matrix(file, name, rows, cols, kFamily);
 }
 
 std::vector<float> bind_vector(const GgufFile& file, const std::string& name, int64_t n) {
-  GgufMatrix m = bind_matrix(file, name, 1, n);
-  std::vector<float> values(static_cast<std::size_t>(n));
-  if (!kernels::dequantize_row(m.type, m.data, values.data(), n)) {
-    fail("{}: tensor '{}' cannot be read", file.path(), name);
-  }
-  return values;
+  return bind_gguf_vector(file, name, n, kFamily);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 // `lm_head.weight` is unprefixed in both.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "io/checkpoint.h"
@@ -51,8 +52,9 @@ struct Qwen38Weights {
   std::vector<Qwen38LayerWeights> layers;
   std::vector<float> norm;        // [H], the scale 1 + w (zero-centred weight)
   kernels::WeightMatrix lm_head;  // [vocab, H]
-  std::string prefix;             // the naming found: "model.language_model." or "model."
-  OwnedWeights owned;             // copies of misaligned tensors, if any
+  std::string prefix;  // the naming found: "model.language_model.", "model." or "blk." (GGUF)
+  OwnedWeights owned;  // copies of misaligned tensors, if any
+  std::shared_ptr<const void> storage;  // the mapped file the matrices point into, when owned here
 };
 
 // Throws md::Error naming the tensor on a missing tensor, a wrong shape or a wrong dtype.
