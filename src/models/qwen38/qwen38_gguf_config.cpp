@@ -121,6 +121,12 @@ Qwen38Config parse_qwen38_gguf_config(const GgufFile& file) {
   check_architecture(file);
   Qwen38Config c;
   const int64_t blocks = positive(file, "block_count");
+  // Every block has tensors of its own: a count beyond the file's is a damaged header (and would
+  // have the layer loops below run for billions of layers).
+  if (blocks > static_cast<int64_t>(file.tensors().size())) {
+    fail("{}: '{}' is {} but the file holds {} tensors", file.path(), key("block_count"), blocks,
+         file.tensors().size());
+  }
   // Multi-token-prediction layers, when exported, follow the main ones; they are not run.
   const int64_t mtp = file.integer_or(key("nextn_predict_layers"), 0);
   if (mtp < 0 || mtp >= blocks) {

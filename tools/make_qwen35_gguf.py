@@ -1,0 +1,270 @@
+#!/usr/bin/env python3
+"""Writes `qwen35` GGUF files from the scaled-down Hugging Face qwen3_5 fixtures, laid out as
+llama.cpp's converter (convert_hf_to_gguf.py, Qwen3_5TextModel) lays them out, so that the C++
+tests can check that a GGUF loads as the same model as its safetensors directory.
+
+The layout facts (read from llama.cpp's converter and gguf-py, no code copied):
+  - names: token_embd, output (absent when tied), output_norm; per block attn_norm,
+    post_attention_norm, ffn_gate/up/down; attention blocks attn_q (transformers' q_proj rows
+    as they are: per head query rows then gate rows), attn_k, attn_v, attn_output, attn_q_norm,
+    attn_k_norm; Gated DeltaNet blocks attn_qkv (in_proj_qkv), attn_gate (in_proj_z), ssm_beta
+    (in_proj_b), ssm_alpha (in_proj_a), ssm_conv1d (conv1d squeezed to [channels, kernel]),
+    ssm_dt.bias (dt_bias), ssm_a (-exp(A_log), no .weight suffix), ssm_norm (the gated norm),
+    ssm_out (out_proj);
+  - every `*norm.weight` except the Gated DeltaNet's gated norm gets +1 (transformers applies
+    them as 1 + w, llama.cpp as stored);
+  - when value heads outnumber key heads, every value-head tensor is reordered from grouped
+    (value heads of key head g together) to tiled order: GGUF value head j * n_k + g is
+    transformers' head g * r + j (r = n_v / n_k) - the V rows of attn_qkv and the V channels of
+    ssm_conv1d, the rows of attn_gate, ssm_beta, ssm_alpha, ssm_a, ssm_dt.bias, and the columns
+    of ssm_out;
+  - vectors, norms and conv taps are F32 whatever the matrices' type;
+  - metadata qwen35.*: block_count, context_length, embedding_length, feed_forward_length,
+    attention.head_count(_kv), attention.key_length / value_length, attention.layer_norm_rms_
+    epsilon, rope.freq_base, rope.dimension_count, rope.dimension_sections, ssm.conv_kernel,
+    ssm.state_size (key head dim), ssm.group_count (key heads), ssm.time_step_rank (value heads),
+    ssm.inner_size (value width), full_attention_interval. The converter can only say the layer
+    pattern by an interval; for a pattern no interval gives, this writes the bool array
+    attention.recurrent_layers that llama.cpp's loader also reads.
+  - tokenizer: gpt2 model, the vocabulary in id order with token types (control for special
+    added tokens, user-defined for the others), merges, eos = <|im_end|>, bos = <|endoftext|>,
+    the chat template. tokenizer.ggml.pre is "qwen2" (these fixtures' tokenizer.json splits with
+    Qwen2's regex; Qwen3.5's own tokenizer would be "qwen35").
+
+Matrix types: BF16, or Q8_0 / Q4_0 quantised by gguf-py's own quantisers (gguf 0.19 cannot
+quantise K-quants: Q4_K / Q6_K raise NotImplementedError, so they are not written here). Each
+quantised file comes with a twin, <fixture>.<type>-as-F32.gguf, whose matrices hold the values
+gguf-py dequantises the quantised ones to, in F32: the model a quantised file means, exactly, so
+that the block kernels can be checked against it to summation order.
+Usage: make_qwen35_gguf.py --fixtures DIR --out DIR
+"""
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from gguf import GGUFWriter, GGMLQuantizationType as Q, TokenType, quants
+
+# (fixture directory name, matrix type) -> written as <fixture>.<type>.gguf
+OUTPUTS = [
+    ("tiny-qwen38", Q.BF16), ("tiny-qwen38", Q.Q8_0), ("tiny-qwen38", Q.Q4_0),
+    ("tiny-qwen35-tied", Q.BF16), ("tiny-qwen35-tied", Q.Q8_0),
+    ("tiny-qwen35-interval", Q.BF16), ("tiny-qwen35-layers", Q.BF16),
+]
+
+
+def read_safetensors(path: Path) -> dict:
+    """name -> float32 array (BF16 and F32 tensors only, as the fixtures hold)."""
+    raw = path.read_bytes()
+    length = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + length])
+    base = 8 + length
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = info["data_offsets"]
+        data = raw[base + begin:base + end]
+        if info["dtype"] == "BF16":
+            bits = np.frombuffer(data, dtype=np.uint16).astype(np.uint32) << 16
+            values = bits.view(np.float32)
+        elif info["dtype"] == "F32":
+            values = np.frombuffer(data, dtype=np.float32)
+        else:
+            sys.exit(f"{path}: {name} is {info['dtype']}, not BF16 or F32")
+        out[name] = values.reshape(info["shape"]).astype(np.float32)
+    return out
+
+
+def read_weights(fixture: Path) -> dict:
+    index = fixture / "model.safetensors.index.json"
+    files = (sorted(set(json.loads(index.read_text())["weight_map"].values()))
+             if index.exists() else ["model.safetensors"])
+    out = {}
+    for f in files:
+        out.update(read_safetensors(fixture / f))
+    prefix = "model.language_model." if any(n.startswith("model.language_model.") for n in out) \
+        else "model."
+    return {(n[len(prefix):] if n.startswith(prefix) else n): v for n, v in out.items()}
+
+
+def text_config(fixture: Path) -> dict:
+    config = json.loads((fixture / "config.json").read_text())
+    return config.get("text_config", config)
+
+
+def layer_kinds(tc: dict) -> list:
+    if "layer_types" in tc:
+        return list(tc["layer_types"])
+    interval = tc.get("full_attention_interval", 4)
+    return ["full_attention" if (i + 1) % interval == 0 else "linear_attention"
+            for i in range(tc["num_hidden_layers"])]
+
+
+def interval_of(kinds: list):
+    """The full_attention_interval that gives `kinds`, or None."""
+    for interval in range(1, len(kinds) + 2):
+        if all((k == "full_attention") == ((i + 1) % interval == 0) for i, k in enumerate(kinds)):
+            return interval
+    return None
+
+
+def tiled_order(n_k: int, n_v: int) -> np.ndarray:
+    """GGUF value head position p holds transformers' head order[p]."""
+    r = n_v // n_k
+    return np.array([g * r + j for j in range(r) for g in range(n_k)], dtype=np.int64)
+
+
+def reorder_heads(x: np.ndarray, order: np.ndarray, width: int, axis: int) -> np.ndarray:
+    """Permutes `width`-wide head blocks of `x` along `axis` into `order`."""
+    index = (order[:, None] * width + np.arange(width)[None, :]).reshape(-1)
+    return np.take(x, index, axis=axis)
+
+
+def matrix_data(values: np.ndarray, qtype, as_f32: bool):
+    data = quants.quantize(values, qtype)
+    if as_f32:  # the values the quantised blocks stand for
+        return quants.dequantize(data, qtype).astype(np.float32).reshape(values.shape), Q.F32
+    return data, qtype
+
+
+def write(fixture: Path, qtype, out: Path, as_f32: bool = False) -> Path:
+    tc = text_config(fixture)
+    w = read_weights(fixture)
+    kinds = layer_kinds(tc)
+    n_k, n_v = tc["linear_num_key_heads"], tc["linear_num_value_heads"]
+    dk, dv = tc["linear_key_head_dim"], tc["linear_value_head_dim"]
+    key_dim = n_k * dk
+    order = tiled_order(n_k, n_v) if n_v != n_k else np.arange(n_v)
+    name = f"{fixture.name}.{qtype.name}{'-as-F32' if as_f32 else ''}.gguf"
+    path = out / name
+    writer = GGUFWriter(str(path), "qwen35")
+    arch = "qwen35"
+
+    writer.add_uint32(f"{arch}.block_count", tc["num_hidden_layers"])
+    writer.add_uint32(f"{arch}.context_length", tc["max_position_embeddings"])
+    writer.add_uint32(f"{arch}.embedding_length", tc["hidden_size"])
+    writer.add_uint32(f"{arch}.feed_forward_length", tc["intermediate_size"])
+    writer.add_uint32(f"{arch}.attention.head_count", tc["num_attention_heads"])
+    writer.add_uint32(f"{arch}.attention.head_count_kv", tc["num_key_value_heads"])
+    writer.add_uint32(f"{arch}.attention.key_length", tc["head_dim"])
+    writer.add_uint32(f"{arch}.attention.value_length", tc["head_dim"])
+    writer.add_float32(f"{arch}.attention.layer_norm_rms_epsilon", tc["rms_norm_eps"])
+    rope = tc.get("rope_parameters", {})
+    partial = rope.get("partial_rotary_factor", tc.get("partial_rotary_factor", 0.25))
+    writer.add_float32(f"{arch}.rope.freq_base", rope.get("rope_theta", tc.get("rope_theta")))
+    writer.add_uint32(f"{arch}.rope.dimension_count", int(tc["head_dim"] * partial))
+    sections = list(rope.get("mrope_section", [])) + [0] * 4
+    writer.add_array(f"{arch}.rope.dimension_sections", sections[:4])
+    writer.add_uint32(f"{arch}.ssm.conv_kernel", tc["linear_conv_kernel_dim"])
+    writer.add_uint32(f"{arch}.ssm.state_size", dk)
+    writer.add_uint32(f"{arch}.ssm.group_count", n_k)
+    writer.add_uint32(f"{arch}.ssm.time_step_rank", n_v)
+    writer.add_uint32(f"{arch}.ssm.inner_size", n_v * dv)
+    interval = interval_of(kinds)
+    if interval is not None:
+        writer.add_uint32(f"{arch}.full_attention_interval", interval)
+    else:
+        writer.add_array(f"{arch}.attention.recurrent_layers",
+                         [k == "linear_attention" for k in kinds])
+    add_tokenizer(writer, fixture)
+
+    def matrix(gguf_name, values):
+        data, dtype = matrix_data(values.astype(np.float32), qtype, as_f32)
+        if dtype == Q.F32:
+            writer.add_tensor(gguf_name, np.ascontiguousarray(data))
+        else:
+            writer.add_tensor(gguf_name, data, raw_dtype=dtype)
+
+    def f32(gguf_name, values):
+        writer.add_tensor(gguf_name, np.ascontiguousarray(values, dtype=np.float32))
+
+    def plus_one(values):
+        return (values.astype(np.float32) + np.float32(1.0)).astype(np.float32)
+
+    matrix("token_embd.weight", w["embed_tokens.weight"])
+    f32("output_norm.weight", plus_one(w["norm.weight"]))
+    if "lm_head.weight" in w and not tc.get("tie_word_embeddings", False):
+        matrix("output.weight", w["lm_head.weight"])
+    for i, kind in enumerate(kinds):
+        p, b = f"layers.{i}.", f"blk.{i}."
+        f32(b + "attn_norm.weight", plus_one(w[p + "input_layernorm.weight"]))
+        f32(b + "post_attention_norm.weight", plus_one(w[p + "post_attention_layernorm.weight"]))
+        if kind == "full_attention":
+            a = p + "self_attn."
+            matrix(b + "attn_q.weight", w[a + "q_proj.weight"])
+            matrix(b + "attn_k.weight", w[a + "k_proj.weight"])
+            matrix(b + "attn_v.weight", w[a + "v_proj.weight"])
+            matrix(b + "attn_output.weight", w[a + "o_proj.weight"])
+            f32(b + "attn_q_norm.weight", plus_one(w[a + "q_norm.weight"]))
+            f32(b + "attn_k_norm.weight", plus_one(w[a + "k_norm.weight"]))
+        else:
+            g = p + "linear_attn."
+            qkv = w[g + "in_proj_qkv.weight"]
+            qkv = np.concatenate([qkv[:2 * key_dim], reorder_heads(qkv[2 * key_dim:], order, dv, 0)])
+            matrix(b + "attn_qkv.weight", qkv)
+            matrix(b + "attn_gate.weight", reorder_heads(w[g + "in_proj_z.weight"], order, dv, 0))
+            matrix(b + "ssm_beta.weight", reorder_heads(w[g + "in_proj_b.weight"], order, 1, 0))
+            matrix(b + "ssm_alpha.weight", reorder_heads(w[g + "in_proj_a.weight"], order, 1, 0))
+            conv = w[g + "conv1d.weight"][:, 0, :]
+            conv = np.concatenate([conv[:2 * key_dim], reorder_heads(conv[2 * key_dim:], order, dv, 0)])
+            f32(b + "ssm_conv1d.weight", conv)
+            f32(b + "ssm_dt.bias", reorder_heads(w[g + "dt_bias"], order, 1, 0))
+            # -exp in float64, rounded once to f32 (what a correctly rounded expf gives).
+            a_neg = (-np.exp(w[g + "A_log"].astype(np.float64))).astype(np.float32)
+            f32(b + "ssm_a", reorder_heads(a_neg, order, 1, 0))
+            f32(b + "ssm_norm.weight", w[g + "norm.weight"])
+            matrix(b + "ssm_out.weight", reorder_heads(w[g + "out_proj.weight"], order, dv, 1))
+        matrix(b + "ffn_gate.weight", w[p + "mlp.gate_proj.weight"])
+        matrix(b + "ffn_up.weight", w[p + "mlp.up_proj.weight"])
+        matrix(b + "ffn_down.weight", w[p + "mlp.down_proj.weight"])
+
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def add_tokenizer(writer: GGUFWriter, fixture: Path) -> None:
+    tokenizer = json.loads((fixture / "tokenizer.json").read_text())
+    tok_config = json.loads((fixture / "tokenizer_config.json").read_text())
+    vocab = dict(tokenizer["model"]["vocab"])
+    types = {}
+    for added in tokenizer["added_tokens"]:
+        vocab[added["content"]] = added["id"]
+        types[added["id"]] = TokenType.CONTROL if added["special"] else TokenType.USER_DEFINED
+    tokens = [None] * (max(vocab.values()) + 1)
+    for text, i in vocab.items():
+        tokens[i] = text
+    assert all(t is not None for t in tokens), "the fixture vocabulary has gaps"
+    merges = [m if isinstance(m, str) else " ".join(m) for m in tokenizer["model"]["merges"]]
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("qwen2")
+    writer.add_token_list(tokens)
+    writer.add_token_types([types.get(i, TokenType.NORMAL) for i in range(len(tokens))])
+    writer.add_token_merges(merges)
+    writer.add_eos_token_id(vocab["<|im_end|>"])
+    writer.add_bos_token_id(vocab["<|endoftext|>"])
+    writer.add_add_bos_token(False)
+    writer.add_chat_template(tok_config["chat_template"])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--fixtures", required=True, type=Path,
+                    help="folder of tools/make_qwen38_fixtures.py's fixtures")
+    ap.add_argument("--out", required=True, type=Path)
+    args = ap.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    for fixture, qtype in OUTPUTS:
+        print(write(args.fixtures / fixture, qtype, args.out))
+        if qtype != Q.BF16:
+            print(write(args.fixtures / fixture, qtype, args.out, as_f32=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
