@@ -1,12 +1,15 @@
 // `megadecode info`: architecture, parameters by kind, bytes read per decoded token and memory
-// needed, from the model's config alone (nothing is loaded).
+// needed, from the model's config alone (nothing is loaded; a GGUF file's weights are counted from
+// its tensor table).
 #include <fmt/format.h>
 
 #include <memory>
 #include <string>
 
 #include "cli/commands.h"
+#include "io/gguf_file.h"
 #include "io/model_source.h"
+#include "models/gguf_model_summary.h"
 #include "models/model_summary.h"
 
 namespace md::cli {
@@ -17,15 +20,20 @@ CommandAction add_info_command(CLI::App& app) {
   auto model = std::make_shared<std::string>();
   auto options = std::make_shared<SummaryOptions>();
   sub->add_option("-m,--model", *model,
-                  "Model directory, or org/name[@revision] in the Hugging Face cache")
+                  "Model directory, .gguf file, or org/name[@revision] in the Hugging Face cache")
       ->required();
   sub->add_option("--context", options->context, "Positions per sequence (0: model default)");
   sub->add_option("--sequences", options->sequences, "Sequences held at once")
       ->check(CLI::PositiveNumber);
   return [model, options]() {
     ResolvedModel resolved = resolve_model_source(*model);
-    ModelConfig config = load_model_config(resolved.directory);
     fmt::print("model: {}\n", resolved.description);
+    if (resolved.directory.ends_with(".gguf")) {
+      const GgufFile file(resolved.directory);
+      fmt::print("{}", format_model_summary(summarize_gguf_model(file, *options)));
+      return kExitOk;
+    }
+    ModelConfig config = load_model_config(resolved.directory);
     fmt::print("{}", format_model_summary(summarize_model(config, *options)));
     return kExitOk;
   };

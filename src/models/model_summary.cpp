@@ -120,13 +120,19 @@ std::string describe_layers(const std::vector<int64_t>& layers) {
 }
 
 ModelSummary summarize_model(const ModelConfig& config, const SummaryOptions& options) {
+  return summarize_footprint(family_of(config), model_footprint(config, options.footprint),
+                             options);
+}
+
+ModelSummary summarize_footprint(ModelFamily family, ConfigFootprint footprint,
+                                 const SummaryOptions& options) {
   if (options.context < 0 || options.sequences < 1) {
     fail("summary: context must be >= 0 and sequences >= 1 (got {} and {})", options.context,
          options.sequences);
   }
   ModelSummary s;
-  s.family = family_of(config);
-  s.footprint = model_footprint(config, options.footprint);
+  s.family = family;
+  s.footprint = std::move(footprint);
   const ConfigFootprint& f = s.footprint;
   s.context = options.context > 0 ? options.context
                                   : (f.max_context > 0 ? std::min(f.max_context, kDefaultContext)

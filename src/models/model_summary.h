@@ -42,6 +42,9 @@ struct ModelSummary {
 };
 
 ModelSummary summarize_model(const ModelConfig& config, const SummaryOptions& options = {});
+// The same from a footprint already made (a GGUF file's, counted from its tensors).
+ModelSummary summarize_footprint(ModelFamily family, ConfigFootprint footprint,
+                                 const SummaryOptions& options);
 std::string format_model_summary(const ModelSummary& summary);
 
 // "1.50 GiB", "64.00 KiB", "512 B".

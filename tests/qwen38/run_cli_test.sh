@@ -72,6 +72,19 @@ check bad-kv-cache 2 '' 'kv-cache' -- "$bin" run -m "$model" -p Hello --kv-cache
 check missing-model 1 '' 'nothing' -- "$bin" run -m "$work/nothing" -p Hello
 check no-model-installed 1 '' 'default model is not installed' -- env MEGADECODE_MODEL= MEGADECODE_ROOT="$work" "$bin" run -p Hello
 
+# A qwen35 GGUF of the same model (tools/make_qwen35_gguf.py, llama.cpp's layout) runs like the
+# directory: the same greedy text through its own tokenizer and chat template; info counts its
+# tensors in their formats.
+gguf="$fixtures/../qwen35-gguf"
+"$bin" run -m "$model" -p "Hi there" -n 12 --ignore-eos --greedy -q >"$work/dir_greedy" 2>/dev/null
+"$bin" run -m "$gguf/tiny-qwen38.BF16.gguf" -p "Hi there" -n 12 --ignore-eos --greedy -q >"$work/gguf_greedy" 2>/dev/null
+cmp -s "$work/dir_greedy" "$work/gguf_greedy"; expect gguf-run-same-text $? "the BF16 GGUF's greedy text differs from the directory's"
+check gguf-run-quantised 0 '.' "$stats" -- "$bin" run -m "$gguf/tiny-qwen38.Q8_0.gguf" -p Hello -n 4 --ignore-eos
+check gguf-info 0 'Q8_0 .*68\.00 KiB' '' -- "$bin" info -m "$gguf/tiny-qwen38.Q8_0.gguf"
+check gguf-info-tied 0 'tied lm_head' '' -- "$bin" info -m "$gguf/tiny-qwen35-tied.BF16.gguf"
+printf 'GGUF\3\0\0\0' >"$work/short.gguf"
+check gguf-truncated 1 '' 'short\.gguf' -- "$bin" run -m "$work/short.gguf" -p Hello
+
 # Damaged checkpoint: a precise message naming the file, exit 1.
 cp -r "$model" "$work/broken"
 truncate -s -1000 "$work/broken/model.safetensors"

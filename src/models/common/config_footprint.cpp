@@ -21,6 +21,16 @@ std::string_view weight_format_name(WeightFormat format) {
       return "mxfp4 (e2m1 + e8m0/32)";
     case WeightFormat::kNVFP4:
       return "nvfp4 (e2m1 + e4m3/16 + f32)";
+    case WeightFormat::kQ8_0:
+      return "Q8_0";
+    case WeightFormat::kQ4_0:
+      return "Q4_0";
+    case WeightFormat::kQ4_1:
+      return "Q4_1";
+    case WeightFormat::kQ4_K:
+      return "Q4_K";
+    case WeightFormat::kQ6_K:
+      return "Q6_K";
   }
   return "?";
 }

@@ -10,7 +10,20 @@
 namespace md {
 
 // How a weight is stored. Quantized formats count their scales in the bytes.
-enum class WeightFormat : uint8_t { kBF16, kF16, kF32, kInt8, kMXFP4, kNVFP4 };
+// The GGUF block formats (kQ8_0 …) are counted from a file's tensors (models/gguf_model_summary).
+enum class WeightFormat : uint8_t {
+  kBF16,
+  kF16,
+  kF32,
+  kInt8,
+  kMXFP4,
+  kNVFP4,
+  kQ8_0,
+  kQ4_0,
+  kQ4_1,
+  kQ4_K,
+  kQ6_K
+};
 std::string_view weight_format_name(WeightFormat format);
 // Bytes per element of the unquantized formats (bf16 2, f16 2, f32 4, int8 1).
 int64_t dense_element_bytes(WeightFormat format);
