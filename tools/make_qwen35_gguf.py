@@ -37,6 +37,9 @@ quantised file comes with a twin, <fixture>.<type>-as-F32.gguf, whose matrices h
 gguf-py dequantises the quantised ones to, in F32: the model a quantised file means, exactly, so
 that the block kernels can be checked against it to summation order.
 Usage: make_qwen35_gguf.py --fixtures DIR --out DIR
+       make_qwen35_gguf.py --random-0.8b TYPE --out FILE   (bench: Qwen3.5-0.8B's shape, random
+                                                            weights, no tokenizer; TYPE BF16, Q8_0
+                                                            or Q4_0)
 """
 
 import argparse
@@ -132,14 +135,17 @@ def matrix_data(values: np.ndarray, qtype, as_f32: bool):
 
 def write(fixture: Path, qtype, out: Path, as_f32: bool = False) -> Path:
     tc = text_config(fixture)
-    w = read_weights(fixture)
-    kinds = layer_kinds(tc)
+    name = f"{fixture.name}.{qtype.name}{'-as-F32' if as_f32 else ''}.gguf"
+    write_model(tc, read_weights(fixture), layer_kinds(tc), qtype, out / name, fixture, as_f32)
+    return out / name
+
+
+def write_model(tc: dict, w, kinds: list, qtype, path: Path, tokenizer_from,
+                as_f32: bool = False) -> None:
     n_k, n_v = tc["linear_num_key_heads"], tc["linear_num_value_heads"]
     dk, dv = tc["linear_key_head_dim"], tc["linear_value_head_dim"]
     key_dim = n_k * dk
     order = tiled_order(n_k, n_v) if n_v != n_k else np.arange(n_v)
-    name = f"{fixture.name}.{qtype.name}{'-as-F32' if as_f32 else ''}.gguf"
-    path = out / name
     writer = GGUFWriter(str(path), "qwen35")
     arch = "qwen35"
 
@@ -169,7 +175,8 @@ def write(fixture: Path, qtype, out: Path, as_f32: bool = False) -> Path:
     else:
         writer.add_array(f"{arch}.attention.recurrent_layers",
                          [k == "linear_attention" for k in kinds])
-    add_tokenizer(writer, fixture)
+    if tokenizer_from is not None:
+        add_tokenizer(writer, tokenizer_from)
 
     def matrix(gguf_name, values):
         data, dtype = matrix_data(values.astype(np.float32), qtype, as_f32)
@@ -225,7 +232,6 @@ def write(fixture: Path, qtype, out: Path, as_f32: bool = False) -> Path:
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
-    return path
 
 
 def add_tokenizer(writer: GGUFWriter, fixture: Path) -> None:
@@ -252,12 +258,83 @@ def add_tokenizer(writer: GGUFWriter, fixture: Path) -> None:
     writer.add_chat_template(tok_config["chat_template"])
 
 
+# Qwen3.5-0.8B's text config (hidden 1024, 24 layers LLLF, 8 / 2 heads of 256, 16 / 16 GDN heads
+# of 128, MLP 3584, vocab 248320, tied embeddings).
+SHAPE_0_8B = {
+    "num_hidden_layers": 24, "hidden_size": 1024, "intermediate_size": 3584,
+    "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 256,
+    "linear_num_key_heads": 16, "linear_num_value_heads": 16, "linear_key_head_dim": 128,
+    "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4, "vocab_size": 248320,
+    "rms_norm_eps": 1e-6, "max_position_embeddings": 262144, "full_attention_interval": 4,
+    "rope_parameters": {"rope_theta": 1e7, "partial_rotary_factor": 0.25,
+                        "mrope_section": [11, 11, 10]},
+    "tie_word_embeddings": True,
+}
+
+
+class RandomWeights(dict):
+    """transformers' tensor names of SHAPE_0_8B, drawn on first use (N(0, 1/fan_in) matrices)."""
+
+    def __init__(self, tc: dict, seed: int):
+        super().__init__()
+        self.rng = np.random.default_rng(seed)
+        self.tc = tc
+
+    def __missing__(self, name):
+        tc, h = self.tc, self.tc["hidden_size"]
+        kd = tc["linear_num_key_heads"] * tc["linear_key_head_dim"]
+        vd = tc["linear_num_value_heads"] * tc["linear_value_head_dim"]
+        nv = tc["linear_num_value_heads"]
+        shapes = {"embed_tokens.weight": (tc["vocab_size"], h), "norm.weight": (h,),
+                  "input_layernorm.weight": (h,), "post_attention_layernorm.weight": (h,),
+                  "q_proj.weight": (2 * tc["num_attention_heads"] * tc["head_dim"], h),
+                  "k_proj.weight": (tc["num_key_value_heads"] * tc["head_dim"], h),
+                  "v_proj.weight": (tc["num_key_value_heads"] * tc["head_dim"], h),
+                  "o_proj.weight": (h, tc["num_attention_heads"] * tc["head_dim"]),
+                  "q_norm.weight": (tc["head_dim"],), "k_norm.weight": (tc["head_dim"],),
+                  "in_proj_qkv.weight": (2 * kd + vd, h), "in_proj_z.weight": (vd, h),
+                  "in_proj_b.weight": (nv, h), "in_proj_a.weight": (nv, h),
+                  "conv1d.weight": (2 * kd + vd, 1, tc["linear_conv_kernel_dim"]),
+                  "A_log": (nv,), "dt_bias": (nv,), "norm.weight@gdn": (tc["linear_value_head_dim"],),
+                  "out_proj.weight": (h, vd), "gate_proj.weight": (tc["intermediate_size"], h),
+                  "up_proj.weight": (tc["intermediate_size"], h),
+                  "down_proj.weight": (h, tc["intermediate_size"])}
+        leaf = name.split(".", 2)[-1] if name.startswith("layers.") else name
+        leaf = leaf.split(".", 1)[1] if leaf.startswith(("self_attn.", "linear_attn.", "mlp.")) else leaf
+        if name.endswith("linear_attn.norm.weight"):
+            leaf = "norm.weight@gdn"
+        shape = shapes[leaf]
+        scale = 1.0 / np.sqrt(shape[-1]) if len(shape) >= 2 else 0.1
+        value = (self.rng.standard_normal(shape, dtype=np.float32) * np.float32(scale))
+        if leaf == "norm.weight@gdn":
+            value = value + np.float32(1.0)
+        return value  # not kept: the writer holds what it needs
+
+    def __contains__(self, name):
+        return name != "lm_head.weight"
+
+
+def write_random(qtype, path: Path) -> Path:
+    """A bench file of SHAPE_0_8B with random weights, no tokenizer."""
+    tc = dict(SHAPE_0_8B)
+    kinds = layer_kinds(tc)
+    weights = RandomWeights(tc, 20261203)
+    write_model(tc, weights, kinds, qtype, path, tokenizer_from=None)
+    return path
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--fixtures", required=True, type=Path,
+    ap.add_argument("--fixtures", type=Path,
                     help="folder of tools/make_qwen38_fixtures.py's fixtures")
+    ap.add_argument("--random-0.8b", dest="random", choices=["BF16", "Q8_0", "Q4_0"])
     ap.add_argument("--out", required=True, type=Path)
     args = ap.parse_args()
+    if args.random:
+        print(write_random(Q[args.random], args.out))
+        return 0
+    if args.fixtures is None:
+        ap.error("--fixtures or --random-0.8b is needed")
     args.out.mkdir(parents=True, exist_ok=True)
     for fixture, qtype in OUTPUTS:
         print(write(args.fixtures / fixture, qtype, args.out))
