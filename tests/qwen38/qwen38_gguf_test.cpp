@@ -23,11 +23,13 @@ std::string gguf_path(const std::string& fixture, const std::string& type) {
 }
 
 std::unique_ptr<Qwen38Model> load_gguf(const std::string& path, Qwen38Options options = {},
-                                       ExecutorKind executor = ExecutorKind::kMega) {
+                                       ExecutorKind executor = ExecutorKind::kMega,
+                                       kernels::MatmulInputs inputs = kernels::MatmulInputs::kF32) {
   ModelRunOptions run;
   run.threads = 2;
   run.kv_cache = KvCacheType::kF32;
   run.executor = executor;
+  run.matmul_inputs = inputs;
   return load_qwen38_gguf(std::make_shared<const GgufFile>(path), run, options);
 }
 
@@ -215,6 +217,61 @@ TEST_P(Qwen35GgufQ8Golden, AChangedFormulaLandsBeyondTheBounds) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Qwen35GgufQ8Golden,
                          ::testing::Values("tiny-qwen38", "tiny-qwen35-tied"), fixture_test_name);
+
+// --matmul-inputs q8 (llama.cpp's numerics for integer blocks: activations quantised to int8 per
+// 32, integer dot products) on a Q8_0 file. The activation rounding is the same grid as the
+// weights' (a step of 1/127 of the block's largest magnitude), so it adds an error of the same
+// size, independent of the weights': √2 × the Q8_0 file's ≈ 3.3e-2 (above), ≈ 4.7e-2 expected.
+// Bounds: median 7e-2, worst 3e-1; changed formulas land beyond them (checked).
+constexpr double kQ8InputsTypicalBound = 7e-2, kQ8InputsWorstBound = 3e-1;
+
+TEST_P(Qwen35GgufQ8Golden, Q8InputsStayWithinTheirRounding) {
+  const auto q8 = kernels::MatmulInputs::kQ8;
+  auto model = load_gguf(gguf_path(GetParam(), "Q8_0"), {}, ExecutorKind::kMega, q8);
+  const std::vector<GoldenPrompt> goldens = load_goldens(GetParam());
+  const std::vector<double> errors = position_errors(*model, goldens);
+  const double typical = median(errors), worst = *std::max_element(errors.begin(), errors.end());
+  std::printf("%s.Q8_0.gguf, q8 inputs: |dlogit| / max |logit| median %.3g, max %.3g\n",
+              GetParam().c_str(), typical, worst);
+  EXPECT_LE(typical, kQ8InputsTypicalBound);
+  EXPECT_LE(worst, kQ8InputsWorstBound);
+  for (auto ablation : ablations_that_change(model->config())) {
+    Qwen38Options options;
+    options.ablation = ablation;
+    auto changed = load_gguf(gguf_path(GetParam(), "Q8_0"), options, ExecutorKind::kMega, q8);
+    const std::vector<double> e = position_errors(*changed, goldens);
+    const double m = median(e), w = *std::max_element(e.begin(), e.end());
+    std::printf("  ablation %d: median %.3g, max %.3g\n", static_cast<int>(ablation), m, w);
+    EXPECT_TRUE(m > kQ8InputsTypicalBound || w > kQ8InputsWorstBound)
+        << "ablation " << static_cast<int>(ablation);
+  }
+}
+
+// With q8 inputs the fused step still equals the reference forward, bitwise, and the mode is
+// really on (the logits differ from f32 inputs').
+TEST_P(Qwen35GgufQ8Golden, Q8InputsDecodeMatchesTheReference) {
+  const auto q8 = kernels::MatmulInputs::kQ8;
+  const std::string path = gguf_path(GetParam(), "Q8_0");
+  auto mega = load_gguf(path, {}, ExecutorKind::kMega, q8);
+  auto reference = load_gguf(path, {}, ExecutorKind::kReference, q8);
+  auto f32 = load_gguf(path);
+  const std::vector<int32_t> prompt = {5, 77, 300, 12, 499, 64, 3};
+  auto a_state = mega->new_sequence(64), b_state = reference->new_sequence(64),
+       c_state = f32->new_sequence(64);
+  std::vector<float> a, b, c;
+  mega->forward(*a_state, prompt, LogitRows::kLast, a);
+  reference->forward(*b_state, prompt, LogitRows::kLast, b);
+  f32->forward(*c_state, prompt, LogitRows::kLast, c);
+  EXPECT_FALSE(same_bits(a, c)) << "q8 inputs changed nothing";
+  for (int step = 0; step < 8; ++step) {
+    int32_t token = argmax(a.data(), mega->vocab_size());
+    SequenceState* one = a_state.get();
+    SequenceState* other = b_state.get();
+    mega->decode(std::span(&one, 1), std::span(&token, 1), a);
+    reference->decode(std::span(&other, 1), std::span(&token, 1), b);
+    ASSERT_TRUE(same_bits(a, b)) << GetParam() << " step " << step;
+  }
+}
 
 // The loader picks the family from general.architecture.
 TEST(Qwen35Gguf, TheModelLoaderOpensItAsAQwen35Model) {

@@ -69,10 +69,10 @@ Qwen38Model::Qwen38Model(std::string name, Qwen38Config config, Qwen38Weights we
 
 void Qwen38Model::apply_matmul_inputs() {
   kernels::check_matmul_inputs(run_options_.matmul_inputs);
-  if (run_options_.matmul_inputs == kernels::MatmulInputs::kQ8) {
+  if (run_options_.matmul_inputs == kernels::MatmulInputs::kQ8 && !has_q8_matrices(weights_)) {
     throw Error(
-        "q8 matmul inputs are implemented for Llama GGUF files only; qwen3_5 models take f32 or "
-        "bf16 inputs");
+        "q8 matmul inputs apply to GGUF Q4_0, Q4_1 and Q8_0 weights; this model has none (use f32 "
+        "or bf16 inputs)");
   }
   set_matmul_inputs(weights_, run_options_.matmul_inputs);
 }

@@ -5,6 +5,8 @@
 #include "base/dtype.h"
 #include "base/error.h"
 #include "kernels/gated_delta_rule.h"
+#include "kernels/gguf_matmul_q8.h"
+#include "kernels/gguf_q8_packing.h"
 
 namespace md {
 
@@ -112,11 +114,47 @@ Qwen38Weights bind_qwen38_weights(const Qwen38Config& config, const Checkpoint& 
   return weights;
 }
 
-void set_matmul_inputs(Qwen38Weights& weights, kernels::MatmulInputs inputs) {
-  auto tag = [inputs](std::initializer_list<kernels::WeightMatrix*> matrices) {
-    for (kernels::WeightMatrix* m : matrices) m->inputs = inputs;
+namespace {
+
+// The q8 path reads Q4_0 / Q4_1 / Q8_0 rows regrouped by eight: a copy made once, here.
+void pack_for_q8(kernels::WeightMatrix& m, Qwen38Weights& weights) {
+  if (m.format != kernels::WeightFormat::kGguf || !kernels::gguf_q8_packs(m.gguf_type) ||
+      m.packed != nullptr)
+    return;
+  const kernels::GgufMatrix g{m.gguf_type, m.data, m.rows, m.cols, m.row_bytes, m.inputs};
+  weights.packed.push_back(std::make_unique<std::uint8_t[]>(kernels::gguf_q8_packed_bytes(g)));
+  kernels::pack_gguf_q8_rows(g, weights.packed.back().get());
+  m.packed = weights.packed.back().get();
+}
+
+}  // namespace
+
+bool has_q8_matrices(const Qwen38Weights& weights) {
+  auto q8 = [](const kernels::WeightMatrix& m) {
+    return m.format == kernels::WeightFormat::kGguf && kernels::gguf_q8_supports(m.gguf_type);
   };
-  tag({&weights.embed_tokens, &weights.lm_head});
+  bool any = q8(weights.lm_head);
+  for (const Qwen38LayerWeights& l : weights.layers) {
+    for (const kernels::WeightMatrix* m :
+         {&l.gdn.in_proj_qkv, &l.gdn.in_proj_z, &l.gdn.in_proj_b, &l.gdn.in_proj_a, &l.gdn.out_proj,
+          &l.attention.q_proj, &l.attention.k_proj, &l.attention.v_proj, &l.attention.o_proj,
+          &l.gate_proj, &l.up_proj, &l.down_proj}) {
+      any = any || q8(*m);
+    }
+  }
+  return any;
+}
+
+void set_matmul_inputs(Qwen38Weights& weights, kernels::MatmulInputs inputs) {
+  auto tag = [&](std::initializer_list<kernels::WeightMatrix*> matrices) {
+    for (kernels::WeightMatrix* m : matrices) {
+      m->inputs = inputs;
+      if (inputs == kernels::MatmulInputs::kQ8) pack_for_q8(*m, weights);
+    }
+  };
+  // The embedding is only looked up (row_to_f32), never multiplied: tagged, not packed.
+  weights.embed_tokens.inputs = inputs;
+  tag({&weights.lm_head});
   for (Qwen38LayerWeights& l : weights.layers) {
     tag({&l.gdn.in_proj_qkv, &l.gdn.in_proj_z, &l.gdn.in_proj_b, &l.gdn.in_proj_a, &l.gdn.out_proj,
          &l.attention.q_proj, &l.attention.k_proj, &l.attention.v_proj, &l.attention.o_proj,

@@ -55,12 +55,17 @@ struct Qwen38Weights {
   std::string prefix;  // the naming found: "model.language_model.", "model." or "blk." (GGUF)
   OwnedWeights owned;  // copies of misaligned tensors, if any
   std::shared_ptr<const void> storage;  // the mapped file the matrices point into, when owned here
+  std::vector<std::unique_ptr<std::uint8_t[]>> packed;  // q8-input row groups (set_matmul_inputs)
 };
 
 // Throws md::Error naming the tensor on a missing tensor, a wrong shape or a wrong dtype.
 Qwen38Weights bind_qwen38_weights(const Qwen38Config& config, const Checkpoint& checkpoint);
 
-// Tags every matrix with the model's bf16-input mode (kernels/bf16_matrix.h).
+// Tags every matrix with the model's input mode (kernels/bf16_matrix.h): bf16 matrices heed kBf16;
+// GGUF Q4_0 / Q4_1 / Q8_0 heed kQ8 and are then packed for it into `packed`.
 void set_matmul_inputs(Qwen38Weights& weights, kernels::MatmulInputs inputs);
+
+// Whether any multiplied matrix is a GGUF type the q8 inputs apply to.
+bool has_q8_matrices(const Qwen38Weights& weights);
 
 }  // namespace md
