@@ -82,6 +82,9 @@ cmp -s "$work/dir_greedy" "$work/gguf_greedy"; expect gguf-run-same-text $? "the
 check gguf-run-quantised 0 '.' "$stats" -- "$bin" run -m "$gguf/tiny-qwen38.Q8_0.gguf" -p Hello -n 4 --ignore-eos
 check gguf-info 0 'Q8_0 .*68\.00 KiB' '' -- "$bin" info -m "$gguf/tiny-qwen38.Q8_0.gguf"
 check gguf-info-tied 0 'tied lm_head' '' -- "$bin" info -m "$gguf/tiny-qwen35-tied.BF16.gguf"
+printf 'Hi\n/exit\n' >"$work/chat_in"
+"$bin" chat -m "$gguf/tiny-qwen35-tied.BF16.gguf" --max-tokens 4 <"$work/chat_in" >"$work/chat_out" 2>"$work/chat_err"
+expect gguf-chat $? "chat on a GGUF failed: $(head -c 300 "$work/chat_err")"
 printf 'GGUF\3\0\0\0' >"$work/short.gguf"
 check gguf-truncated 1 '' 'short\.gguf' -- "$bin" run -m "$work/short.gguf" -p Hello
 
