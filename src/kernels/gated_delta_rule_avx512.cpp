@@ -1,22 +1,15 @@
 // The AVX-512 form of the gated delta rule's one-token step (kernels/gated_delta_rule.h), compiled
 // with -mavx512f alone (src/kernels/CMakeLists.txt): every element still gets one rounded product
-// and one rounded sum, the sixteen lanes of a register are dot_f32's sixteen running sums, and the
-// fold adds the same pairs in the same tree, so the result is bitwise the portable step's. What
+// and one rounded sum, the sixteen lanes of a register are dot_f32's sixteen running sums, and
+// avx512_lane_sum folds them in dot_f32's tree, so the result is bitwise the portable step's. What
 // it gains: a 128-wide state row is eight registers instead of thirty-two SSE ones, and four rows
 // go through together so that their dot products' add chains overlap instead of waiting on each
 // other.
 #if defined(__x86_64__)
 
-// GCC 12's avx512fintrin.h builds "undefined" registers as `__m512 y = y;`, which
-// -W(maybe-)uninitialized flag once inlined here (fixed in later GCC).
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-
 #include <cstdint>
 
+#include "kernels/avx512_intrinsics.h"
 #include "kernels/avx512_lane_sum.h"
 #include "kernels/gated_delta_rule.h"
 

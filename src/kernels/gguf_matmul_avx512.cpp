@@ -5,16 +5,9 @@
 // weights are looked up in a per-block table of their 16 possible values (vpermps).
 #if defined(__x86_64__)
 
-// GCC 12's avx512fintrin.h builds "undefined" registers as `__m512 y = y;`, which
-// -W(maybe-)uninitialized flag once inlined here (fixed in later GCC).
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-
 #include <cstring>
 
+#include "kernels/avx512_intrinsics.h"
 #include "kernels/avx512_lane_sum.h"
 #include "kernels/gguf_matmul_blocked.h"
 #include "kernels/gguf_matmul_kernels.h"

@@ -4,14 +4,7 @@
 // activations to bf16.
 #if defined(__x86_64__)
 
-// GCC 12's avx512fintrin.h builds "undefined" registers as `__m512 y = y;`, which
-// -W(maybe-)uninitialized flag once inlined here (fixed in later GCC).
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-
+#include "kernels/avx512_intrinsics.h"
 #include "kernels/avx512_lane_sum.h"
 #include "kernels/matmul_blocked.h"
 #include "kernels/matmul_kernels.h"

@@ -19,10 +19,6 @@ Bf16Matrix bf16_of(const WeightMatrix& w) {
   return {reinterpret_cast<const uint16_t*>(w.data), w.rows, w.cols, w.inputs};
 }
 
-GgufMatrix gguf_of(const WeightMatrix& w) {
-  return {w.gguf_type, w.data, w.rows, w.cols, w.row_bytes, w.inputs, w.packed};
-}
-
 }  // namespace
 
 WeightMatrix WeightMatrix::of(const Bf16Matrix& m) {
@@ -61,7 +57,7 @@ void weight_tile(const WeightMatrix& w, int64_t row_begin, int64_t row_end, cons
   if (w.format == WeightFormat::kBf16) {
     matmul_tile(bf16_of(w), row_begin, row_end, x, x_stride, n_rows, out);
   } else {
-    gguf_matmul_tile(gguf_of(w), row_begin, row_end, x, x_stride, n_rows, out);
+    gguf_matmul_tile(w.gguf(), row_begin, row_end, x, x_stride, n_rows, out);
   }
 }
 
@@ -69,7 +65,7 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, Thr
   if (w.format == WeightFormat::kBf16) {
     matmul(bf16_of(w), x, n_rows, y, pool);
   } else {
-    gguf_matmul(gguf_of(w), x, n_rows, y, pool);
+    gguf_matmul(w.gguf(), x, n_rows, y, pool);
   }
 }
 

@@ -30,6 +30,8 @@ struct WeightMatrix {
 
   static WeightMatrix of(const Bf16Matrix& m);
   static WeightMatrix of(const GgufMatrix& m);
+  // The kGguf matrix as the GGUF kernels take it.
+  GgufMatrix gguf() const { return {gguf_type, data, rows, cols, row_bytes, inputs, packed}; }
 
   const std::uint8_t* row(int64_t r) const {
     return data + static_cast<std::size_t>(r) * row_bytes;

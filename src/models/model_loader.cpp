@@ -17,7 +17,7 @@ std::unique_ptr<LanguageModel> load_language_model(const std::string& directory,
     if (architecture == "qwen35" || architecture == "qwen35moe") {
       return load_qwen38_gguf(std::move(file), options);
     }
-    return std::make_unique<LlamaGgufModel>(directory, options);
+    return std::make_unique<LlamaGgufModel>(std::move(file), options);
   }
   ModelFamily family = family_of(load_model_config(directory));
   switch (family) {

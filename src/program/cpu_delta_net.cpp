@@ -1,7 +1,6 @@
 #include "program/cpu_delta_net.h"
 
 #include <cstring>
-#include <vector>
 
 #include "kernels/causal_conv.h"
 #include "kernels/gated_delta_rule.h"
@@ -15,20 +14,26 @@ std::size_t at(int64_t i) {
   return static_cast<std::size_t>(i);
 }
 
-// A run of conv channels: [first, first + count).
-struct ChannelRun {
-  int64_t first, count;
-};
-
-// The conv channel runs key head kh reads, in the order its conv outputs are laid out: its q, its
-// k, then each of its value heads' v (a run each: in the tiled layout they are not adjacent).
-std::vector<ChannelRun> channels_of(const DeltaNetOperands& op, int64_t kh) {
+// Calls fn(first, count) for each run of conv channels key head kh reads, in the order its conv
+// outputs are laid out: its q, its k, then its value heads' v. Adjacent value heads (the grouped
+// layout) make one run; in the tiled layout each is its own. Nothing is allocated: this runs
+// for every key head of every row of the step.
+template <typename Fn>
+void for_each_channel_run(const DeltaNetOperands& op, int64_t kh, Fn fn) {
   const int64_t dk = op.key_dim, dv = op.value_dim, key_width = op.key_heads * dk;
-  std::vector<ChannelRun> runs = {{kh * dk, dk}, {key_width + kh * dk, dk}};
+  fn(kh * dk, dk);
+  fn(key_width + kh * dk, dk);
+  int64_t first = 0, count = 0;
   for (int64_t m = 0; m < op.group(); ++m) {
-    runs.push_back({2 * key_width + op.value_head(kh, m) * dv, dv});
+    const int64_t at_v = 2 * key_width + op.value_head(kh, m) * dv;
+    if (count > 0 && at_v == first + count) {
+      count += dv;
+      continue;
+    }
+    if (count > 0) fn(first, count);
+    first = at_v, count = dv;
   }
-  return runs;
+  fn(first, count);
 }
 
 // Copies the part of a state that key head kh owns (its conv channels, its value heads'
@@ -36,10 +41,10 @@ std::vector<ChannelRun> channels_of(const DeltaNetOperands& op, int64_t kh) {
 void copy_head_state(const DeltaNetOperands& op, int64_t kh, const RecurrentState& from,
                      const RecurrentState& to) {
   const int64_t history = op.conv_kernel - 1;
-  for (const ChannelRun& run : channels_of(op, kh)) {
-    std::memcpy(to.conv + run.first * history, from.conv + run.first * history,
-                at(run.count * history) * sizeof(float));
-  }
+  for_each_channel_run(op, kh, [&](int64_t first, int64_t count) {
+    std::memcpy(to.conv + first * history, from.conv + first * history,
+                at(count * history) * sizeof(float));
+  });
   const int64_t matrix = op.value_dim * op.key_dim;
   for (int64_t m = 0; m < op.group(); ++m) {
     const int64_t j = op.value_head(kh, m);
@@ -59,12 +64,11 @@ void key_head_row(const DeltaNetOperands& op, int64_t kh, const RecurrentState& 
                   const float* in, float* out, float* conv_out) {
   const int64_t dk = op.key_dim, dv = op.value_dim, history = op.conv_kernel - 1;
   float* conv_at = conv_out;
-  for (const ChannelRun& run : channels_of(op, kh)) {
-    kernels::causal_conv_silu(state.conv + run.first * history,
-                              op.conv_weight + run.first * op.conv_kernel, run.count,
-                              op.conv_kernel, in + run.first, 1, conv_at);
-    conv_at += run.count;
-  }
+  for_each_channel_run(op, kh, [&](int64_t first, int64_t count) {
+    kernels::causal_conv_silu(state.conv + first * history, op.conv_weight + first * op.conv_kernel,
+                              count, op.conv_kernel, in + first, 1, conv_at);
+    conv_at += count;
+  });
   kernels::delta_net_query_key(conv_out, conv_out + dk, dk);
   const float* z = in + op.z_offset();
   const float* b = in + op.b_offset();

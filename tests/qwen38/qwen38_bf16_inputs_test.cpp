@@ -37,42 +37,13 @@ constexpr double kFormulaChangeFloor = 3 * kWorstBound;
 
 class Qwen38Bf16InputsGolden : public ::testing::TestWithParam<std::string> {};
 
-// For every position of every golden prompt: max |Δlogit| at the position over the prompt's max
-// |logit| (the golden tests' measure, position by position).
-std::vector<double> position_errors(Qwen38Model& model, const std::vector<GoldenPrompt>& goldens) {
-  std::vector<double> errors;
-  const auto vocab = static_cast<std::size_t>(model.vocab_size());
-  for (const GoldenPrompt& golden : goldens) {
-    auto state = model.new_sequence(kCapacity);
-    std::vector<float> logits;
-    model.forward(*state, golden.ids, LogitRows::kAll, logits);
-    EXPECT_EQ(logits.size(), golden.logits.size());
-    double scale = 0;
-    for (float value : golden.logits) scale = std::max(scale, static_cast<double>(std::abs(value)));
-    for (std::size_t at = 0; at + vocab <= logits.size(); at += vocab) {
-      double diff = 0;
-      for (std::size_t v = at; v < at + vocab; ++v) {
-        diff = std::max(diff, std::abs(static_cast<double>(logits[v]) - golden.logits[v]));
-      }
-      errors.push_back(diff / scale);
-    }
-  }
-  return errors;
-}
-
-double median(std::vector<double> values) {
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2),
-                   values.end());
-  return values[values.size() / 2];
-}
-
 TEST_P(Qwen38Bf16InputsGolden, PromptLogitsStayWithinTheInputRounding) {
   if (!bf16_matmul_inputs_supported()) GTEST_SKIP() << "bf16 matmul inputs cannot run here";
   std::vector<GoldenPrompt> goldens = load_goldens(GetParam());
   for (KvCacheType kv : {KvCacheType::kF32, KvCacheType::kBf16}) {
     const char* cache = kv == KvCacheType::kF32 ? "f32" : "bf16";
     auto model = load_fixture(GetParam(), kv, {}, 2, ExecutorKind::kMega, kBf16);
-    std::vector<double> errors = position_errors(*model, goldens);
+    std::vector<double> errors = position_errors(*model, goldens, kCapacity);
     ASSERT_FALSE(errors.empty());
     double typical = median(errors);
     double worst = *std::max_element(errors.begin(), errors.end());
@@ -97,7 +68,7 @@ TEST_P(Qwen38Bf16InputsGolden, PerturbedFormulasStillFailTheComparison) {
     options.ablation = ablation;
     auto model =
         load_fixture(GetParam(), KvCacheType::kF32, options, 2, ExecutorKind::kMega, kBf16);
-    std::vector<double> errors = position_errors(*model, goldens);
+    std::vector<double> errors = position_errors(*model, goldens, kCapacity);
     double worst = *std::max_element(errors.begin(), errors.end());
     EXPECT_GT(worst, kFormulaChangeFloor)
         << "ablation " << static_cast<int>(ablation) << " went unnoticed (error " << worst << ")";

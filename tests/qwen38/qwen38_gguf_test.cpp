@@ -152,33 +152,6 @@ INSTANTIATE_TEST_SUITE_P(Types, Qwen35GgufQuantised,
                                            std::pair{"tiny-qwen38", "Q4_0"}),
                          quant_case_name);
 
-// For every position of every golden prompt: max |Δlogit| at the position over the prompt's max
-// |logit|, as the bf16-input goldens measure it.
-std::vector<double> position_errors(Qwen38Model& model, const std::vector<GoldenPrompt>& goldens) {
-  std::vector<double> errors;
-  const auto vocab = static_cast<std::size_t>(model.vocab_size());
-  for (const GoldenPrompt& golden : goldens) {
-    auto state = model.new_sequence(kCapacity);
-    std::vector<float> logits;
-    model.forward(*state, golden.ids, LogitRows::kAll, logits);
-    double scale = 0;
-    for (float value : golden.logits) scale = std::max(scale, static_cast<double>(std::abs(value)));
-    for (std::size_t at = 0; at + vocab <= logits.size(); at += vocab) {
-      double diff = 0;
-      for (std::size_t v = at; v < at + vocab; ++v)
-        diff = std::max(diff, std::abs(static_cast<double>(logits[v]) - golden.logits[v]));
-      errors.push_back(diff / scale);
-    }
-  }
-  return errors;
-}
-
-double median(std::vector<double> values) {
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2),
-                   values.end());
-  return values[values.size() / 2];
-}
-
 // Q8_0 against transformers. Each weight is rounded to a step of 1/127 of its block's largest
 // magnitude: for Gaussian blocks of 32 (largest ≈ 2.3σ) an RMS error of ≈ 0.5 % of σ, about 4.6×
 // the 2^-9-relative rounding of bf16 matmul inputs, whose median position error on these fixtures
@@ -193,7 +166,7 @@ constexpr double kQ8TypicalBound = 5e-2, kQ8WorstBound = 2e-1;
 
 TEST_P(Qwen35GgufQ8Golden, StaysWithinTheRounding) {
   auto model = load_gguf(gguf_path(GetParam(), "Q8_0"));
-  const std::vector<double> errors = position_errors(*model, load_goldens(GetParam()));
+  const std::vector<double> errors = position_errors(*model, load_goldens(GetParam()), kCapacity);
   const double typical = median(errors), worst = *std::max_element(errors.begin(), errors.end());
   std::printf("%s.Q8_0.gguf: |dlogit| / max |logit| median %.3g, max %.3g against transformers\n",
               GetParam().c_str(), typical, worst);
@@ -208,7 +181,7 @@ TEST_P(Qwen35GgufQ8Golden, AChangedFormulaLandsBeyondTheBounds) {
     Qwen38Options options;
     options.ablation = ablation;
     auto model = load_gguf(gguf_path(GetParam(), "Q8_0"), options);
-    const std::vector<double> errors = position_errors(*model, goldens);
+    const std::vector<double> errors = position_errors(*model, goldens, kCapacity);
     const double typical = median(errors), worst = *std::max_element(errors.begin(), errors.end());
     EXPECT_TRUE(typical > kQ8TypicalBound || worst > kQ8WorstBound)
         << "ablation " << static_cast<int>(ablation) << ": median " << typical << ", max " << worst;
@@ -229,7 +202,7 @@ TEST_P(Qwen35GgufQ8Golden, Q8InputsStayWithinTheirRounding) {
   const auto q8 = kernels::MatmulInputs::kQ8;
   auto model = load_gguf(gguf_path(GetParam(), "Q8_0"), {}, ExecutorKind::kMega, q8);
   const std::vector<GoldenPrompt> goldens = load_goldens(GetParam());
-  const std::vector<double> errors = position_errors(*model, goldens);
+  const std::vector<double> errors = position_errors(*model, goldens, kCapacity);
   const double typical = median(errors), worst = *std::max_element(errors.begin(), errors.end());
   std::printf("%s.Q8_0.gguf, q8 inputs: |dlogit| / max |logit| median %.3g, max %.3g\n",
               GetParam().c_str(), typical, worst);
@@ -239,7 +212,7 @@ TEST_P(Qwen35GgufQ8Golden, Q8InputsStayWithinTheirRounding) {
     Qwen38Options options;
     options.ablation = ablation;
     auto changed = load_gguf(gguf_path(GetParam(), "Q8_0"), options, ExecutorKind::kMega, q8);
-    const std::vector<double> e = position_errors(*changed, goldens);
+    const std::vector<double> e = position_errors(*changed, goldens, kCapacity);
     const double m = median(e), w = *std::max_element(e.begin(), e.end());
     std::printf("  ablation %d: median %.3g, max %.3g\n", static_cast<int>(ablation), m, w);
     EXPECT_TRUE(m > kQ8InputsTypicalBound || w > kQ8InputsWorstBound)

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -78,6 +79,38 @@ inline std::vector<GoldenPrompt> load_goldens(const std::string& name) {
                        tensor_values<float>(file, p + "greedy_margin")});
   }
   return prompts;
+}
+
+// For every position of every golden prompt (one prefill each, in a sequence of `capacity`):
+// max |Δlogit| at the position over the prompt's max |logit|, the golden measure position by
+// position.
+inline std::vector<double> position_errors(Qwen38Model& model,
+                                           const std::vector<GoldenPrompt>& goldens,
+                                           int64_t capacity) {
+  std::vector<double> errors;
+  const auto vocab = static_cast<std::size_t>(model.vocab_size());
+  for (const GoldenPrompt& golden : goldens) {
+    auto state = model.new_sequence(capacity);
+    std::vector<float> logits;
+    model.forward(*state, golden.ids, LogitRows::kAll, logits);
+    EXPECT_EQ(logits.size(), golden.logits.size());
+    double scale = 0;
+    for (float value : golden.logits) scale = std::max(scale, static_cast<double>(std::abs(value)));
+    for (std::size_t at = 0; at + vocab <= logits.size(); at += vocab) {
+      double diff = 0;
+      for (std::size_t v = at; v < at + vocab; ++v) {
+        diff = std::max(diff, std::abs(static_cast<double>(logits[v]) - golden.logits[v]));
+      }
+      errors.push_back(diff / scale);
+    }
+  }
+  return errors;
+}
+
+inline double median(std::vector<double> values) {
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2),
+                   values.end());
+  return values[values.size() / 2];
 }
 
 inline std::unique_ptr<Qwen38Model> load_fixture(

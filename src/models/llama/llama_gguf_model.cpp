@@ -41,8 +41,18 @@ LlamaConfig hf_config(const std::string& directory) {
 
 LlamaGgufModel::LlamaGgufModel(const std::string& path, const ModelRunOptions& options,
                                testing::LlamaHfQk hf_qk)
+    : LlamaGgufModel(
+          path,
+          std::filesystem::is_directory(path) ? nullptr : std::make_shared<const GgufFile>(path),
+          options, hf_qk) {}
+
+LlamaGgufModel::LlamaGgufModel(std::shared_ptr<const GgufFile> file, const ModelRunOptions& options)
+    : LlamaGgufModel(file->path(), file, options, {}) {}
+
+LlamaGgufModel::LlamaGgufModel(const std::string& path, std::shared_ptr<const GgufFile> file,
+                               const ModelRunOptions& options, testing::LlamaHfQk hf_qk)
     : path_(path),
-      gguf_(std::filesystem::is_directory(path) ? nullptr : std::make_unique<GgufFile>(path)),
+      gguf_(std::move(file)),
       checkpoint_(gguf_ ? nullptr : std::make_unique<Checkpoint>(path)),
       config_(gguf_ ? parse_llama_gguf_config(*gguf_) : hf_config(path)),
       weights_(gguf_ ? bind_llama_gguf_weights(*gguf_, config_)

@@ -35,6 +35,8 @@ class LlamaGgufModel final : public LanguageModel {
   // the metadata says. `hf_qk` is a test seam (llama_testing.h) for directories; leave it.
   LlamaGgufModel(const std::string& path, const ModelRunOptions& options,
                  testing::LlamaHfQk hf_qk = {});
+  // A GGUF file already open (the loader opened it to read its architecture).
+  LlamaGgufModel(std::shared_ptr<const GgufFile> file, const ModelRunOptions& options);
 
   std::string description() const override;
   int64_t vocab_size() const override { return config_.vocab_size; }
@@ -93,9 +95,13 @@ class LlamaGgufModel final : public LanguageModel {
   void attention(std::span<const Row> rows, const LlamaLayerWeights& layer, int64_t layer_index,
                  const float* x, float* hidden);
 
+  // `file` is the open GGUF, or null for a Hugging Face directory at `path`.
+  LlamaGgufModel(const std::string& path, std::shared_ptr<const GgufFile> file,
+                 const ModelRunOptions& options, testing::LlamaHfQk hf_qk);
+
   std::string path_;
   // Exactly one is set: the source whose mapping the weights point into.
-  std::unique_ptr<GgufFile> gguf_;
+  std::shared_ptr<const GgufFile> gguf_;
   std::unique_ptr<Checkpoint> checkpoint_;
   LlamaConfig config_;
   LlamaGgufWeights weights_;

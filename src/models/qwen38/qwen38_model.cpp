@@ -86,21 +86,9 @@ std::size_t matrix_bytes(const kernels::WeightMatrix& m) {
 }  // namespace
 
 std::size_t Qwen38Model::decode_weight_bytes() const {
-  const Qwen38Config& c = config_;
-  std::size_t total = matrix_bytes(weights_.lm_head);
-  for (int64_t i = 0; i < c.num_layers; ++i) {
-    const Qwen38LayerWeights& l = weights_.layers[static_cast<std::size_t>(i)];
-    total += matrix_bytes(l.gate_proj) + matrix_bytes(l.up_proj) + matrix_bytes(l.down_proj);
-    if (c.is_full_attention(i)) {
-      const Qwen38AttentionWeights& a = l.attention;
-      total += matrix_bytes(a.q_proj) + matrix_bytes(a.k_proj) + matrix_bytes(a.v_proj) +
-               matrix_bytes(a.o_proj);
-    } else {
-      const Qwen38GdnWeights& g = l.gdn;
-      total += matrix_bytes(g.in_proj_qkv) + matrix_bytes(g.in_proj_z) + matrix_bytes(g.in_proj_a) +
-               matrix_bytes(g.in_proj_b) + matrix_bytes(g.out_proj);
-    }
-  }
+  std::size_t total = 0;
+  for_each_multiplied_matrix(weights_,
+                             [&](const kernels::WeightMatrix& m) { total += matrix_bytes(m); });
   return total;
 }
 

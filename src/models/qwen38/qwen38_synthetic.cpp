@@ -2,7 +2,6 @@
 
 #include <cmath>
 
-#include "base/dtype.h"
 #include "base/error.h"
 #include "base/thread_pool.h"
 #include "kernels/gated_delta_rule.h"
@@ -30,17 +29,12 @@ Qwen38Config base_config(int64_t hidden, int64_t layers, int64_t vocab) {
 
 // n random bf16 values of the given spread, widened to f32.
 std::vector<float> values(SyntheticWeights& arena, int64_t n, float spread) {
-  const uint16_t* bf16 = arena.tensor(n, spread);
-  std::vector<float> out(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] = bf16_to_f32(bf16[i]);
-  return out;
+  return widened(arena.tensor(n, spread), n);
 }
 
 // A zero-centred norm weight of the given spread as its scale 1 + w.
 std::vector<float> scale(SyntheticWeights& arena, int64_t n, float spread) {
-  std::vector<float> out = values(arena, n, spread);
-  for (float& v : out) v = 1.0f + v;
-  return out;
+  return zero_centred_scale(arena.tensor(n, spread), n);
 }
 
 kernels::WeightMatrix matrix(SyntheticWeights& arena, int64_t rows, int64_t cols) {

@@ -19,18 +19,8 @@ kernels::WeightMatrix matrix(WeightBinder& bind, const std::string& name, int64_
   return kernels::WeightMatrix::of(bind.matrix(name, rows, cols));
 }
 
-std::vector<float> widened(const uint16_t* bf16, int64_t n) {
-  std::vector<float> out(static_cast<std::size_t>(n));
-  for (int64_t i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] = bf16_to_f32(bf16[i]);
-  return out;
-}
-
-// A zero-centred RMSNorm weight w as the scale it applies, 1 + w (in f32, as transformers forms
-// it), so that one plain-scale norm serves this checkpoint and a GGUF that stores 1 + w.
-std::vector<float> zero_centred_scale(WeightBinder& bind, const std::string& name, int64_t n) {
-  std::vector<float> scale = widened(bind.bf16(name, {n}), n);
-  for (float& s : scale) s = 1.0f + s;
-  return scale;
+std::vector<float> norm_scale(WeightBinder& bind, const std::string& name, int64_t n) {
+  return zero_centred_scale(bind.bf16(name, {n}), n);
 }
 
 std::string find_prefix(const Checkpoint& checkpoint) {
@@ -71,8 +61,8 @@ Qwen38AttentionWeights bind_attention(const Qwen38Config& c, WeightBinder& bind,
   w.k_proj = matrix(bind, p + "k_proj.weight", c.kv_dim(), h);
   w.v_proj = matrix(bind, p + "v_proj.weight", c.kv_dim(), h);
   w.o_proj = matrix(bind, p + "o_proj.weight", h, c.attn_output_dim());
-  w.q_norm = zero_centred_scale(bind, p + "q_norm.weight", c.head_dim);
-  w.k_norm = zero_centred_scale(bind, p + "k_norm.weight", c.head_dim);
+  w.q_norm = norm_scale(bind, p + "q_norm.weight", c.head_dim);
+  w.k_norm = norm_scale(bind, p + "k_norm.weight", c.head_dim);
   return w;
 }
 
@@ -80,8 +70,8 @@ Qwen38LayerWeights bind_layer(const Qwen38Config& c, WeightBinder& bind, const s
                               int64_t layer) {
   int64_t h = c.hidden_size;
   Qwen38LayerWeights w;
-  w.input_layernorm = zero_centred_scale(bind, p + "input_layernorm.weight", h);
-  w.post_attention_layernorm = zero_centred_scale(bind, p + "post_attention_layernorm.weight", h);
+  w.input_layernorm = norm_scale(bind, p + "input_layernorm.weight", h);
+  w.post_attention_layernorm = norm_scale(bind, p + "post_attention_layernorm.weight", h);
   if (c.is_full_attention(layer)) {
     w.attention = bind_attention(c, bind, p + "self_attn.");
   } else {
@@ -95,6 +85,18 @@ Qwen38LayerWeights bind_layer(const Qwen38Config& c, WeightBinder& bind, const s
 
 }  // namespace
 
+std::vector<float> widened(const uint16_t* bf16, int64_t n) {
+  std::vector<float> out(static_cast<std::size_t>(n));
+  for (int64_t i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] = bf16_to_f32(bf16[i]);
+  return out;
+}
+
+std::vector<float> zero_centred_scale(const uint16_t* w, int64_t n) {
+  std::vector<float> scale = widened(w, n);
+  for (float& s : scale) s = 1.0f + s;
+  return scale;
+}
+
 Qwen38Weights bind_qwen38_weights(const Qwen38Config& config, const Checkpoint& checkpoint) {
   Qwen38Weights weights;
   WeightBinder bind(checkpoint, kFamily, weights.owned);
@@ -105,7 +107,7 @@ Qwen38Weights bind_qwen38_weights(const Qwen38Config& config, const Checkpoint& 
   for (int64_t i = 0; i < config.num_layers; ++i) {
     weights.layers.push_back(bind_layer(config, bind, fmt::format("{}layers.{}.", prefix, i), i));
   }
-  weights.norm = zero_centred_scale(bind, prefix + "norm.weight", config.hidden_size);
+  weights.norm = norm_scale(bind, prefix + "norm.weight", config.hidden_size);
   // transformers ties lm_head to the embedding when the config says so, even if the file also
   // stores an lm_head.weight; follow it (the table is read in place, not copied).
   weights.lm_head = config.tie_word_embeddings
@@ -121,45 +123,30 @@ void pack_for_q8(kernels::WeightMatrix& m, Qwen38Weights& weights) {
   if (m.format != kernels::WeightFormat::kGguf || !kernels::gguf_q8_packs(m.gguf_type) ||
       m.packed != nullptr)
     return;
-  const kernels::GgufMatrix g{m.gguf_type, m.data, m.rows, m.cols, m.row_bytes, m.inputs};
-  weights.packed.push_back(std::make_unique<std::uint8_t[]>(kernels::gguf_q8_packed_bytes(g)));
-  kernels::pack_gguf_q8_rows(g, weights.packed.back().get());
+  weights.packed.push_back(
+      std::make_unique<std::uint8_t[]>(kernels::gguf_q8_packed_bytes(m.gguf())));
+  kernels::pack_gguf_q8_rows(m.gguf(), weights.packed.back().get());
   m.packed = weights.packed.back().get();
 }
 
 }  // namespace
 
 bool has_q8_matrices(const Qwen38Weights& weights) {
-  auto q8 = [](const kernels::WeightMatrix& m) {
-    return m.format == kernels::WeightFormat::kGguf && kernels::gguf_q8_supports(m.gguf_type);
-  };
-  bool any = q8(weights.lm_head);
-  for (const Qwen38LayerWeights& l : weights.layers) {
-    for (const kernels::WeightMatrix* m :
-         {&l.gdn.in_proj_qkv, &l.gdn.in_proj_z, &l.gdn.in_proj_b, &l.gdn.in_proj_a, &l.gdn.out_proj,
-          &l.attention.q_proj, &l.attention.k_proj, &l.attention.v_proj, &l.attention.o_proj,
-          &l.gate_proj, &l.up_proj, &l.down_proj}) {
-      any = any || q8(*m);
-    }
-  }
+  bool any = false;
+  for_each_multiplied_matrix(weights, [&](const kernels::WeightMatrix& m) {
+    any =
+        any || (m.format == kernels::WeightFormat::kGguf && kernels::gguf_q8_supports(m.gguf_type));
+  });
   return any;
 }
 
 void set_matmul_inputs(Qwen38Weights& weights, kernels::MatmulInputs inputs) {
-  auto tag = [&](std::initializer_list<kernels::WeightMatrix*> matrices) {
-    for (kernels::WeightMatrix* m : matrices) {
-      m->inputs = inputs;
-      if (inputs == kernels::MatmulInputs::kQ8) pack_for_q8(*m, weights);
-    }
-  };
   // The embedding is only looked up (row_to_f32), never multiplied: tagged, not packed.
   weights.embed_tokens.inputs = inputs;
-  tag({&weights.lm_head});
-  for (Qwen38LayerWeights& l : weights.layers) {
-    tag({&l.gdn.in_proj_qkv, &l.gdn.in_proj_z, &l.gdn.in_proj_b, &l.gdn.in_proj_a, &l.gdn.out_proj,
-         &l.attention.q_proj, &l.attention.k_proj, &l.attention.v_proj, &l.attention.o_proj,
-         &l.gate_proj, &l.up_proj, &l.down_proj});
-  }
+  for_each_multiplied_matrix(weights, [&](kernels::WeightMatrix& m) {
+    m.inputs = inputs;
+    if (inputs == kernels::MatmulInputs::kQ8) pack_for_q8(m, weights);
+  });
 }
 
 }  // namespace md

@@ -58,12 +58,32 @@ struct Qwen38Weights {
   std::vector<std::unique_ptr<std::uint8_t[]>> packed;  // q8-input row groups (set_matmul_inputs)
 };
 
+// n bf16 values as f32 (exact).
+std::vector<float> widened(const uint16_t* bf16, int64_t n);
+// A zero-centred RMSNorm weight w (bf16) as the scale it applies, 1 + w in f32 as transformers
+// forms it: one plain-scale norm then serves this checkpoint and a GGUF that stores 1 + w.
+std::vector<float> zero_centred_scale(const uint16_t* w, int64_t n);
+
 // Throws md::Error naming the tensor on a missing tensor, a wrong shape or a wrong dtype.
 Qwen38Weights bind_qwen38_weights(const Qwen38Config& config, const Checkpoint& checkpoint);
 
 // Tags every matrix with the model's input mode (kernels/bf16_matrix.h): bf16 matrices heed kBf16;
 // GGUF Q4_0 / Q4_1 / Q8_0 heed kQ8 and are then packed for it into `packed`.
 void set_matmul_inputs(Qwen38Weights& weights, kernels::MatmulInputs inputs);
+
+// Calls fn(matrix) for every matrix a step multiplies: lm_head and each layer's projections (the
+// layer kind a layer is not has empty ones, rows 0). Weights may be const.
+template <typename Weights, typename Fn>
+void for_each_multiplied_matrix(Weights& weights, Fn fn) {
+  fn(weights.lm_head);
+  for (auto& l : weights.layers) {
+    for (auto* m : {&l.gdn.in_proj_qkv, &l.gdn.in_proj_z, &l.gdn.in_proj_b, &l.gdn.in_proj_a,
+                    &l.gdn.out_proj, &l.attention.q_proj, &l.attention.k_proj, &l.attention.v_proj,
+                    &l.attention.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) {
+      fn(*m);
+    }
+  }
+}
 
 // Whether any multiplied matrix is a GGUF type the q8 inputs apply to.
 bool has_q8_matrices(const Qwen38Weights& weights);
