@@ -52,6 +52,7 @@ from safetensors.torch import load_file, save_file  # noqa: E402
 from tokenizers import Tokenizer  # noqa: E402
 from transformers import AutoConfig, AutoModelForCausalLM  # noqa: E402
 from transformers.models.qwen3_5 import modeling_qwen3_5 as hf  # noqa: E402
+from transformers.models.qwen3_5_moe import modeling_qwen3_5_moe as hf_moe  # noqa: E402
 
 from gen_template_goldens import make_environment  # noqa: E402  (transformers' jinja setup)
 
@@ -98,10 +99,15 @@ def load_model(fixture: Path):
     multimodal names model.language_model.* map to the text model's model.*. Cross-checked
     against AutoModelForCausalLM.from_pretrained on the same folder."""
     config = AutoConfig.from_pretrained(str(fixture))
-    text_config = config.text_config if config.model_type == "qwen3_5" else config
+    nested = config.model_type in ("qwen3_5", "qwen3_5_moe")
+    text_config = config.text_config if nested else config
     text_config._attn_implementation = "eager"
+    moe = text_config.model_type == "qwen3_5_moe_text"
+    if moe:
+        text_config._experts_implementation = "eager"  # the per-expert loop, no grouped GEMM
     torch.manual_seed(0)  # irrelevant (every parameter is overwritten), keeps init reproducible
-    model = hf.Qwen3_5ForCausalLM(text_config).to(torch.float32).eval()
+    causal_lm = hf_moe.Qwen3_5MoeForCausalLM if moe else hf.Qwen3_5ForCausalLM
+    model = causal_lm(text_config).to(torch.float32).eval()
     state = {}
     for name, value in read_weights(fixture).items():
         if name.startswith("model.language_model."):
@@ -117,8 +123,10 @@ def load_model(fixture: Path):
     result = model.load_state_dict(state, strict=True)
     assert not result.missing_keys and not result.unexpected_keys
 
+    extra = {"experts_implementation": "eager"} if moe else {}
     auto, info = AutoModelForCausalLM.from_pretrained(
-        str(fixture), dtype=torch.float32, attn_implementation="eager", output_loading_info=True)
+        str(fixture), dtype=torch.float32, attn_implementation="eager", output_loading_info=True,
+        **extra)
     auto_state = auto.state_dict()
     assert set(auto_state) == set(model.state_dict()), "from_pretrained parameter names differ"
     for name, value in model.state_dict().items():
@@ -127,7 +135,8 @@ def load_model(fixture: Path):
     assert (auto.lm_head.weight is auto.model.embed_tokens.weight) == tied
     loading = {
         "class": type(model).__name__,
-        "path": "AutoConfig.from_pretrained -> (text_config) -> Qwen3_5ForCausalLM(config) -> "
+        "path": "AutoConfig.from_pretrained -> (text_config) -> " + type(model).__name__ +
+                "(config) -> "
                 "load_state_dict(strict=True) after renaming model.language_model.* -> model.*; "
                 "equal to AutoModelForCausalLM.from_pretrained(dtype=float32, eager)",
         "from_pretrained_class": type(auto).__name__,
@@ -224,9 +233,26 @@ def gdn_states(model, config, ids: list) -> tuple:
     return tensors, note
 
 
+def watch_routing(model) -> list:
+    """MoE models: after each forward, the smallest gap between the k-th and (k+1)-th router
+    logit of any row and layer, i.e. the log of the ratio of their routing probabilities (a gap
+    near float rounding would make the expert choice, and so the golden, fragile)."""
+    gaps = []
+
+    def hook(module, _inputs, outputs):
+        top = torch.topk(outputs[0].float(), module.top_k + 1, dim=-1).values
+        gaps.append(float((top[:, -2] - top[:, -1]).min()))
+
+    for module in model.modules():
+        if type(module).__name__ == "Qwen3_5MoeTopKRouter":
+            module.register_forward_hook(hook)
+    return gaps
+
+
 def run_fixture(fixture: Path, out_dir: Path) -> dict:
     name = fixture.name
     model, config, loading = load_model(fixture)
+    routing_gaps = watch_routing(model)
     chat_text, chat_ids = chat_prompt(fixture)
     prompts = random_prompts() + [chat_ids]
     tensors, summary = {}, []
@@ -274,6 +300,8 @@ def run_fixture(fixture: Path, out_dir: Path) -> dict:
         "prompts": summary,
         "hf_self_check": self_check(model, prompts[3], full_p3),
     }
+    if routing_gaps:
+        meta["router_min_topk_logit_gap"] = min(routing_gaps)
     if name == STATE_FIXTURE:
         state_tensors, meta["p3_state"] = gdn_states(model, config, prompts[3])
         tensors.update(state_tensors)

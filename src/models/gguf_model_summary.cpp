@@ -58,6 +58,9 @@ std::optional<WeightKind> kind_of(std::string_view name, int64_t blocks, IsLinea
   const std::optional<int64_t> block = block_of(name);
   if (block && *block >= blocks) return std::nullopt;
   if (name.ends_with("_norm.weight") && !has(name, "ssm_norm")) return WeightKind::kNorms;
+  if (has(name, "_exps.")) return WeightKind::kRoutedExperts;
+  if (has(name, "_shexp.")) return WeightKind::kSharedExperts;
+  if (has(name, ".ffn_gate_inp.")) return WeightKind::kRouter;
   if (has(name, ".ffn_")) return WeightKind::kMlp;
   if (has(name, ".ssm_")) return WeightKind::kLinearAttention;
   if (block && linear(*block)) return WeightKind::kLinearAttention;
@@ -65,10 +68,11 @@ std::optional<WeightKind> kind_of(std::string_view name, int64_t blocks, IsLinea
   return WeightKind::kNorms;
 }
 
-// Replaces the config's assumed weights with the file's tensors.
+// Replaces the config's assumed weights with the file's tensors. A token reads `expert_share`
+// (experts per token / experts) of the routed experts' stacks.
 template <typename IsLinear>
 void count_tensors(const GgufFile& file, int64_t blocks, bool tied, IsLinear linear,
-                   ConfigFootprint& f) {
+                   double expert_share, ConfigFootprint& f) {
   f.weights.clear();
   for (const GgufTensor& t : file.tensors()) {
     const std::optional<WeightKind> kind = kind_of(t.name, blocks, linear);
@@ -79,6 +83,11 @@ void count_tensors(const GgufFile& file, int64_t blocks, bool tied, IsLinear lin
       // One row read per token; tied, the whole table is read again as lm_head.
       f.add_weights(*kind, format, t.numel(), bytes, bytes / std::max<int64_t>(1, t.rows()));
       if (tied) f.add_weights(WeightKind::kLmHead, format, 0, 0, bytes, t.numel());
+      continue;
+    }
+    if (*kind == WeightKind::kRoutedExperts) {
+      f.add_weights(*kind, format, t.numel(), bytes,
+                    static_cast<int64_t>(static_cast<double>(bytes) * expert_share));
       continue;
     }
     f.add_weights(*kind, format, t.numel(), bytes, bytes);
@@ -97,13 +106,17 @@ ModelSummary summarize_gguf_model(const GgufFile& file, const SummaryOptions& op
     ConfigFootprint f = qwen38_footprint(config, options.footprint);
     count_tensors(
         file, config.num_layers, config.tie_word_embeddings,
-        [&](int64_t block) { return !config.is_full_attention(block); }, f);
+        [&](int64_t block) { return !config.is_full_attention(block); },
+        config.is_moe() ? static_cast<double>(config.moe.experts_per_token) /
+                              static_cast<double>(config.moe.experts)
+                        : 0.0,
+        f);
     return summarize_footprint(ModelFamily::kQwen38, std::move(f), options);
   }
   const LlamaConfig config = parse_llama_gguf_config(file);
   ConfigFootprint f = model_footprint(config, options.footprint);
   count_tensors(
-      file, config.num_layers, config.tie_word_embeddings, [](int64_t) { return false; }, f);
+      file, config.num_layers, config.tie_word_embeddings, [](int64_t) { return false; }, 0.0, f);
   return summarize_footprint(ModelFamily::kLlama, std::move(f), options);
 }
 

@@ -20,6 +20,8 @@ struct FamilyName {
 constexpr std::array kModelTypes = {
     FamilyName{"qwen3_5", ModelFamily::kQwen38},
     FamilyName{"qwen3_5_text", ModelFamily::kQwen38},
+    FamilyName{"qwen3_5_moe", ModelFamily::kQwen38},
+    FamilyName{"qwen3_5_moe_text", ModelFamily::kQwen38},
     FamilyName{"kimi_k3", ModelFamily::kKimiK3},
     FamilyName{"kimi_linear", ModelFamily::kKimiK3},
     // mlx-lm registers muse_spark; NeMo's config class calls it musespark1x_omni.
@@ -32,6 +34,8 @@ constexpr std::array kModelTypes = {
 constexpr std::array kArchitectures = {
     FamilyName{"Qwen3_5ForConditionalGeneration", ModelFamily::kQwen38},
     FamilyName{"Qwen3_5ForCausalLM", ModelFamily::kQwen38},
+    FamilyName{"Qwen3_5MoeForConditionalGeneration", ModelFamily::kQwen38},
+    FamilyName{"Qwen3_5MoeForCausalLM", ModelFamily::kQwen38},
     FamilyName{"KimiK3ForConditionalGeneration", ModelFamily::kKimiK3},
     FamilyName{"KimiLinearForCausalLM", ModelFamily::kKimiK3},
     FamilyName{"MuseSparkForConditionalGeneration", ModelFamily::kMuseSpark},

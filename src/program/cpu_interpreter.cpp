@@ -11,6 +11,7 @@
 #include "kernels/norms.h"
 #include "kernels/top_k.h"
 #include "program/cpu_delta_net.h"
+#include "program/cpu_moe.h"
 #include "program/cpu_window_attention.h"
 
 namespace md::program {
@@ -282,6 +283,16 @@ void run_task(const Instruction& ins, int64_t task, const Program& program,
       return;
     case Opcode::kTopK:
       top_k(std::get<TopKOperands>(ins.operands), task, program);
+      return;
+    case Opcode::kMoeRoute:
+      run_moe_route(std::get<MoeRouteOperands>(ins.operands), program, context.scratch);
+      return;
+    case Opcode::kMoeExperts:
+      run_moe_experts_task(std::get<MoeExpertsOperands>(ins.operands), task, program,
+                           context.scratch);
+      return;
+    case Opcode::kMoeDown:
+      run_moe_down_task(std::get<MoeDownOperands>(ins.operands), task, program, context.scratch);
       return;
     case Opcode::kFamilyKernel:
       std::get<FamilyOperands>(ins.operands).body(task, context);

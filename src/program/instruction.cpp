@@ -30,6 +30,12 @@ std::string_view opcode_name(Opcode op) {
       return "window_attention";
     case Opcode::kTopK:
       return "top_k";
+    case Opcode::kMoeRoute:
+      return "moe_route";
+    case Opcode::kMoeExperts:
+      return "moe_experts";
+    case Opcode::kMoeDown:
+      return "moe_down";
     case Opcode::kFamilyKernel:
       return "family_kernel";
   }
@@ -101,7 +107,17 @@ int64_t operand_tasks(const Instruction& ins) {
     case Opcode::kWindowAttention:
       return std::get<WindowAttentionOperands>(ins.operands).kv_heads;
     case Opcode::kArgmax:
+    case Opcode::kMoeRoute:
       return 1;
+    case Opcode::kMoeExperts: {
+      const auto& op = std::get<MoeExpertsOperands>(ins.operands);
+      if (op.experts == nullptr || op.plan == nullptr || op.tile_rows <= 0) return -2;
+      return op.plan->slots() * op.tiles_per_expert();
+    }
+    case Opcode::kMoeDown: {
+      const auto& op = std::get<MoeDownOperands>(ins.operands);
+      return op.experts == nullptr || op.plan == nullptr || op.tile_rows <= 0 ? -2 : op.tiles();
+    }
     default:
       return -1;
   }
@@ -161,6 +177,19 @@ std::vector<BufferId> buffers_named(const Instruction& ins) {
     case Opcode::kTopK:
       ids.push_back(std::get<TopKOperands>(ins.operands).logits);
       break;
+    case Opcode::kMoeRoute:
+      ids.push_back(std::get<MoeRouteOperands>(ins.operands).logits);
+      break;
+    case Opcode::kMoeExperts: {
+      const auto& op = std::get<MoeExpertsOperands>(ins.operands);
+      ids.insert(ids.end(), {op.input, op.act});
+      break;
+    }
+    case Opcode::kMoeDown: {
+      const auto& op = std::get<MoeDownOperands>(ins.operands);
+      ids.insert(ids.end(), {op.act, op.shared_act, op.out, op.copy_to});
+      break;
+    }
     default:
       break;
   }

@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "kernels/moe_routing.h"
 #include "kernels/rope.h"
 #include "kernels/top_k.h"
 #include "kernels/weight_matrix.h"
@@ -213,6 +214,75 @@ struct WindowAttentionOperands {
   int64_t layer = 0;  // StepState::kv_ring(layer)
 };
 
+// The routed experts of one step of one MoE layer, as kMoeRoute leaves them for kMoeExperts and
+// kMoeDown: slot u holds the u-th distinct expert the step's rows chose (ascending ids), the
+// rows that chose it (ascending) and their routing weights; shared_scale[n] is σ(shared gate) of
+// row n. Sized once for the program's most rows; rewritten every step.
+struct MoePlan {
+  explicit MoePlan(int64_t slots)
+      : expert(static_cast<std::size_t>(slots)),
+        row_count(static_cast<std::size_t>(slots)),
+        rows(static_cast<std::size_t>(slots)),
+        weights(static_cast<std::size_t>(slots)) {}
+
+  int64_t slots() const { return static_cast<int64_t>(expert.size()); }
+
+  int64_t used = 0;
+  std::vector<int32_t> expert;
+  std::vector<int32_t> row_count;
+  std::vector<std::array<int32_t, kMaxStepRows>> rows;
+  std::vector<std::array<float, kMaxStepRows>> weights;
+  std::array<float, kMaxStepRows> shared_scale{};
+};
+
+// kMoeRoute: one task: each step row's router logits (row n at logits[n·stride], `experts` wide,
+// the shared expert's gate logit in column `shared_gate_column`) routed by softmax top-k
+// (kernels/moe_routing.h) into `plan`.
+struct MoeRouteOperands {
+  BufferId logits = kNoBuffer;
+  int64_t stride = 0, experts = 0, experts_per_token = 0, shared_gate_column = 0;
+  MoePlan* plan = nullptr;
+};
+
+// kMoeExperts: task u·tiles_per_expert() + t: output rows [t·tile_rows, …) of the gate and up
+// matrices of the plan's slot-u expert (nothing when the step used fewer experts) over that
+// expert's rows of `input` ([rows][hidden], normalised), silu(gate)·up into act[u][j] for its j-th
+// row ([slots][kMaxStepRows][intermediate]). One pass over the expert's weights serves every row
+// that chose it.
+struct MoeExpertsOperands {
+  BufferId input = kNoBuffer;
+  int64_t hidden = 0;
+  const kernels::ExpertMatrices* experts = nullptr;
+  int64_t intermediate = 0, tile_rows = 0;
+  BufferId act = kNoBuffer;
+  const MoePlan* plan = nullptr;
+
+  int64_t tiles_per_expert() const { return (intermediate + tile_rows - 1) / tile_rows; }
+  // Worker scratch a task needs: the expert's rows gathered and the up half of its tile.
+  int64_t scratch_floats() const { return kMaxStepRows * (hidden + intermediate); }
+};
+
+// kMoeDown: one task per output-row tile [t·tile_rows, …) of the hidden size: for every step row,
+// Σ over the plan's slots in order (ascending experts) of weight · down_e · act, then
+// + shared_scale · shared_down · shared_act, added into out[n·out_stride + r] (the residual
+// stream), then copied to copy_to (a drafter's tap) when set.
+struct MoeDownOperands {
+  const kernels::ExpertMatrices* experts = nullptr;
+  BufferId act = kNoBuffer;
+  int64_t intermediate = 0;
+  kernels::WeightMatrix shared_down;  // [hidden, shared intermediate]
+  BufferId shared_act = kNoBuffer;    // [rows][shared intermediate]
+  BufferId out = kNoBuffer;
+  int64_t hidden = 0, out_stride = 0, tile_rows = 0;
+  BufferId copy_to = kNoBuffer;
+  int64_t copy_offset = 0, copy_stride = 0;
+  const MoePlan* plan = nullptr;
+
+  int64_t tiles() const { return (hidden + tile_rows - 1) / tile_rows; }
+  // Worker scratch: one product [rows][hidden] and the tile's sums [rows][tile_rows].
+  int64_t scratch_floats() const { return kMaxStepRows * (hidden + tile_rows); }
+};
+
 // A candidate of a top-k: an id and its logit.
 using Candidate = kernels::Candidate;
 
@@ -252,10 +322,11 @@ struct FamilyOperands {
 };
 
 // The variant's alternatives are in Opcode order.
-using Operands = std::variant<EmbedOperands, RopeOperands, ProjectionOperands, GateUpOperands,
-                              KvAppendOperands, AttentionOperands, DeltaNetOperands, LmHeadOperands,
-                              ArgmaxOperands, NormRowsOperands, BlockConvOperands,
-                              WindowAttentionOperands, TopKOperands, FamilyOperands>;
+using Operands =
+    std::variant<EmbedOperands, RopeOperands, ProjectionOperands, GateUpOperands, KvAppendOperands,
+                 AttentionOperands, DeltaNetOperands, LmHeadOperands, ArgmaxOperands,
+                 NormRowsOperands, BlockConvOperands, WindowAttentionOperands, TopKOperands,
+                 MoeRouteOperands, MoeExpertsOperands, MoeDownOperands, FamilyOperands>;
 
 enum class Opcode : uint8_t {
   kEmbed,
@@ -271,6 +342,9 @@ enum class Opcode : uint8_t {
   kBlockConv,
   kWindowAttention,
   kTopK,
+  kMoeRoute,
+  kMoeExperts,
+  kMoeDown,
   kFamilyKernel,
 };
 std::string_view opcode_name(Opcode op);

@@ -48,7 +48,8 @@ TEST(ModelFamily, UnknownModelTypeListsTheSupportedOnes) {
   std::string message = error_of([] { detect({{"model_type", "gpt2"}}); });
   EXPECT_TRUE(
       message.starts_with("config.json: model_type = \"gpt2\": unsupported model type "
-                          "(supported: qwen3_5, qwen3_5_text, kimi_k3, kimi_linear, "
+                          "(supported: qwen3_5, qwen3_5_text, qwen3_5_moe, qwen3_5_moe_text, "
+                          "kimi_k3, kimi_linear, "
                           "muse_spark, musespark1x_omni, llama;"))
       << message;
   EXPECT_NE(message.find("DFlash2DraftModel"), std::string::npos) << message;

@@ -211,5 +211,58 @@ TEST(Qwen38Config, TakesAnyConvKernelSize) {
   }
 }
 
+// qwen3_5_moe: the 27B's text model with the 35B-A3B's sparse block in place of the MLP.
+nlohmann::json moe_config() {
+  nlohmann::json config = test::config_fixture("qwen38-27b");
+  config["model_type"] = "qwen3_5_moe";
+  config["architectures"] = {"Qwen3_5MoeForConditionalGeneration"};
+  nlohmann::json& text = config["text_config"];
+  text["model_type"] = "qwen3_5_moe_text";
+  text.erase("intermediate_size");
+  text["num_experts"] = 256;
+  text["num_experts_per_tok"] = 8;
+  text["moe_intermediate_size"] = 512;
+  text["shared_expert_intermediate_size"] = 512;
+  return config;
+}
+
+TEST(Qwen38Config, ReadsTheMoeBlockOfQwen35Moe) {
+  const Qwen38Config c = parse(moe_config());
+  ASSERT_TRUE(c.is_moe());
+  EXPECT_EQ(c.moe.experts, 256);
+  EXPECT_EQ(c.moe.experts_per_token, 8);
+  EXPECT_EQ(c.moe.intermediate, 512);
+  EXPECT_EQ(c.moe.shared_intermediate, 512);
+  EXPECT_STREQ(c.text_model_type(), "qwen3_5_moe_text");
+  EXPECT_TRUE(parse(moe_config()["text_config"]).is_moe());  // the bare text config
+  EXPECT_FALSE(parse(test::config_fixture("qwen38-27b")).is_moe());
+
+  // A token reads 8 of 256 experts: the footprint's active parameters say so.
+  const ConfigFootprint f = qwen38_footprint(c, {});
+  const int64_t expert = 3 * 512 * c.hidden_size;
+  EXPECT_EQ(f.params_of(WeightKind::kRoutedExperts), c.num_layers * 256 * expert);
+  EXPECT_LT(f.active_params(), f.total_params());
+  // Inactive: the unchosen experts and every embedding row but the token's.
+  EXPECT_EQ(f.total_params() - f.active_params(),
+            c.num_layers * (256 - 8) * expert + (c.vocab_size - 1) * c.hidden_size);
+}
+
+TEST(Qwen38Config, RefusesMoeSettingsTransformersCannotRun) {
+  const std::string t = "/text_config/";
+  std::vector<Refusal> refusals = {
+      {t + "num_experts_per_tok", 257, {"text_config.num_experts_per_tok = 257", "exceeds"}},
+      {t + "num_experts_per_tok", 0, {"text_config.num_experts_per_tok = 0", "positive"}},
+      {t + "moe_intermediate_size", -1, {"text_config.moe_intermediate_size = -1"}},
+      {t + "model_type",
+       "qwen3_5_text",
+       {"text_config.model_type = \"qwen3_5_text\"", "qwen3_5_moe_text"}},
+  };
+  for (const char* key : {"num_experts", "moe_intermediate_size", "shared_expert_intermediate_size",
+                          "num_experts_per_tok"}) {
+    refusals.push_back({t + key, nullptr, {key}, true});
+  }
+  test::expect_refusals(moe_config(), refusals, parse_qwen38_config);
+}
+
 }  // namespace
 }  // namespace md

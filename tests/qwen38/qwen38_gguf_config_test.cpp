@@ -167,13 +167,52 @@ TEST_F(Qwen35GgufConfig, RefusesWhatItCannotRunNamingTheKey) {
     const std::string error = error_of(write(edit));
     EXPECT_NE(error.find(expected), std::string::npos) << error;
   }
-  EXPECT_NE(error_of(write([](auto&, auto&) {}, "qwen35moe"))
-                .find("Qwen3.5-MoE GGUF files are not "
-                      "supported yet"),
-            std::string::npos);
   EXPECT_NE(
       error_of(write([](auto&, auto&) {}, "mamba")).find("'general.architecture' is \"mamba\""),
       std::string::npos);
+}
+
+// qwen35moe: the same keys under its own prefix, the expert keys instead of feed_forward_length.
+TEST_F(Qwen35GgufConfig, ReadsTheMoeKeysOfQwen35moe) {
+  auto moe_keys = [](Keys& k) {
+    k.erase("feed_forward_length");
+    k["expert_count"] = 16;
+    k["expert_used_count"] = 4;
+    k["expert_feed_forward_length"] = 32;
+    k["expert_shared_feed_forward_length"] = 48;
+  };
+  const Qwen38Config c = parse_qwen38_gguf_config(
+      GgufFile(write([&](Keys& k, GgufBuilder&) { moe_keys(k); }, "qwen35moe")));
+  ASSERT_TRUE(c.is_moe());
+  EXPECT_EQ(c.moe.experts, 16);
+  EXPECT_EQ(c.moe.experts_per_token, 4);
+  EXPECT_EQ(c.moe.intermediate, 32);
+  EXPECT_EQ(c.moe.shared_intermediate, 48);
+  EXPECT_EQ(c.num_layers, 6);
+  EXPECT_EQ(c.linear_num_value_heads, 4);
+
+  const std::vector<std::pair<std::function<void(Keys&)>, std::string>> cases = {
+      {[](Keys& k) { k.erase("expert_count"); }, "'qwen35moe.expert_count'"},
+      {[](Keys& k) { k["expert_used_count"] = 17; },
+       "'qwen35moe.expert_used_count' is 17: at most 'qwen35moe.expert_count' 16"},
+      {[](Keys& k) { k["expert_feed_forward_length"] = 0; },
+       "'qwen35moe.expert_feed_forward_length' is 0, expected a positive integer"},
+      {[](Keys& k) { k.erase("expert_shared_feed_forward_length"); },
+       "'qwen35moe.expert_shared_feed_forward_length'"},
+  };
+  for (const auto& [edit, expected] : cases) {
+    const std::string error = error_of(write(
+        [&](Keys& k, GgufBuilder&) {
+          moe_keys(k);
+          edit(k);
+        },
+        "qwen35moe"));
+    EXPECT_NE(error.find(expected), std::string::npos) << error;
+  }
+  // A dense qwen35 file is not read as MoE, whatever expert keys it carries.
+  EXPECT_FALSE(parse_qwen38_gguf_config(GgufFile(write([](Keys& k, GgufBuilder&) {
+                 k["expert_count"] = 16;
+               }))).is_moe());
 }
 
 // Tensors the metadata implies but the file lacks or shapes otherwise: the loader names them.

@@ -13,6 +13,8 @@ namespace md::test {
 namespace {
 
 const std::string kFixture = "tiny-qwen38-hd256";
+// Qwen3.5-MoE: the same step with the routing and expert instructions in place of the MLP.
+const std::string kMoeFixture = "tiny-qwen35-moe";
 
 std::unique_ptr<Qwen38Model> model_with(
     ExecutorKind executor, int threads, const std::string& fixture = kFixture,
@@ -45,19 +47,85 @@ std::vector<std::vector<float>> decode_run(Qwen38Model& model, const std::vector
 }
 
 TEST(Qwen38Step, BitIdenticalForAnyThreadCountAndEitherExecutor) {
-  std::vector<int32_t> prompt = prompt_of(37, 1);
-  auto baseline = decode_run(*model_with(ExecutorKind::kMega, 1), prompt, 12);
-  for (auto [executor, threads] : {std::pair{ExecutorKind::kMega, 2},
-                                   {ExecutorKind::kMega, 4},
-                                   {ExecutorKind::kOps, 1},
-                                   {ExecutorKind::kOps, 3}}) {
-    auto run = decode_run(*model_with(executor, threads), prompt, 12);
-    for (std::size_t s = 0; s < run.size(); ++s) {
-      ASSERT_TRUE(same_bits(run[s], baseline[s]))
-          << (executor == ExecutorKind::kMega ? "mega" : "ops") << " with " << threads
-          << " threads differs at step " << s;
+  for (const std::string& fixture : {kFixture, kMoeFixture}) {
+    std::vector<int32_t> prompt = prompt_of(37, 1);
+    auto baseline = decode_run(*model_with(ExecutorKind::kMega, 1, fixture), prompt, 12);
+    for (auto [executor, threads] : {std::pair{ExecutorKind::kMega, 2},
+                                     {ExecutorKind::kMega, 4},
+                                     {ExecutorKind::kOps, 1},
+                                     {ExecutorKind::kOps, 3}}) {
+      auto run = decode_run(*model_with(executor, threads, fixture), prompt, 12);
+      for (std::size_t s = 0; s < run.size(); ++s) {
+        ASSERT_TRUE(same_bits(run[s], baseline[s]))
+            << fixture << ": " << (executor == ExecutorKind::kMega ? "mega" : "ops") << " with "
+            << threads << " threads differs at step " << s;
+      }
     }
   }
+}
+
+// The MoE step computes what the reference forward computes, bit for bit (the same kernels, the
+// experts summed in the same order), while each chosen expert runs once for all the rows that
+// chose it.
+TEST(Qwen38Step, MoeStepEqualsTheReferenceForwardBitwise) {
+  std::vector<int32_t> prompt = prompt_of(20, 2);
+  auto mega = decode_run(*model_with(ExecutorKind::kMega, 2, kMoeFixture), prompt, 16);
+  auto reference = decode_run(*model_with(ExecutorKind::kReference, 2, kMoeFixture), prompt, 16);
+  for (std::size_t s = 0; s < mega.size(); ++s) {
+    ASSERT_TRUE(same_bits(mega[s], reference[s])) << "step " << s;
+  }
+}
+
+TEST(Qwen38Step, MoeRowsShareOnePassPerChosenExpert) {
+  auto model = model_with(ExecutorKind::kMega, 2, kMoeFixture);
+  const Qwen38Config& c = model->config();
+  program::Program* step = model->decode_program(8);
+  ASSERT_NE(step, nullptr);
+  const std::string listing = step->describe();
+  for (const char* op : {"moe_route", "moe_experts", "moe_down"}) {
+    EXPECT_NE(listing.find(op), std::string::npos) << op;
+  }
+  // 8 rows choose 8·k (expert, row) pairs among 16 experts: the experts instruction has a slot
+  // per distinct expert (at most 16), not one per pair.
+  for (const program::Instruction& ins : step->instructions()) {
+    if (ins.opcode() != program::Opcode::kMoeExperts) continue;
+    const auto& op = std::get<program::MoeExpertsOperands>(ins.operands);
+    EXPECT_EQ(op.plan->slots(), std::min(c.moe.experts, 8 * c.moe.experts_per_token));
+    EXPECT_LT(op.plan->slots(), 8 * c.moe.experts_per_token);
+  }
+  // After a step of 8 sequences, every plan lists distinct experts in ascending order, each with
+  // its rows ascending, and every row appears exactly k times.
+  std::vector<std::unique_ptr<SequenceState>> states;
+  std::vector<SequenceState*> rows;
+  std::vector<int32_t> tokens;
+  std::vector<float> logits;
+  for (int r = 0; r < 8; ++r) {
+    states.push_back(model->new_sequence(64));
+    model->forward(*states.back(), prompt_of(3 + r, r), LogitRows::kLast, logits);
+    rows.push_back(states.back().get());
+    tokens.push_back(static_cast<int32_t>(17 * r + 5));
+  }
+  model->decode(rows, tokens, logits);
+  int plans = 0;
+  for (const program::Instruction& ins : step->instructions()) {
+    if (ins.opcode() != program::Opcode::kMoeRoute) continue;
+    const program::MoePlan& plan = *std::get<program::MoeRouteOperands>(ins.operands).plan;
+    ++plans;
+    std::vector<int64_t> per_row(8, 0);
+    for (int64_t u = 0; u < plan.used; ++u) {
+      if (u > 0) {
+        EXPECT_LT(plan.expert[static_cast<std::size_t>(u - 1)],
+                  plan.expert[static_cast<std::size_t>(u)]);
+      }
+      for (int32_t j = 0; j < plan.row_count[static_cast<std::size_t>(u)]; ++j) {
+        ++per_row[static_cast<std::size_t>(
+            plan.rows[static_cast<std::size_t>(u)][static_cast<std::size_t>(j)])];
+      }
+    }
+    EXPECT_LT(plan.used, 8 * c.moe.experts_per_token) << "no two rows shared an expert";
+    for (int64_t n : per_row) EXPECT_EQ(n, c.moe.experts_per_token);
+  }
+  EXPECT_EQ(plans, c.num_layers);
 }
 
 // Every instruction of the step is plain data a second executor could read: no family kernels;
@@ -144,10 +212,12 @@ TEST(Qwen38Step, ProgramArgmaxEqualsArgmaxOfLogits) {
 // sequence decoded alone — on the program and on the reference path (whose multi-row decode is
 // one forward per sequence and must keep every row's taps).
 TEST(Qwen38Step, IndependentRowsAtMixedPositionsEqualSingleRows) {
-  for (ExecutorKind executor : {ExecutorKind::kMega, ExecutorKind::kReference}) {
-    SCOPED_TRACE(executor == ExecutorKind::kMega ? "mega" : "reference");
-    auto model = model_with(executor, 2);
-    model->set_tap_layers({1, 5});
+  for (auto [fixture, executor] : {std::pair{kFixture, ExecutorKind::kMega},
+                                   {kFixture, ExecutorKind::kReference},
+                                   {kMoeFixture, ExecutorKind::kMega}}) {
+    SCOPED_TRACE(fixture + (executor == ExecutorKind::kMega ? " mega" : " reference"));
+    auto model = model_with(executor, 2, fixture);
+    model->set_tap_layers({1, model->config().num_layers - 1});
     const auto vocab = static_cast<std::ptrdiff_t>(model->vocab_size());
     std::vector<std::vector<int32_t>> prompts = {prompt_of(3, 4), prompt_of(40, 5),
                                                  prompt_of(17, 6)};
@@ -189,9 +259,10 @@ TEST(Qwen38Step, IndependentRowsAtMixedPositionsEqualSingleRows) {
 // Verify rows: one pass over 8 tokens equals 8 decode steps bitwise, and commit(k) leaves exactly
 // the state k decode steps leave, for every k; decoding then continues identically.
 void check_verify_rows_commit_every_prefix(
-    kernels::MatmulInputs inputs = kernels::MatmulInputs::kF32) {
+    kernels::MatmulInputs inputs = kernels::MatmulInputs::kF32,
+    const std::string& fixture = kFixture) {
   for (ExecutorKind executor : {ExecutorKind::kMega, ExecutorKind::kOps}) {
-    auto model = model_with(executor, 2, kFixture, inputs);
+    auto model = model_with(executor, 2, fixture, inputs);
     std::vector<int32_t> prompt = prompt_of(30, 7);
     std::vector<int32_t> block = prompt_of(8, 8);
     auto base = model->new_sequence(128);
@@ -237,6 +308,12 @@ void check_verify_rows_commit_every_prefix(
 
 TEST(Qwen38Step, VerifyRowsCommitEveryPrefixExactly) {
   check_verify_rows_commit_every_prefix();
+}
+
+// MoE verify rows (DFlash2's rounds on a Qwen3.5-MoE target): the block's rows route and share
+// experts as independent rows do, and equal the stepwise decode.
+TEST(Qwen38Step, MoeVerifyRowsCommitEveryPrefixExactly) {
+  check_verify_rows_commit_every_prefix(kernels::MatmulInputs::kF32, kMoeFixture);
 }
 
 // The bf16-input kernels keep the determinism contract: 8 verify rows are 8 decode steps.

@@ -20,9 +20,9 @@
 namespace md::test {
 
 inline const std::vector<std::string>& qwen38_fixture_names() {
-  static const std::vector<std::string> names = {"tiny-qwen38",          "tiny-qwen38-hd256",
-                                                 "tiny-qwen38-text",     "tiny-qwen35-tied",
-                                                 "tiny-qwen35-interval", "tiny-qwen35-layers"};
+  static const std::vector<std::string> names = {
+      "tiny-qwen38",          "tiny-qwen38-hd256",  "tiny-qwen38-text", "tiny-qwen35-tied",
+      "tiny-qwen35-interval", "tiny-qwen35-layers", "tiny-qwen35-moe"};
   return names;
 }
 
@@ -43,6 +43,10 @@ inline std::vector<md::testing::Qwen38Ablation> ablations_that_change(const Qwen
       md::testing::Qwen38Ablation::kSkipConv, md::testing::Qwen38Ablation::kSkipAttentionGate};
   if (c.linear_num_key_heads > 1 && c.linear_head_group() > 1) {
     ablations.push_back(md::testing::Qwen38Ablation::kTiledKeyHeads);
+  }
+  if (c.is_moe()) {
+    ablations.push_back(md::testing::Qwen38Ablation::kMoeUnnormalisedWeights);
+    ablations.push_back(md::testing::Qwen38Ablation::kMoeUngatedSharedExpert);
   }
   return ablations;
 }

@@ -53,6 +53,26 @@ kernels::GgufMatrix bind_gguf_matrix(const GgufFile& file, const std::string& na
   return m;
 }
 
+std::vector<kernels::GgufMatrix> bind_gguf_stack(const GgufFile& file, const std::string& name,
+                                                 int64_t count, int64_t rows, int64_t cols,
+                                                 std::string_view family) {
+  const GgufTensor* t = file.tensor(name);
+  if (t == nullptr) fail("{}: tensor '{}' is missing ({} needs it)", file.path(), name, family);
+  if (t->dims.size() != 3 || t->dims[0] != cols || t->dims[1] != rows || t->dims[2] != count) {
+    fail("{}: tensor '{}' is {} but the metadata implies [{}, {}, {}] (ggml order)", file.path(),
+         name, t->describe(), cols, rows, count);
+  }
+  const std::size_t row_bytes = t->nbytes / static_cast<std::size_t>(count * rows);
+  std::vector<kernels::GgufMatrix> stack;
+  for (int64_t e = 0; e < count; ++e) {
+    const std::uint8_t* data = t->data + static_cast<std::size_t>(e * rows) * row_bytes;
+    stack.push_back({t->type, data, rows, cols, row_bytes});
+    if (!kernels::can_dequantize(t->type) || !kernels::gguf_matmul_accepts(stack.back()))
+      unreadable(file, *t);
+  }
+  return stack;
+}
+
 std::vector<float> bind_gguf_vector(const GgufFile& file, const std::string& name, int64_t n,
                                     std::string_view family) {
   bind_gguf_matrix(file, name, 1, n, family);  // a vector passes a matrix's format checks too

@@ -19,6 +19,12 @@ namespace md {
 kernels::GgufMatrix bind_gguf_matrix(const GgufFile& file, const std::string& name, int64_t rows,
                                      int64_t cols, std::string_view family);
 
+// The [count][rows][cols] stack `name` (ggml order: cols, rows, count), e.g. a MoE layer's
+// experts, as `count` matrices of [rows][cols] read in place. Errors as bind_gguf_matrix's.
+std::vector<kernels::GgufMatrix> bind_gguf_stack(const GgufFile& file, const std::string& name,
+                                                 int64_t count, int64_t rows, int64_t cols,
+                                                 std::string_view family);
+
 // A vector of n values as f32.
 std::vector<float> bind_gguf_vector(const GgufFile& file, const std::string& name, int64_t n,
                                     std::string_view family);

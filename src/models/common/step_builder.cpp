@@ -155,6 +155,27 @@ int32_t StepBuilder::delta_net(std::string name, const program::DeltaNetOperands
   return add({std::move(name), op.key_heads, op, std::move(waits), std::move(head_waits)});
 }
 
+int32_t StepBuilder::moe(const std::string& name, const program::MoeRouteOperands& route,
+                         program::MoeExpertsOperands experts, program::MoeDownOperands down,
+                         int32_t router, int32_t shared) {
+  const int32_t routed = add({name + ".route", 1, route, {all(router)}, {}});
+  // A row's gate|up work is top-k experts' rows: tiled as one matrix of that many rows would be.
+  experts.tile_rows = std::min(
+      experts.intermediate,
+      program::projection_tile_rows(route.experts_per_token * experts.intermediate, workers_));
+  experts.plan = route.plan;
+  const int64_t expert_tasks = route.plan->slots() * experts.tiles_per_expert();
+  const int32_t gate_up =
+      add({name + ".experts_gate|up+silu", expert_tasks, experts, {all(routed)}, {}});
+  down.tile_rows = program::projection_tile_rows(down.hidden, workers_);
+  down.plan = route.plan;
+  return add({name + ".experts_down+shared+residual",
+              down.tiles(),
+              down,
+              {all(gate_up), all(shared)},
+              {}});
+}
+
 int32_t StepBuilder::lm_head_argmax(program::RowInput input, const kernels::WeightMatrix& w,
                                     program::BufferId logits, int64_t min_tile,
                                     std::vector<float>& tile_max, std::vector<int32_t>& tile_arg,

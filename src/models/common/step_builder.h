@@ -61,6 +61,15 @@ class StepBuilder {
   // tiles of `in_proj` that write its channels of q, k, v, z, b and a.
   int32_t delta_net(std::string name, const program::DeltaNetOperands& operands, int32_t in_proj,
                     std::vector<program::Dependency> waits);
+  // A sparse MoE block after its router projection `router` (which writes the router logits and
+  // the shared gate's logit that `route` reads, and publishes the normalised rows `experts`
+  // reads) and the shared expert's gate_up_silu `shared` (whose output `down` reads): the routing,
+  // the chosen experts' gate|up, their down plus the shared expert's added into the residual.
+  // Tile sizes are set here; the plan `route` names is shared by the three. Returns the down
+  // instruction.
+  int32_t moe(const std::string& name, const program::MoeRouteOperands& route,
+              program::MoeExpertsOperands experts, program::MoeDownOperands down, int32_t router,
+              int32_t shared);
   // The lm_head tiles (at least `min_tile` rows each) with their per-tile argmax, then the
   // reduction to one greedy token per row. `tile_max` / `tile_arg` are resized to fit. Returns
   // the reduction's index.

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "base/error.h"
+#include "kernels/moe_routing.h"
 #include "models/common/config_reader.h"
 
 namespace md {
@@ -18,18 +19,44 @@ constexpr char kFullName[] = "full_attention";
 // transformers' default when a config names neither layer_types nor an interval.
 constexpr int64_t kDefaultFullAttentionInterval = 4;
 
+constexpr char kMoeModel[] = "qwen3_5_moe";
+
+// The nested form names the outer and the text model types in pairs: qwen3_5 / qwen3_5_text or
+// qwen3_5_moe / qwen3_5_moe_text; the bare text form names only the second.
 ConfigReader text_config_of(const ConfigReader& root) {
+  const std::string type = root.string_or("model_type", "");
   if (root.has("text_config")) {
-    root.expect("model_type", "qwen3_5");
+    const std::string outer = type == kMoeModel ? kMoeModel : kModel;
+    root.expect("model_type", outer);
     ConfigReader text = root.object("text_config");
-    text.expect("model_type", "qwen3_5_text");
+    text.expect("model_type", outer + "_text");
     return text;
   }
-  if (root.string_or("model_type", "") == "qwen3_5") {
-    root.missing("text_config", "a qwen3_5 config nests the text model under text_config");
+  if (type == kModel || type == kMoeModel) {
+    root.missing("text_config",
+                 fmt::format("a {} config nests the text model under text_config", type));
   }
-  root.expect("model_type", "qwen3_5_text");
+  if (type != "qwen3_5_moe_text") root.expect("model_type", "qwen3_5_text");
   return root;
+}
+
+// transformers' Qwen3_5MoeTextConfig: every layer's MLP is the sparse block, and it always
+// renormalises the chosen probabilities (it reads no norm_topk_prob).
+Qwen38Moe read_moe(const ConfigReader& text) {
+  Qwen38Moe moe;
+  moe.experts = text.positive("num_experts");
+  moe.experts_per_token = text.positive("num_experts_per_tok");
+  if (moe.experts_per_token > moe.experts) {
+    text.reject("num_experts_per_tok", fmt::format("exceeds num_experts = {}", moe.experts));
+  }
+  if (moe.experts_per_token > kernels::kMaxExpertsPerToken) {
+    text.reject("num_experts_per_tok",
+                fmt::format("is above the {} experts per token megadecode routes",
+                            kernels::kMaxExpertsPerToken));
+  }
+  moe.intermediate = text.positive("moe_intermediate_size");
+  moe.shared_intermediate = text.positive("shared_expert_intermediate_size");
+  return moe;
 }
 
 // transformers' Qwen3_5TextConfig: an explicit layer_types list wins; otherwise layer i is full
@@ -153,6 +180,10 @@ void check_fixed_settings(const ConfigReader& root, const ConfigReader& text) {
 
 }  // namespace
 
+const char* Qwen38Config::text_model_type() const {
+  return is_moe() ? "qwen3_5_moe_text" : "qwen3_5_text";
+}
+
 int64_t Qwen38Config::rotary_dim() const {
   return std::llround(static_cast<double>(head_dim) * partial_rotary_factor);
 }
@@ -195,7 +226,13 @@ Qwen38Config parse_qwen38_config(const ConfigFiles& files) {
 
   Qwen38Config config;
   config.hidden_size = text.positive("hidden_size");
-  config.intermediate_size = text.positive("intermediate_size");
+  const bool moe = root.string_or("model_type", "") == kMoeModel ||
+                   text.string_or("model_type", "") == "qwen3_5_moe_text";
+  if (moe) {
+    config.moe = read_moe(text);
+  } else {
+    config.intermediate_size = text.positive("intermediate_size");
+  }
   config.num_layers = text.positive("num_hidden_layers");
   config.num_attention_heads = text.positive("num_attention_heads");
   config.num_key_value_heads = text.positive("num_key_value_heads");

@@ -1,6 +1,7 @@
 // Qwen3.8-27B-style hybrid model (`qwen3_5`: Gated DeltaNet + gated GQA attention in any layer
 // order, 3:1 in the released models) as read and validated from config.json (spec
-// qwen38-dflash2.md §1, widened to every dense config transformers' qwen3_5 runs).
+// qwen38-dflash2.md §1, widened to every dense config transformers' qwen3_5 runs), and its
+// mixture-of-experts sibling `qwen3_5_moe` (the same layers with a sparse MoE block as MLP).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,15 @@
 namespace md {
 
 enum class Qwen38LayerKind : uint8_t { kLinearAttention, kFullAttention };
+
+// Qwen3.5-MoE (`qwen3_5_moe`): every layer's MLP is a sparse block of routed experts (softmax
+// top-k, renormalised) plus one shared expert scaled by a sigmoid gate. experts == 0: dense.
+struct Qwen38Moe {
+  int64_t experts = 0;
+  int64_t experts_per_token = 0;
+  int64_t intermediate = 0;         // moe_intermediate_size, per routed expert
+  int64_t shared_intermediate = 0;  // shared_expert_intermediate_size
+};
 
 struct Qwen38Config {
   int64_t hidden_size = 0;
@@ -38,7 +48,12 @@ struct Qwen38Config {
   // value-head tensor so that they tile (j pairs with key head j mod key heads).
   bool value_heads_tiled = false;
   std::vector<Qwen38LayerKind> layer_types;
+  Qwen38Moe moe;
   std::vector<int64_t> eos_token_ids;  // stop ids: generation_config.json ∪ config.json
+
+  bool is_moe() const { return moe.experts > 0; }
+  // The model_type of the text model: "qwen3_5_text" or "qwen3_5_moe_text".
+  const char* text_model_type() const;
 
   // Gated DeltaNet widths.
   int64_t key_dim() const { return linear_num_key_heads * linear_key_head_dim; }

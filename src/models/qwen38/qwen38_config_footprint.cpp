@@ -38,6 +38,26 @@ void add_attention_weights(const Qwen38Config& c, ConfigFootprint& footprint) {
   footprint.add_dense(WeightKind::kNorms, WeightFormat::kBF16, n * 2 * c.head_dim);  // q/k norm
 }
 
+// Dense: gate, up and down of the SwiGLU MLP. MoE: the router, the routed experts (a token reads
+// top-k of them), the shared expert and its one-row sigmoid gate.
+void add_mlp_weights(const Qwen38Config& c, ConfigFootprint& footprint) {
+  const int64_t h = c.hidden_size, layers = c.num_layers;
+  if (!c.is_moe()) {
+    footprint.add_dense(WeightKind::kMlp, WeightFormat::kBF16,
+                        layers * 3 * c.intermediate_size * h);
+    return;
+  }
+  const Qwen38Moe& m = c.moe;
+  footprint.add_dense(WeightKind::kRouter, WeightFormat::kBF16, layers * m.experts * h);
+  const int64_t expert = 3 * m.intermediate * h;
+  const int64_t bytes = dense_element_bytes(WeightFormat::kBF16);
+  footprint.add_weights(WeightKind::kRoutedExperts, WeightFormat::kBF16,
+                        layers * m.experts * expert, layers * m.experts * expert * bytes,
+                        layers * m.experts_per_token * expert * bytes);
+  footprint.add_dense(WeightKind::kSharedExperts, WeightFormat::kBF16,
+                      layers * (3 * m.shared_intermediate * h + h));
+}
+
 void add_state(const Qwen38Config& c, const FootprintOptions& options, ConfigFootprint& footprint) {
   int64_t attention = c.num_full_attention_layers();
   int64_t gdn = c.num_linear_attention_layers();
@@ -67,19 +87,25 @@ ConfigFootprint qwen38_footprint(const Qwen38Config& c, const FootprintOptions& 
   ConfigFootprint footprint;
   int64_t gdn = c.num_linear_attention_layers();
   int64_t attention = c.num_full_attention_layers();
+  const std::string mlp = c.is_moe() ? fmt::format("MoE {} experts top-{} x {} + shared expert {}",
+                                                   c.moe.experts, c.moe.experts_per_token,
+                                                   c.moe.intermediate, c.moe.shared_intermediate)
+                                     : fmt::format("SwiGLU MLP {}", c.intermediate_size);
   footprint.architecture = fmt::format(
-      "qwen3_5 hybrid decoder: {} layers ({} Gated DeltaNet + {} gated GQA attention), hidden "
-      "{}, SwiGLU MLP {}, vocab {}, {} lm_head",
-      c.num_layers, gdn, attention, c.hidden_size, c.intermediate_size, c.vocab_size,
-      c.tie_word_embeddings ? "tied" : "untied");
+      "{} hybrid decoder: {} layers ({} Gated DeltaNet + {} gated GQA attention), hidden {}, {}, "
+      "vocab {}, {} lm_head",
+      c.is_moe() ? "qwen3_5_moe" : "qwen3_5", c.num_layers, gdn, attention, c.hidden_size, mlp,
+      c.vocab_size, c.tie_word_embeddings ? "tied" : "untied");
   footprint.max_context = c.max_position_embeddings;
   footprint.layer_kinds.push_back(
-      LayerKindRow{"Gated DeltaNet + MLP", layers_of_kind(c, Qwen38LayerKind::kLinearAttention),
+      LayerKindRow{c.is_moe() ? "Gated DeltaNet + MoE" : "Gated DeltaNet + MLP",
+                   layers_of_kind(c, Qwen38LayerKind::kLinearAttention),
                    fmt::format("{} k-heads x {}, {} v-heads x {}, conv {}", c.linear_num_key_heads,
                                c.linear_key_head_dim, c.linear_num_value_heads,
                                c.linear_value_head_dim, c.linear_conv_kernel)});
   footprint.layer_kinds.push_back(LayerKindRow{
-      "gated attention + MLP", layers_of_kind(c, Qwen38LayerKind::kFullAttention),
+      c.is_moe() ? "gated attention + MoE" : "gated attention + MLP",
+      layers_of_kind(c, Qwen38LayerKind::kFullAttention),
       fmt::format("{} q / {} kv heads x {}, sigmoid output gate, rotary {} (theta {:g})",
                   c.num_attention_heads, c.num_key_value_heads, c.head_dim, c.rotary_dim(),
                   c.rope_theta)});
@@ -88,8 +114,7 @@ ConfigFootprint qwen38_footprint(const Qwen38Config& c, const FootprintOptions& 
   footprint.add_embedding(WeightFormat::kBF16, c.vocab_size, h);
   add_gdn_weights(c, footprint);
   add_attention_weights(c, footprint);
-  footprint.add_dense(WeightKind::kMlp, WeightFormat::kBF16,
-                      c.num_layers * 3 * c.intermediate_size * h);
+  add_mlp_weights(c, footprint);
   // input/post-attention norms per layer, the final norm.
   footprint.add_dense(WeightKind::kNorms, WeightFormat::kBF16, (2 * c.num_layers + 1) * h);
   if (c.tie_word_embeddings) {

@@ -19,7 +19,50 @@ struct Binder {
   std::vector<float> vector(const std::string& name, int64_t n) const {
     return bind_gguf_vector(file, name, n, kFamily);
   }
+  std::vector<kernels::WeightMatrix> stack(const std::string& name, int64_t count, int64_t rows,
+                                           int64_t cols) const {
+    std::vector<kernels::WeightMatrix> matrices;
+    for (const kernels::GgufMatrix& m : bind_gguf_stack(file, name, count, rows, cols, kFamily))
+      matrices.push_back(kernels::WeightMatrix::of(m));
+    return matrices;
+  }
 };
+
+// The routed experts: ffn_gate_exps and ffn_up_exps [experts][I][H] as the converter writes
+// them, or one ffn_gate_up_exps [experts][2I][H] with each expert's gate rows before its up
+// rows; ffn_down_exps [experts][H][I].
+kernels::ExpertMatrices bind_experts(const Qwen38Moe& m, int64_t h, const Binder& bind,
+                                     const std::string& p) {
+  kernels::ExpertMatrices experts;
+  const int64_t i = m.intermediate;
+  if (bind.file.tensor(p + "ffn_gate_up_exps.weight") != nullptr) {
+    for (const kernels::WeightMatrix& both :
+         bind.stack(p + "ffn_gate_up_exps.weight", m.experts, 2 * i, h)) {
+      kernels::WeightMatrix gate = both, up = both;
+      gate.rows = up.rows = i;
+      up.data = both.row(i);
+      experts.gate.push_back(gate);
+      experts.up.push_back(up);
+    }
+  } else {
+    experts.gate = bind.stack(p + "ffn_gate_exps.weight", m.experts, i, h);
+    experts.up = bind.stack(p + "ffn_up_exps.weight", m.experts, i, h);
+  }
+  experts.down = bind.stack(p + "ffn_down_exps.weight", m.experts, h, i);
+  return experts;
+}
+
+Qwen38MoeWeights bind_moe(const Qwen38Config& c, const Binder& bind, const std::string& p) {
+  const int64_t h = c.hidden_size, shared = c.moe.shared_intermediate;
+  Qwen38MoeWeights w;
+  w.router = bind.matrix(p + "ffn_gate_inp.weight", c.moe.experts, h);
+  w.experts = bind_experts(c.moe, h, bind, p);
+  w.shared_gate_proj = bind.matrix(p + "ffn_gate_shexp.weight", shared, h);
+  w.shared_up_proj = bind.matrix(p + "ffn_up_shexp.weight", shared, h);
+  w.shared_down_proj = bind.matrix(p + "ffn_down_shexp.weight", h, shared);
+  w.shared_expert_gate = bind.matrix(p + "ffn_gate_inp_shexp.weight", 1, h);
+  return w;
+}
 
 Qwen38GdnWeights bind_gdn(const Qwen38Config& c, const Binder& bind, const std::string& p) {
   const int64_t h = c.hidden_size, heads = c.linear_num_value_heads;
@@ -73,9 +116,13 @@ Qwen38Weights bind_qwen38_gguf_weights(std::shared_ptr<const GgufFile> file,
     } else {
       l.gdn = bind_gdn(c, bind, p);
     }
-    l.gate_proj = bind.matrix(p + "ffn_gate.weight", c.intermediate_size, h);
-    l.up_proj = bind.matrix(p + "ffn_up.weight", c.intermediate_size, h);
-    l.down_proj = bind.matrix(p + "ffn_down.weight", h, c.intermediate_size);
+    if (c.is_moe()) {
+      l.moe = bind_moe(c, bind, p);
+    } else {
+      l.gate_proj = bind.matrix(p + "ffn_gate.weight", c.intermediate_size, h);
+      l.up_proj = bind.matrix(p + "ffn_up.weight", c.intermediate_size, h);
+      l.down_proj = bind.matrix(p + "ffn_down.weight", h, c.intermediate_size);
+    }
     w.layers.push_back(std::move(l));
   }
   w.storage = std::move(file);

@@ -7,10 +7,12 @@
 #include "base/error.h"
 #include "kernels/activations.h"
 #include "kernels/matmul.h"
+#include "kernels/moe_routing.h"
 #include "kernels/norms.h"
 #include "models/common/config_files.h"
 #include "models/qwen38/qwen38_layers.h"
 #include "models/qwen38/qwen38_state.h"
+#include "models/qwen38/qwen38_testing.h"
 
 namespace md {
 
@@ -85,16 +87,26 @@ std::size_t matrix_bytes(const kernels::WeightMatrix& m) {
 
 }  // namespace
 
-std::size_t Qwen38Model::decode_weight_bytes() const {
+namespace {
+
+std::size_t multiplied_bytes(const Qwen38Weights& weights) {
   std::size_t total = 0;
-  for_each_multiplied_matrix(weights_,
+  for_each_multiplied_matrix(weights,
                              [&](const kernels::WeightMatrix& m) { total += matrix_bytes(m); });
   return total;
 }
 
+}  // namespace
+
+// A MoE model's row reads only its top-k experts of each layer (more rows may share them or not).
+std::size_t Qwen38Model::decode_weight_bytes() const {
+  return multiplied_bytes(weights_) - routed_expert_bytes(weights_) +
+         routed_expert_bytes_per_row(weights_, config_.moe.experts_per_token);
+}
+
 std::size_t Qwen38Model::weight_bytes() const {
-  // Tied: lm_head is the embedding table, already counted with the decode weights.
-  return decode_weight_bytes() +
+  // Tied: lm_head is the embedding table, already counted with the multiplied weights.
+  return multiplied_bytes(weights_) +
          (config_.tie_word_embeddings ? 0 : matrix_bytes(weights_.embed_tokens));
 }
 
@@ -139,13 +151,64 @@ void Qwen38Model::check_tokens(const SequenceState& state, std::span<const int32
   }
 }
 
-void Qwen38Model::mlp(const Qwen38LayerWeights& layer, const float* x, int64_t rows, float* out) {
-  Buffer gate = buffer(rows * config_.intermediate_size);
-  Buffer up = buffer(rows * config_.intermediate_size);
-  kernels::matmul(layer.gate_proj, x, rows, gate.data(), pool_.get());
-  kernels::matmul(layer.up_proj, x, rows, up.data(), pool_.get());
+namespace {
+
+// down(silu(x·gateᵀ) · (x·upᵀ)) for `rows` rows of x, [rows][I] intermediates.
+void swiglu(const kernels::WeightMatrix& gate_proj, const kernels::WeightMatrix& up_proj,
+            const kernels::WeightMatrix& down_proj, const float* x, int64_t rows, float* out,
+            ThreadPool* pool) {
+  Buffer gate = buffer(rows * gate_proj.rows);
+  Buffer up = buffer(rows * up_proj.rows);
+  kernels::matmul(gate_proj, x, rows, gate.data(), pool);
+  kernels::matmul(up_proj, x, rows, up.data(), pool);
   for (std::size_t i = 0; i < gate.size(); ++i) gate[i] = kernels::silu(gate[i]) * up[i];
-  kernels::matmul(layer.down_proj, gate.data(), rows, out, pool_.get());
+  kernels::matmul(down_proj, gate.data(), rows, out, pool);
+}
+
+}  // namespace
+
+void Qwen38Model::mlp(const Qwen38LayerWeights& layer, const float* x, int64_t rows, float* out) {
+  if (config_.is_moe()) {
+    sparse_moe(layer.moe, x, rows, out);
+    return;
+  }
+  swiglu(layer.gate_proj, layer.up_proj, layer.down_proj, x, rows, out, pool_.get());
+}
+
+// The sparse block of transformers' Qwen3_5MoeSparseMoeBlock, row by row: the chosen experts'
+// outputs weighted and summed in ascending expert order, then σ(shared gate) · shared expert.
+void Qwen38Model::sparse_moe(const Qwen38MoeWeights& w, const float* x, int64_t rows, float* out) {
+  const int64_t h = config_.hidden_size, experts = config_.moe.experts;
+  const int64_t k = config_.moe.experts_per_token;
+  Buffer logits = buffer(rows * experts), probs = buffer(experts), gate = buffer(rows);
+  Buffer shared = buffer(rows * h), expert_out = buffer(h);
+  kernels::matmul(w.router, x, rows, logits.data(), pool_.get());
+  kernels::matmul(w.shared_expert_gate, x, rows, gate.data(), pool_.get());
+  swiglu(w.shared_gate_proj, w.shared_up_proj, w.shared_down_proj, x, rows, shared.data(),
+         pool_.get());
+  std::vector<kernels::ExpertChoice> choices(static_cast<std::size_t>(k));
+  for (int64_t t = 0; t < rows; ++t) {
+    kernels::route_softmax_top_k(logits.data() + t * experts, experts, k, probs.data(),
+                                 choices.data());
+    if (options_.ablation == testing::Qwen38Ablation::kMoeUnnormalisedWeights) {
+      for (kernels::ExpertChoice& c : choices) c.weight = probs[static_cast<std::size_t>(c.expert)];
+    }
+    kernels::sort_by_expert(choices.data(), k);
+    float* y = out + t * h;
+    std::fill(y, y + h, 0.0f);
+    for (const kernels::ExpertChoice& choice : choices) {
+      const auto e = static_cast<std::size_t>(choice.expert);
+      swiglu(w.experts.gate[e], w.experts.up[e], w.experts.down[e], x + t * h, 1, expert_out.data(),
+             pool_.get());
+      for (int64_t i = 0; i < h; ++i)
+        y[i] += expert_out[static_cast<std::size_t>(i)] * choice.weight;
+    }
+    const float shared_scale = options_.ablation == testing::Qwen38Ablation::kMoeUngatedSharedExpert
+                                   ? 1.0f
+                                   : kernels::sigmoid(gate[static_cast<std::size_t>(t)]);
+    for (int64_t i = 0; i < h; ++i)
+      y[i] += shared_scale * shared[static_cast<std::size_t>(t * h + i)];
+  }
 }
 
 void Qwen38Model::run_layers(Qwen38State& state, std::span<const int32_t> tokens, float* hidden) {

@@ -76,6 +76,7 @@ class Qwen38Model final : public LanguageModel {
   void check_tokens(const SequenceState& state, std::span<const int32_t> tokens) const;
   void run_layers(class Qwen38State& state, std::span<const int32_t> tokens, float* hidden);
   void mlp(const struct Qwen38LayerWeights& layer, const float* x, int64_t rows, float* out);
+  void sparse_moe(const struct Qwen38MoeWeights& w, const float* x, int64_t rows, float* out);
 
   std::string directory_;
   Qwen38Config config_;

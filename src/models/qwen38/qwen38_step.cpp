@@ -49,7 +49,9 @@ Qwen38Step::Qwen38Step(const Qwen38Config& config, const Qwen38Weights& weights,
 
 void Qwen38Step::build(int workers) {
   const Qwen38Config& c = config_;
-  const int64_t R = max_rows_, H = c.hidden_size, I = c.intermediate_size;
+  const int64_t R = max_rows_, H = c.hidden_size;
+  const int64_t I = c.is_moe() ? c.moe.shared_intermediate : c.intermediate_size;
+  const int64_t slots = std::min(c.moe.experts, R * c.moe.experts_per_token);
   const int64_t gdn_width = c.conv_dim() + c.value_dim() + 2 * c.linear_num_value_heads;
   const auto n_taps = static_cast<int64_t>(tap_layers_.size());
   for (auto [storage, width] : {std::pair{&hidden_, H},
@@ -63,13 +65,17 @@ void Qwen38Step::build(int workers) {
                                 {&up_, I},
                                 {&angles_, c.rotary_dim()},
                                 {&logits_, vocab_},
-                                {&taps_, n_taps * H}}) {
+                                {&taps_, n_taps * H},
+                                {&router_, c.is_moe() ? c.moe.experts + 1 : 0},
+                                {&moe_in_, c.is_moe() ? H : 0}}) {
     storage->assign(size(R * width), 0.0f);
   }
+  expert_act_.assign(size(slots * kMaxRows * c.moe.intermediate), 0.0f);
   StepBuilder b(workers);
-  ids_ = {b.buffer(hidden_), b.buffer(gdn_proj_), b.buffer(gdn_core_), b.buffer(attn_q_),
-          b.buffer(attn_k_), b.buffer(attn_v_),   b.buffer(attn_out_), b.buffer(gate_),
-          b.buffer(up_),     b.buffer(angles_),   b.buffer(logits_),   b.buffer(taps_)};
+  ids_ = {b.buffer(hidden_), b.buffer(gdn_proj_), b.buffer(gdn_core_),  b.buffer(attn_q_),
+          b.buffer(attn_k_), b.buffer(attn_v_),   b.buffer(attn_out_),  b.buffer(gate_),
+          b.buffer(up_),     b.buffer(angles_),   b.buffer(logits_),    b.buffer(taps_),
+          b.buffer(router_), b.buffer(moe_in_),   b.buffer(expert_act_)};
 
   if (mode_ == RowMode::kVerify) snapshots_.resize(size(c.num_linear_attention_layers()));
   int32_t residual =
@@ -78,17 +84,20 @@ void Qwen38Step::build(int workers) {
   for (int64_t layer = 0; layer < c.num_layers; ++layer) {
     residual = c.is_full_attention(layer) ? add_attention(b, layer, residual, angles)
                                           : add_delta_net(b, layer, residual);
-    residual = add_mlp(b, layer, residual);
+    residual = c.is_moe() ? add_moe(b, layer, residual) : add_mlp(b, layer, residual);
   }
   b.lm_head_argmax(
       StepBuilder::normalised(ids_.hidden, H, NormKind::kF32Plain, weights_.norm.data(),
                               static_cast<float>(c.rms_norm_eps)),
       weights_.lm_head, ids_.logits, kMinVocabTile, tile_max_, tile_arg_, greedy_.data(),
       {b.all(residual)});
-  // Worker scratch: a delta-net key head's conv outputs, or one query's attention scores.
+  // Worker scratch: a delta-net key head's conv outputs, one query's attention scores, or a MoE
+  // task's gathered rows and partial sums.
   const int64_t conv_floats =
       2 * c.linear_key_head_dim + c.linear_head_group() * c.linear_value_head_dim;
-  program_ = b.build(size(std::max(conv_floats, max_context_)));
+  const int64_t moe_floats =
+      c.is_moe() ? kMaxRows * (H + std::max(c.moe.intermediate, H)) + c.moe.experts : 0;
+  program_ = b.build(size(std::max({conv_floats, max_context_, moe_floats})));
 }
 
 int32_t Qwen38Step::add_delta_net(StepBuilder& b, int64_t layer, int32_t residual) {
@@ -200,16 +209,72 @@ int32_t Qwen38Step::add_mlp(StepBuilder& b, int64_t layer, int32_t residual) {
   std::vector<program::Tile> down;
   b.add_tiles(down, lw.down_proj, ids_.hidden, 0, H, true);
   // A tapped layer's down tiles also copy the finished residual columns out for the drafter.
-  auto tapped = std::find(tap_layers_.begin(), tap_layers_.end(), layer);
-  if (tapped != tap_layers_.end()) {
+  if (const int64_t slot = tap_slot(layer); slot >= 0) {
     for (program::Tile& tile : down) {
       tile.copy_to = ids_.taps;
-      tile.copy_offset = (tapped - tap_layers_.begin()) * H;
+      tile.copy_offset = slot * H;
       tile.copy_stride = static_cast<int64_t>(tap_layers_.size()) * H;
     }
   }
   return b.projection(tag + "down+residual", StepBuilder::rows(ids_.gate, I), std::move(down),
                       {b.all(gate_up)});
+}
+
+int64_t Qwen38Step::tap_slot(int64_t layer) const {
+  auto tapped = std::find(tap_layers_.begin(), tap_layers_.end(), layer);
+  return tapped == tap_layers_.end() ? -1 : tapped - tap_layers_.begin();
+}
+
+int32_t Qwen38Step::add_moe(StepBuilder& b, int64_t layer, int32_t residual) {
+  const Qwen38Config& c = config_;
+  const Qwen38LayerWeights& lw = weights_.layers[size(layer)];
+  const Qwen38MoeWeights& w = lw.moe;
+  const int64_t H = c.hidden_size, E = c.moe.experts;
+  const std::string tag = fmt::format("L{}.", layer);
+  const program::RowInput normed = StepBuilder::normalised(ids_.hidden, H, NormKind::kF32Plain,
+                                                           lw.post_attention_layernorm.data(),
+                                                           static_cast<float>(c.rms_norm_eps));
+
+  // The router and the shared expert's gate share one pass of normalised rows, which the routed
+  // experts read too (published).
+  std::vector<program::Tile> tiles;
+  b.add_tiles(tiles, w.router, ids_.router, 0, E + 1, false);
+  b.add_tiles(tiles, w.shared_expert_gate, ids_.router, E, E + 1, false);
+  program::RowInput router_input = normed;
+  router_input.publish = ids_.moe_in;
+  const int32_t router = b.projection(tag + "norm>router|shared_gate", router_input,
+                                      std::move(tiles), {b.all(residual)});
+  const int32_t shared =
+      b.gate_up_silu(tag + "norm>shared_gate|up+silu", normed, w.shared_gate_proj, w.shared_up_proj,
+                     ids_.gate, ids_.up, {b.all(residual)});
+
+  const int64_t slots = std::min(E, max_rows_ * c.moe.experts_per_token);
+  moe_plans_.push_back(std::make_unique<program::MoePlan>(slots));
+  const program::MoeRouteOperands route{.logits = ids_.router,
+                                        .stride = E + 1,
+                                        .experts = E,
+                                        .experts_per_token = c.moe.experts_per_token,
+                                        .shared_gate_column = E,
+                                        .plan = moe_plans_.back().get()};
+  const program::MoeExpertsOperands experts{.input = ids_.moe_in,
+                                            .hidden = H,
+                                            .experts = &w.experts,
+                                            .intermediate = c.moe.intermediate,
+                                            .act = ids_.expert_act};
+  program::MoeDownOperands down{.experts = &w.experts,
+                                .act = ids_.expert_act,
+                                .intermediate = c.moe.intermediate,
+                                .shared_down = w.shared_down_proj,
+                                .shared_act = ids_.gate,
+                                .out = ids_.hidden,
+                                .hidden = H,
+                                .out_stride = H};
+  if (const int64_t slot = tap_slot(layer); slot >= 0) {
+    down.copy_to = ids_.taps;
+    down.copy_offset = slot * H;
+    down.copy_stride = static_cast<int64_t>(tap_layers_.size()) * H;
+  }
+  return b.moe(tag + "moe", route, experts, down, router, shared);
 }
 
 void Qwen38Step::prepare(std::span<Qwen38State* const> states, std::span<const int32_t> tokens) {

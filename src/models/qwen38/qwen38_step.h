@@ -4,7 +4,10 @@
 // channels' tiles), out tiles with the residual add; per attention layer the norm fused into the
 // q|k|v tiles, gated attention per KV head, o tiles with the residual add; per layer the norm fused
 // into gate|up tiles with SiLU·mul and down tiles with the residual add (and the drafter's taps);
-// then the lm_head tiles with per-tile argmax and the argmax reduction. Built once per (rows, row
+// (MoE models: the norm fused into the router|shared-gate tiles and into the shared expert's
+// gate|up tiles, the routing, each chosen expert's gate|up once for all rows that chose it, and
+// down tiles that sum the experts and the shared expert into the residual); then the lm_head
+// tiles with per-tile argmax and the argmax reduction. Built once per (rows, row
 // mode) and run for every step.
 #pragma once
 
@@ -63,12 +66,16 @@ class Qwen38Step {
 
  private:
   struct Buffers {
-    program::BufferId hidden, gdn_proj, gdn_core, q, k, v, attended, gate, up, angles, logits, taps;
+    program::BufferId hidden, gdn_proj, gdn_core, q, k, v, attended, gate, up, angles, logits, taps,
+        router, moe_in, expert_act;
   };
   void build(int workers);
   int32_t add_delta_net(StepBuilder& b, int64_t layer, int32_t residual);
   int32_t add_attention(StepBuilder& b, int64_t layer, int32_t residual, int32_t angles);
   int32_t add_mlp(StepBuilder& b, int64_t layer, int32_t residual);
+  int32_t add_moe(StepBuilder& b, int64_t layer, int32_t residual);
+  // The tap slot of `layer` (its post-layer residual copied out for a drafter), or -1.
+  int64_t tap_slot(int64_t layer) const;
 
   const Qwen38Config& config_;
   const Qwen38Weights& weights_;
@@ -90,6 +97,10 @@ class Qwen38Step {
       up_;
   std::vector<float> angles_;
   std::vector<float> logits_;
+  // MoE: router logits | shared gate logit [rows][experts + 1], the normalised rows the experts
+  // read, the chosen experts' silu(gate)·up [slots][kMaxRows][moe intermediate], a plan per layer.
+  std::vector<float> router_, moe_in_, expert_act_;
+  std::vector<std::unique_ptr<program::MoePlan>> moe_plans_;
   std::vector<float> taps_;
   std::vector<float> tile_max_;    // [lm_head tiles][rows]
   std::vector<int32_t> tile_arg_;  // [lm_head tiles][rows]

@@ -11,6 +11,8 @@ enum class Qwen38Ablation : int {
   kSkipConv,           // GDN: feed the projections to the delta rule without the short conv
   kSkipAttentionGate,  // attention: drop the sigmoid output gate
   kTiledKeyHeads,  // GDN: value heads pair with key heads in the other order (tiled ↔ grouped)
+  kMoeUnnormalisedWeights,  // MoE: the chosen experts weighted by their softmax probabilities
+  kMoeUngatedSharedExpert,  // MoE: the shared expert added without its sigmoid gate
 };
 
 }  // namespace md::testing

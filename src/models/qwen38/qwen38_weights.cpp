@@ -66,6 +66,51 @@ Qwen38AttentionWeights bind_attention(const Qwen38Config& c, WeightBinder& bind,
   return w;
 }
 
+// Expert e of a stacked [experts][rows][cols] tensor: its rows [first, first + rows).
+kernels::WeightMatrix expert_rows(const kernels::Bf16Matrix& stack, int64_t first, int64_t rows) {
+  return kernels::WeightMatrix::of(
+      kernels::Bf16Matrix{stack.data + first * stack.cols, rows, stack.cols, stack.inputs});
+}
+
+// The routed experts as the released checkpoints and transformers 5 store them (gate_up_proj
+// [E, 2I, H]: gate rows then up rows per expert; down_proj [E, H, I]), or as older writers did,
+// one gate_proj / up_proj / down_proj per expert.
+kernels::ExpertMatrices bind_experts(const Qwen38Moe& m, int64_t h, WeightBinder& bind,
+                                     const std::string& p) {
+  kernels::ExpertMatrices experts;
+  const int64_t i = m.intermediate;
+  if (!bind.contains(p + "gate_up_proj") && bind.contains(p + "0.gate_proj.weight")) {
+    for (int64_t e = 0; e < m.experts; ++e) {
+      const std::string q = fmt::format("{}{}.", p, e);
+      experts.gate.push_back(matrix(bind, q + "gate_proj.weight", i, h));
+      experts.up.push_back(matrix(bind, q + "up_proj.weight", i, h));
+      experts.down.push_back(matrix(bind, q + "down_proj.weight", h, i));
+    }
+    return experts;
+  }
+  const kernels::Bf16Matrix gate_up{bind.bf16(p + "gate_up_proj", {m.experts, 2 * i, h}),
+                                    m.experts * 2 * i, h};
+  const kernels::Bf16Matrix down{bind.bf16(p + "down_proj", {m.experts, h, i}), m.experts * h, i};
+  for (int64_t e = 0; e < m.experts; ++e) {
+    experts.gate.push_back(expert_rows(gate_up, 2 * i * e, i));
+    experts.up.push_back(expert_rows(gate_up, 2 * i * e + i, i));
+    experts.down.push_back(expert_rows(down, h * e, h));
+  }
+  return experts;
+}
+
+Qwen38MoeWeights bind_moe(const Qwen38Config& c, WeightBinder& bind, const std::string& p) {
+  const int64_t h = c.hidden_size, shared = c.moe.shared_intermediate;
+  Qwen38MoeWeights w;
+  w.router = matrix(bind, p + "gate.weight", c.moe.experts, h);
+  w.experts = bind_experts(c.moe, h, bind, p + "experts.");
+  w.shared_gate_proj = matrix(bind, p + "shared_expert.gate_proj.weight", shared, h);
+  w.shared_up_proj = matrix(bind, p + "shared_expert.up_proj.weight", shared, h);
+  w.shared_down_proj = matrix(bind, p + "shared_expert.down_proj.weight", h, shared);
+  w.shared_expert_gate = matrix(bind, p + "shared_expert_gate.weight", 1, h);
+  return w;
+}
+
 Qwen38LayerWeights bind_layer(const Qwen38Config& c, WeightBinder& bind, const std::string& p,
                               int64_t layer) {
   int64_t h = c.hidden_size;
@@ -76,6 +121,10 @@ Qwen38LayerWeights bind_layer(const Qwen38Config& c, WeightBinder& bind, const s
     w.attention = bind_attention(c, bind, p + "self_attn.");
   } else {
     w.gdn = bind_gdn(c, bind, p + "linear_attn.");
+  }
+  if (c.is_moe()) {
+    w.moe = bind_moe(c, bind, p + "mlp.");
+    return w;
   }
   w.gate_proj = matrix(bind, p + "mlp.gate_proj.weight", c.intermediate_size, h);
   w.up_proj = matrix(bind, p + "mlp.up_proj.weight", c.intermediate_size, h);
@@ -130,6 +179,30 @@ void pack_for_q8(kernels::WeightMatrix& m, Qwen38Weights& weights) {
 }
 
 }  // namespace
+
+std::size_t routed_expert_bytes(const Qwen38Weights& weights) {
+  std::size_t total = 0;
+  for (const Qwen38LayerWeights& l : weights.layers) {
+    for (const auto* list : {&l.moe.experts.gate, &l.moe.experts.up, &l.moe.experts.down}) {
+      for (const kernels::WeightMatrix& m : *list) total += m.bytes(0, m.rows);
+    }
+  }
+  return total;
+}
+
+std::size_t routed_expert_bytes_per_row(const Qwen38Weights& weights, int64_t experts_per_token) {
+  std::size_t total = 0;
+  for (const Qwen38LayerWeights& l : weights.layers) {
+    const auto experts = static_cast<std::size_t>(l.moe.experts.count());
+    if (experts == 0) continue;
+    std::size_t layer = 0;
+    for (const auto* list : {&l.moe.experts.gate, &l.moe.experts.up, &l.moe.experts.down}) {
+      for (const kernels::WeightMatrix& m : *list) layer += m.bytes(0, m.rows);
+    }
+    total += layer / experts * static_cast<std::size_t>(experts_per_token);
+  }
+  return total;
+}
 
 bool has_q8_matrices(const Qwen38Weights& weights) {
   bool any = false;

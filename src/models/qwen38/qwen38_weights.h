@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "io/checkpoint.h"
+#include "kernels/moe_routing.h"
 #include "kernels/weight_matrix.h"
 #include "models/common/weight_binder.h"
 #include "models/qwen38/qwen38_config.h"
@@ -37,14 +38,25 @@ struct Qwen38AttentionWeights {
   std::vector<float> k_norm;
 };
 
+// A Qwen3.5-MoE layer's sparse block (its MLP).
+struct Qwen38MoeWeights {
+  kernels::WeightMatrix router;              // [experts, H] (mlp.gate)
+  kernels::ExpertMatrices experts;           // per expert: gate, up [moe I, H]; down [H, moe I]
+  kernels::WeightMatrix shared_gate_proj;    // [shared I, H]
+  kernels::WeightMatrix shared_up_proj;      // [shared I, H]
+  kernels::WeightMatrix shared_down_proj;    // [H, shared I]
+  kernels::WeightMatrix shared_expert_gate;  // [1, H]: σ(x·w) scales the shared expert
+};
+
 struct Qwen38LayerWeights {
   std::vector<float> input_layernorm;           // [H], the scale 1 + w (zero-centred weight)
   std::vector<float> post_attention_layernorm;  // [H], the same
   Qwen38GdnWeights gdn;                         // set on linear-attention layers
   Qwen38AttentionWeights attention;             // set on full-attention layers
-  kernels::WeightMatrix gate_proj;              // [I, H]
+  kernels::WeightMatrix gate_proj;              // [I, H] (dense models)
   kernels::WeightMatrix up_proj;                // [I, H]
   kernels::WeightMatrix down_proj;              // [H, I]
+  Qwen38MoeWeights moe;                         // MoE models
 };
 
 struct Qwen38Weights {
@@ -71,19 +83,30 @@ Qwen38Weights bind_qwen38_weights(const Qwen38Config& config, const Checkpoint& 
 // GGUF Q4_0 / Q4_1 / Q8_0 heed kQ8 and are then packed for it into `packed`.
 void set_matmul_inputs(Qwen38Weights& weights, kernels::MatmulInputs inputs);
 
-// Calls fn(matrix) for every matrix a step multiplies: lm_head and each layer's projections (the
-// layer kind a layer is not has empty ones, rows 0). Weights may be const.
+// Calls fn(matrix) for every matrix a step may multiply: lm_head and each layer's projections
+// (the layer kind a layer is not, and the MLP kind a model is not, have empty ones, rows 0),
+// every routed expert's included. Weights may be const.
 template <typename Weights, typename Fn>
 void for_each_multiplied_matrix(Weights& weights, Fn fn) {
   fn(weights.lm_head);
   for (auto& l : weights.layers) {
-    for (auto* m : {&l.gdn.in_proj_qkv, &l.gdn.in_proj_z, &l.gdn.in_proj_b, &l.gdn.in_proj_a,
-                    &l.gdn.out_proj, &l.attention.q_proj, &l.attention.k_proj, &l.attention.v_proj,
-                    &l.attention.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) {
+    for (auto* m :
+         {&l.gdn.in_proj_qkv, &l.gdn.in_proj_z, &l.gdn.in_proj_b, &l.gdn.in_proj_a, &l.gdn.out_proj,
+          &l.attention.q_proj, &l.attention.k_proj, &l.attention.v_proj, &l.attention.o_proj,
+          &l.gate_proj, &l.up_proj, &l.down_proj, &l.moe.router, &l.moe.shared_gate_proj,
+          &l.moe.shared_up_proj, &l.moe.shared_down_proj, &l.moe.shared_expert_gate}) {
       fn(*m);
+    }
+    for (auto* list : {&l.moe.experts.gate, &l.moe.experts.up, &l.moe.experts.down}) {
+      for (auto& m : *list) fn(m);
     }
   }
 }
+
+// Bytes of the routed experts (all of them), and of those one row reads: top-k experts per layer,
+// counted at the layer's mean expert size.
+std::size_t routed_expert_bytes(const Qwen38Weights& weights);
+std::size_t routed_expert_bytes_per_row(const Qwen38Weights& weights, int64_t experts_per_token);
 
 // Whether any multiplied matrix is a GGUF type the q8 inputs apply to.
 bool has_q8_matrices(const Qwen38Weights& weights);

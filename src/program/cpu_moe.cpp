@@ -1,0 +1,126 @@
+#include "program/cpu_moe.h"
+
+#include <algorithm>
+#include <array>
+
+#include "kernels/activations.h"
+
+namespace md::program {
+
+namespace {
+
+std::size_t at(int64_t i) {
+  return static_cast<std::size_t>(i);
+}
+
+// One (expert, row) pair of a step, with the row's weight for that expert.
+struct Routed {
+  int32_t expert = 0;
+  int32_t row = 0;
+  float weight = 0;
+};
+
+}  // namespace
+
+void run_moe_route(const MoeRouteOperands& op, const Program& program, float* scratch) {
+  MoePlan& plan = *op.plan;
+  const float* logits = program.buffer(op.logits);
+  std::array<Routed, kMaxStepRows * kernels::kMaxExpertsPerToken> routed{};
+  std::array<kernels::ExpertChoice, kernels::kMaxExpertsPerToken> choices{};
+  int64_t count = 0;
+  for (int64_t n = 0; n < program.rows(); ++n) {
+    const float* row = logits + n * op.stride;
+    kernels::route_softmax_top_k(row, op.experts, op.experts_per_token, scratch, choices.data());
+    for (int64_t j = 0; j < op.experts_per_token; ++j) {
+      routed[at(count++)] = {choices[at(j)].expert, static_cast<int32_t>(n), choices[at(j)].weight};
+    }
+    plan.shared_scale[at(n)] = kernels::sigmoid(row[op.shared_gate_column]);
+  }
+  // Ascending experts, and each expert's rows ascending: the order kMoeDown sums in.
+  std::sort(routed.begin(), routed.begin() + count, [](const Routed& a, const Routed& b) {
+    return a.expert != b.expert ? a.expert < b.expert : a.row < b.row;
+  });
+  plan.used = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    const Routed& r = routed[at(i)];
+    if (plan.used == 0 || plan.expert[at(plan.used - 1)] != r.expert) {
+      plan.expert[at(plan.used)] = r.expert;
+      plan.row_count[at(plan.used)] = 0;
+      ++plan.used;
+    }
+    const auto slot = at(plan.used - 1);
+    const auto j = at(plan.row_count[slot]++);
+    plan.rows[slot][j] = r.row;
+    plan.weights[slot][j] = r.weight;
+  }
+}
+
+void run_moe_experts_task(const MoeExpertsOperands& op, int64_t task, const Program& program,
+                          float* scratch) {
+  const int64_t slot = task / op.tiles_per_expert();
+  const MoePlan& plan = *op.plan;
+  if (slot >= plan.used) return;
+  const int64_t r0 = (task % op.tiles_per_expert()) * op.tile_rows;
+  const int64_t r1 = std::min(op.intermediate, r0 + op.tile_rows);
+  const auto e = at(plan.expert[at(slot)]);
+  const int64_t rows = plan.row_count[at(slot)];
+  // The expert's rows side by side, so that one pass over its weights serves them all.
+  float* x = scratch;
+  float* up = scratch + kMaxStepRows * op.hidden;
+  const float* input = program.buffer(op.input);
+  for (int64_t j = 0; j < rows; ++j) {
+    const float* row = input + plan.rows[at(slot)][at(j)] * op.hidden;
+    std::copy(row, row + op.hidden, x + j * op.hidden);
+  }
+  float* act = program.buffer(op.act) + slot * kMaxStepRows * op.intermediate;
+  kernels::weight_tile(op.experts->gate[e], r0, r1, x, op.hidden, rows,
+                       {act, op.intermediate, false});
+  kernels::weight_tile(op.experts->up[e], r0, r1, x, op.hidden, rows, {up, op.intermediate, false});
+  for (int64_t j = 0; j < rows; ++j) {
+    for (int64_t i = r0; i < r1; ++i) {
+      float& a = act[j * op.intermediate + i];
+      a = kernels::silu(a) * up[j * op.intermediate + i];
+    }
+  }
+}
+
+void run_moe_down_task(const MoeDownOperands& op, int64_t task, const Program& program,
+                       float* scratch) {
+  const int64_t h0 = task * op.tile_rows, h1 = std::min(op.hidden, h0 + op.tile_rows);
+  const int64_t width = h1 - h0;
+  const MoePlan& plan = *op.plan;
+  float* product = scratch;                         // [rows][hidden], columns [h0, h1) used
+  float* sum = scratch + kMaxStepRows * op.hidden;  // [rows][width]
+  std::fill(sum, sum + program.rows() * width, 0.0f);
+  const float* act = program.buffer(op.act);
+  for (int64_t slot = 0; slot < plan.used; ++slot) {
+    const int64_t rows = plan.row_count[at(slot)];
+    kernels::weight_tile(op.experts->down[at(plan.expert[at(slot)])], h0, h1,
+                         act + slot * kMaxStepRows * op.intermediate, op.intermediate, rows,
+                         {product, op.hidden, false});
+    for (int64_t j = 0; j < rows; ++j) {
+      float* s = sum + plan.rows[at(slot)][at(j)] * width;
+      const float w = plan.weights[at(slot)][at(j)];
+      for (int64_t r = h0; r < h1; ++r) s[r - h0] += product[j * op.hidden + r] * w;
+    }
+  }
+  if (op.shared_down.rows > 0) {
+    kernels::weight_tile(op.shared_down, h0, h1, program.buffer(op.shared_act), op.shared_down.cols,
+                         program.rows(), {product, op.hidden, false});
+    for (int64_t n = 0; n < program.rows(); ++n) {
+      for (int64_t r = h0; r < h1; ++r) {
+        sum[n * width + r - h0] += plan.shared_scale[at(n)] * product[n * op.hidden + r];
+      }
+    }
+  }
+  float* out = program.buffer(op.out);
+  for (int64_t n = 0; n < program.rows(); ++n) {
+    float* o = out + n * op.out_stride;
+    for (int64_t r = h0; r < h1; ++r) o[r] += sum[n * width + r - h0];
+    if (op.copy_to == kNoBuffer) continue;
+    std::copy(o + h0, o + h1,
+              program.buffer(op.copy_to) + n * op.copy_stride + op.copy_offset + h0);
+  }
+}
+
+}  // namespace md::program

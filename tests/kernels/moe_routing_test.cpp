@@ -1,0 +1,104 @@
+// Softmax top-k routing with renormalised weights (kernels/moe_routing.h) against a float64
+// transcription of the rule, and its order on ties and NaN.
+#include "kernels/moe_routing.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <vector>
+
+namespace md::kernels {
+namespace {
+
+std::vector<ExpertChoice> route(const std::vector<float>& logits, int64_t k) {
+  std::vector<float> probs(logits.size());
+  std::vector<ExpertChoice> out(static_cast<std::size_t>(k));
+  route_softmax_top_k(logits.data(), static_cast<int64_t>(logits.size()), k, probs.data(),
+                      out.data());
+  return out;
+}
+
+// The rule in float64: p = softmax(x); the k largest (lower id first on ties); p_j / Σ chosen p.
+std::vector<std::pair<int32_t, double>> route_f64(const std::vector<float>& logits, int64_t k) {
+  const double max = *std::max_element(logits.begin(), logits.end());
+  std::vector<double> p;
+  for (float x : logits) p.push_back(std::exp(static_cast<double>(x) - max));
+  const double sum = std::accumulate(p.begin(), p.end(), 0.0);
+  std::vector<int32_t> ids(logits.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  std::stable_sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return p[a] > p[b]; });
+  double chosen = 0;
+  for (int64_t j = 0; j < k; ++j) chosen += p[static_cast<std::size_t>(ids[j])] / sum;
+  std::vector<std::pair<int32_t, double>> out;
+  for (int64_t j = 0; j < k; ++j) {
+    out.push_back({ids[j], p[static_cast<std::size_t>(ids[j])] / sum / chosen});
+  }
+  return out;
+}
+
+TEST(MoeRouting, MatchesTheRuleInFloat64) {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (int64_t n : {8, 16, 60, 256}) {
+    for (int64_t k : {1, 2, 4, 8}) {
+      std::vector<float> logits(static_cast<std::size_t>(n));
+      for (float& x : logits) x = normal(rng);
+      const auto got = route(logits, k);
+      const auto want = route_f64(logits, k);
+      double total = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        const auto u = static_cast<std::size_t>(j);
+        EXPECT_EQ(got[u].expert, want[u].first) << "n " << n << " k " << k << " rank " << j;
+        EXPECT_NEAR(got[u].weight, want[u].second, 2e-6 * want[u].second + 1e-9);
+        total += got[u].weight;
+      }
+      EXPECT_NEAR(total, 1.0, 1e-6);
+    }
+  }
+}
+
+// Negative control: the renormalisation is what makes the weights sum to one; the softmax
+// probabilities of the chosen experts alone do not.
+TEST(MoeRouting, WeightsAreRenormalisedNotRawProbabilities) {
+  const std::vector<float> logits = {0.5f, 2.0f, -1.0f, 1.5f, 0.0f, 1.9f};
+  const auto got = route(logits, 3);
+  EXPECT_EQ(got[0].expert, 1);
+  EXPECT_EQ(got[1].expert, 5);
+  EXPECT_EQ(got[2].expert, 3);
+  // Raw probabilities: e^2, e^1.9, e^1.5 over the sum of all six.
+  double all = 0;
+  for (float x : logits) all += std::exp(x);
+  EXPECT_GT(std::abs(got[0].weight - std::exp(2.0) / all), 0.05);
+  EXPECT_NEAR(got[0].weight, std::exp(2.0) / (std::exp(2.0) + std::exp(1.9) + std::exp(1.5)), 1e-6);
+}
+
+TEST(MoeRouting, TiesGoToTheLowerIdAndNaNIsNeverChosen) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto got = route({1.0f, 3.0f, 3.0f, 0.0f, 3.0f}, 2);
+  EXPECT_EQ(got[0].expert, 1);
+  EXPECT_EQ(got[1].expert, 2);
+  EXPECT_FLOAT_EQ(got[0].weight, 0.5f);
+  got = route({0.0f, nan, 1.0f}, 1);
+  // NaN poisons the softmax's sum: every probability is NaN, and the tie rule then picks id 0.
+  EXPECT_EQ(got[0].expert, 0);
+  got = route({5.0f}, 1);
+  EXPECT_EQ(got[0].expert, 0);
+  EXPECT_EQ(got[0].weight, 1.0f);
+}
+
+TEST(MoeRouting, SortByExpertKeepsEachWeightWithItsExpert) {
+  std::vector<ExpertChoice> choices = {{7, 0.5f}, {2, 0.3f}, {5, 0.2f}};
+  sort_by_expert(choices.data(), 3);
+  EXPECT_EQ(choices[0].expert, 2);
+  EXPECT_EQ(choices[0].weight, 0.3f);
+  EXPECT_EQ(choices[1].expert, 5);
+  EXPECT_EQ(choices[2].expert, 7);
+  EXPECT_EQ(choices[2].weight, 0.5f);
+}
+
+}  // namespace
+}  // namespace md::kernels
