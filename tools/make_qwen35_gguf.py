@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Writes `qwen35` GGUF files from the scaled-down Hugging Face qwen3_5 fixtures, laid out as
-llama.cpp's converter (convert_hf_to_gguf.py, Qwen3_5TextModel) lays them out, so that the C++
-tests can check that a GGUF loads as the same model as its safetensors directory.
+"""Writes `qwen35` / `qwen35moe` GGUF files from the scaled-down Hugging Face qwen3_5 and
+qwen3_5_moe fixtures, laid out as llama.cpp's converter (convert_hf_to_gguf.py, Qwen3_5TextModel
+and its MoE sibling) lays them out, so that the C++ tests can check that a GGUF loads as the same
+model as its safetensors directory.
 
 The layout facts (read from llama.cpp's converter and gguf-py, no code copied):
   - names: token_embd, output (absent when tied), output_norm; per block attn_norm,
@@ -18,6 +19,13 @@ The layout facts (read from llama.cpp's converter and gguf-py, no code copied):
     transformers' head g * r + j (r = n_v / n_k) - the V rows of attn_qkv and the V channels of
     ssm_conv1d, the rows of attn_gate, ssm_beta, ssm_alpha, ssm_a, ssm_dt.bias, and the columns
     of ssm_out;
+  - qwen35moe blocks replace ffn_gate/up/down by the router ffn_gate_inp [E, H], the stacked
+    experts ffn_gate_exps / ffn_up_exps [E, I, H] (transformers' gate_up_proj split in its gate
+    and up halves) and ffn_down_exps [E, H, I] - or, with --fused-experts files, one
+    ffn_gate_up_exps [E, 2I, H] holding gate_up_proj as it is - the shared expert
+    ffn_gate_shexp / ffn_up_shexp / ffn_down_shexp and its gate ffn_gate_inp_shexp, a vector of
+    H (the converter squeezes [1, H]); metadata expert_count, expert_used_count,
+    expert_feed_forward_length, expert_shared_feed_forward_length instead of feed_forward_length;
   - vectors, norms and conv taps are F32 whatever the matrices' type;
   - metadata qwen35.*: block_count, context_length, embedding_length, feed_forward_length,
     attention.head_count(_kv), attention.key_length / value_length, attention.layer_norm_rms_
@@ -55,7 +63,11 @@ OUTPUTS = [
     ("tiny-qwen38", Q.BF16), ("tiny-qwen38", Q.Q8_0), ("tiny-qwen38", Q.Q4_0),
     ("tiny-qwen35-tied", Q.BF16), ("tiny-qwen35-tied", Q.Q8_0),
     ("tiny-qwen35-interval", Q.BF16), ("tiny-qwen35-layers", Q.BF16),
+    ("tiny-qwen35-moe", Q.BF16), ("tiny-qwen35-moe", Q.Q8_0), ("tiny-qwen35-moe", Q.Q4_0),
 ]
+# MoE fixtures also written with the experts' gate and up in one stacked tensor, as
+# <fixture>.<type>-fused-experts.gguf.
+FUSED_EXPERTS = [("tiny-qwen35-moe", Q.BF16)]
 
 
 def read_safetensors(path: Path) -> dict:
@@ -127,32 +139,47 @@ def reorder_heads(x: np.ndarray, order: np.ndarray, width: int, axis: int) -> np
 
 
 def matrix_data(values: np.ndarray, qtype, as_f32: bool):
+    # Rows that are no whole number of blocks stay BF16, as llama.cpp's quantiser falls back
+    # to a type the row width allows (tiny-qwen35-moe's shared expert down_proj, 48 wide).
+    if values.shape[-1] % quants.GGML_QUANT_SIZES[qtype][0] != 0:
+        qtype = Q.BF16
     data = quants.quantize(values, qtype)
     if as_f32:  # the values the quantised blocks stand for
         return quants.dequantize(data, qtype).astype(np.float32).reshape(values.shape), Q.F32
     return data, qtype
 
 
-def write(fixture: Path, qtype, out: Path, as_f32: bool = False) -> Path:
+def write(fixture: Path, qtype, out: Path, as_f32: bool = False,
+          fused_experts: bool = False) -> Path:
     tc = text_config(fixture)
-    name = f"{fixture.name}.{qtype.name}{'-as-F32' if as_f32 else ''}.gguf"
-    write_model(tc, read_weights(fixture), layer_kinds(tc), qtype, out / name, fixture, as_f32)
+    suffix = ("-as-F32" if as_f32 else "") + ("-fused-experts" if fused_experts else "")
+    name = f"{fixture.name}.{qtype.name}{suffix}.gguf"
+    write_model(tc, read_weights(fixture), layer_kinds(tc), qtype, out / name, fixture, as_f32,
+                fused_experts)
     return out / name
 
 
 def write_model(tc: dict, w, kinds: list, qtype, path: Path, tokenizer_from,
-                as_f32: bool = False) -> None:
+                as_f32: bool = False, fused_experts: bool = False) -> None:
     n_k, n_v = tc["linear_num_key_heads"], tc["linear_num_value_heads"]
     dk, dv = tc["linear_key_head_dim"], tc["linear_value_head_dim"]
     key_dim = n_k * dk
     order = tiled_order(n_k, n_v) if n_v != n_k else np.arange(n_v)
-    writer = GGUFWriter(str(path), "qwen35")
-    arch = "qwen35"
+    moe = "num_experts" in tc
+    arch = "qwen35moe" if moe else "qwen35"
+    writer = GGUFWriter(str(path), arch)
 
     writer.add_uint32(f"{arch}.block_count", tc["num_hidden_layers"])
     writer.add_uint32(f"{arch}.context_length", tc["max_position_embeddings"])
     writer.add_uint32(f"{arch}.embedding_length", tc["hidden_size"])
-    writer.add_uint32(f"{arch}.feed_forward_length", tc["intermediate_size"])
+    if moe:
+        writer.add_uint32(f"{arch}.expert_count", tc["num_experts"])
+        writer.add_uint32(f"{arch}.expert_used_count", tc["num_experts_per_tok"])
+        writer.add_uint32(f"{arch}.expert_feed_forward_length", tc["moe_intermediate_size"])
+        writer.add_uint32(f"{arch}.expert_shared_feed_forward_length",
+                          tc["shared_expert_intermediate_size"])
+    else:
+        writer.add_uint32(f"{arch}.feed_forward_length", tc["intermediate_size"])
     writer.add_uint32(f"{arch}.attention.head_count", tc["num_attention_heads"])
     writer.add_uint32(f"{arch}.attention.head_count_kv", tc["num_key_value_heads"])
     writer.add_uint32(f"{arch}.attention.key_length", tc["head_dim"])
@@ -224,6 +251,22 @@ def write_model(tc: dict, w, kinds: list, qtype, path: Path, tokenizer_from,
             f32(b + "ssm_a", reorder_heads(a_neg, order, 1, 0))
             f32(b + "ssm_norm.weight", w[g + "norm.weight"])
             matrix(b + "ssm_out.weight", reorder_heads(w[g + "out_proj.weight"], order, dv, 1))
+        if moe:
+            m = p + "mlp."
+            matrix(b + "ffn_gate_inp.weight", w[m + "gate.weight"])
+            gate_up = w[m + "experts.gate_up_proj"]
+            if fused_experts:
+                matrix(b + "ffn_gate_up_exps.weight", gate_up)
+            else:
+                half = gate_up.shape[1] // 2
+                matrix(b + "ffn_gate_exps.weight", gate_up[:, :half])
+                matrix(b + "ffn_up_exps.weight", gate_up[:, half:])
+            matrix(b + "ffn_down_exps.weight", w[m + "experts.down_proj"])
+            matrix(b + "ffn_gate_shexp.weight", w[m + "shared_expert.gate_proj.weight"])
+            matrix(b + "ffn_up_shexp.weight", w[m + "shared_expert.up_proj.weight"])
+            matrix(b + "ffn_down_shexp.weight", w[m + "shared_expert.down_proj.weight"])
+            f32(b + "ffn_gate_inp_shexp.weight", w[m + "shared_expert_gate.weight"].reshape(-1))
+            continue
         matrix(b + "ffn_gate.weight", w[p + "mlp.gate_proj.weight"])
         matrix(b + "ffn_up.weight", w[p + "mlp.up_proj.weight"])
         matrix(b + "ffn_down.weight", w[p + "mlp.down_proj.weight"])
@@ -340,6 +383,8 @@ def main() -> int:
         print(write(args.fixtures / fixture, qtype, args.out))
         if qtype != Q.BF16:
             print(write(args.fixtures / fixture, qtype, args.out, as_f32=True))
+    for fixture, qtype in FUSED_EXPERTS:
+        print(write(args.fixtures / fixture, qtype, args.out, fused_experts=True))
     return 0
 
 

@@ -247,28 +247,45 @@ TEST_F(Qwen35GgufConfig, RandomMetadataParsesConsistentlyOrIsRefused) {
   const std::vector<std::uint32_t> extremes = {0, 1, 2, 3, 4, 7, 8, 64, 0x7fffffffu, 0xffffffffu};
   int accepted = 0, rejected = 0;
   for (int i = 0; i < 600; ++i) {
-    const std::string path = write([&](Keys& keys, GgufBuilder& b) {
-      for (auto it = keys.begin(); it != keys.end();) {
-        const std::uint32_t roll = pick(9);
-        if (roll == 0) {
-          it = keys.erase(it);
-          continue;
-        }
-        if (roll == 1) it->second = extremes[pick(9)];
-        if (roll == 2) it->second = pick(80);
-        ++it;
-      }
-      if (pick(3) == 0) keys["full_attention_interval"] = extremes[pick(9)];
-      if (pick(3) == 0) keys["nextn_predict_layers"] = extremes[pick(9)];
-      if (pick(3) == 0) {
-        std::vector<bool> recurrent(pick(10));
-        for (std::size_t j = 0; j < recurrent.size(); ++j) recurrent[j] = pick(1) != 0;
-        put_bools(b, "qwen35.attention.recurrent_layers", recurrent);
-      }
-    });
+    const bool moe = i % 2 == 1;  // half the files qwen35moe, with its expert keys
+    const std::string architecture = moe ? "qwen35moe" : "qwen35";
+    const std::string path = write(
+        [&](Keys& keys, GgufBuilder& b) {
+          if (moe) {
+            keys.erase("feed_forward_length");
+            keys["expert_count"] = 16;
+            keys["expert_used_count"] = 4;
+            keys["expert_feed_forward_length"] = 32;
+            keys["expert_shared_feed_forward_length"] = 48;
+          }
+          for (auto it = keys.begin(); it != keys.end();) {
+            const std::uint32_t roll = pick(9);
+            if (roll == 0) {
+              it = keys.erase(it);
+              continue;
+            }
+            if (roll == 1) it->second = extremes[pick(9)];
+            if (roll == 2) it->second = pick(80);
+            ++it;
+          }
+          if (pick(3) == 0) keys["full_attention_interval"] = extremes[pick(9)];
+          if (pick(3) == 0) keys["nextn_predict_layers"] = extremes[pick(9)];
+          if (pick(3) == 0) {
+            std::vector<bool> recurrent(pick(10));
+            for (std::size_t j = 0; j < recurrent.size(); ++j) recurrent[j] = pick(1) != 0;
+            put_bools(b, architecture + ".attention.recurrent_layers", recurrent);
+          }
+        },
+        architecture);
     try {
       const Qwen38Config c = parse_qwen38_gguf_config(GgufFile(path));
       ++accepted;
+      ASSERT_EQ(c.is_moe(), moe);
+      if (moe) {
+        ASSERT_LE(c.moe.experts_per_token, c.moe.experts);
+        ASSERT_GT(c.moe.intermediate, 0);
+        ASSERT_GT(c.moe.shared_intermediate, 0);
+      }
       ASSERT_EQ(static_cast<int64_t>(c.layer_types.size()), c.num_layers);
       ASSERT_EQ(c.num_attention_heads % c.num_key_value_heads, 0);
       ASSERT_EQ(c.linear_num_value_heads % c.linear_num_key_heads, 0);

@@ -85,6 +85,14 @@ check gguf-info-tied 0 'tied lm_head' '' -- "$bin" info -m "$gguf/tiny-qwen35-ti
 printf 'Hi\n/exit\n' >"$work/chat_in"
 "$bin" chat -m "$gguf/tiny-qwen35-tied.BF16.gguf" --max-tokens 4 <"$work/chat_in" >"$work/chat_out" 2>"$work/chat_err"
 expect gguf-chat $? "chat on a GGUF failed: $(head -c 300 "$work/chat_err")"
+# Qwen3.5-MoE, as a directory and as a qwen35moe GGUF: the same greedy text; info shows the
+# experts a token reads (4 of 16: a quarter of the stacks' bytes).
+moe="$fixtures/tiny-qwen35-moe"
+"$bin" run -m "$moe" -p "Hi there" -n 12 --ignore-eos --greedy -q >"$work/moe_dir" 2>/dev/null
+"$bin" run -m "$gguf/tiny-qwen35-moe.BF16.gguf" -p "Hi there" -n 12 --ignore-eos --greedy -q >"$work/moe_gguf" 2>/dev/null
+test -s "$work/moe_dir" && cmp -s "$work/moe_dir" "$work/moe_gguf"; expect moe-gguf-same-text $? "the MoE GGUF's greedy text differs from the directory's"
+check moe-info 0 'MoE 16 experts top-4' '' -- "$bin" info -m "$moe"
+check moe-gguf-info 0 'routed experts +Q8_0 .*408\.00 KiB +102\.00 KiB' '' -- "$bin" info -m "$gguf/tiny-qwen35-moe.Q8_0.gguf"
 printf 'GGUF\3\0\0\0' >"$work/short.gguf"
 check gguf-truncated 1 '' 'short\.gguf' -- "$bin" run -m "$work/short.gguf" -p Hello
 
