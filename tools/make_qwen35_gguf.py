@@ -48,6 +48,8 @@ Usage: make_qwen35_gguf.py --fixtures DIR --out DIR
        make_qwen35_gguf.py --random-0.8b TYPE --out FILE   (bench: Qwen3.5-0.8B's shape, random
                                                             weights, no tokenizer; TYPE BF16, Q8_0
                                                             or Q4_0)
+       make_qwen35_gguf.py --random-moe TYPE --out FILE    (bench: 35B-A3B's layers, 8 of them,
+                                                            64 experts)
 """
 
 import argparse
@@ -315,6 +317,23 @@ SHAPE_0_8B = {
 }
 
 
+# Qwen3.5-35B-A3B's layer shapes (hidden 2048, 16 / 2 heads of 256, 16 / 32 GDN heads of 128,
+# experts 512 wide top-8, shared expert 512) cut to 8 layers (LLLF x 2) and 64 experts so that
+# the file stays a few GB; tied embeddings (the release unties them). A token reads what a
+# 35B-A3B token reads per layer.
+SHAPE_MOE = {
+    "num_hidden_layers": 8, "hidden_size": 2048, "num_attention_heads": 16,
+    "num_key_value_heads": 2, "head_dim": 256, "linear_num_key_heads": 16,
+    "linear_num_value_heads": 32, "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+    "linear_conv_kernel_dim": 4, "vocab_size": 248320, "rms_norm_eps": 1e-6,
+    "max_position_embeddings": 262144, "full_attention_interval": 4,
+    "rope_parameters": {"rope_theta": 1e7, "partial_rotary_factor": 0.25,
+                        "mrope_section": [11, 11, 10]},
+    "tie_word_embeddings": True, "num_experts": 64, "num_experts_per_tok": 8,
+    "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512,
+}
+
+
 class RandomWeights(dict):
     """transformers' tensor names of SHAPE_0_8B, drawn on first use (N(0, 1/fan_in) matrices)."""
 
@@ -339,9 +358,17 @@ class RandomWeights(dict):
                   "in_proj_b.weight": (nv, h), "in_proj_a.weight": (nv, h),
                   "conv1d.weight": (2 * kd + vd, 1, tc["linear_conv_kernel_dim"]),
                   "A_log": (nv,), "dt_bias": (nv,), "norm.weight@gdn": (tc["linear_value_head_dim"],),
-                  "out_proj.weight": (h, vd), "gate_proj.weight": (tc["intermediate_size"], h),
-                  "up_proj.weight": (tc["intermediate_size"], h),
-                  "down_proj.weight": (h, tc["intermediate_size"])}
+                  "out_proj.weight": (h, vd), "gate_proj.weight": (tc.get("intermediate_size", 0), h),
+                  "up_proj.weight": (tc.get("intermediate_size", 0), h),
+                  "down_proj.weight": (h, tc.get("intermediate_size", 0))}
+        if "num_experts" in tc:
+            e, i, si = tc["num_experts"], tc["moe_intermediate_size"], tc["shared_expert_intermediate_size"]
+            shapes.update({"gate.weight": (e, h), "experts.gate_up_proj": (e, 2 * i, h),
+                           "experts.down_proj": (e, h, i),
+                           "shared_expert.gate_proj.weight": (si, h),
+                           "shared_expert.up_proj.weight": (si, h),
+                           "shared_expert.down_proj.weight": (h, si),
+                           "shared_expert_gate.weight": (1, h)})
         leaf = name.split(".", 2)[-1] if name.startswith("layers.") else name
         leaf = leaf.split(".", 1)[1] if leaf.startswith(("self_attn.", "linear_attn.", "mlp.")) else leaf
         if name.endswith("linear_attn.norm.weight"):
@@ -357,9 +384,9 @@ class RandomWeights(dict):
         return name != "lm_head.weight"
 
 
-def write_random(qtype, path: Path) -> Path:
-    """A bench file of SHAPE_0_8B with random weights, no tokenizer."""
-    tc = dict(SHAPE_0_8B)
+def write_random(qtype, path: Path, shape: dict = SHAPE_0_8B) -> Path:
+    """A bench file of `shape` with random weights, no tokenizer."""
+    tc = dict(shape)
     kinds = layer_kinds(tc)
     weights = RandomWeights(tc, 20261203)
     write_model(tc, weights, kinds, qtype, path, tokenizer_from=None)
@@ -371,10 +398,16 @@ def main() -> int:
     ap.add_argument("--fixtures", type=Path,
                     help="folder of tools/make_qwen38_fixtures.py's fixtures")
     ap.add_argument("--random-0.8b", dest="random", choices=["BF16", "Q8_0", "Q4_0"])
+    ap.add_argument("--random-moe", choices=["BF16", "Q8_0", "Q4_0"],
+                    help="a qwen35moe bench file of SHAPE_MOE (35B-A3B layers, 8 of them, 64 "
+                         "experts), random weights")
     ap.add_argument("--out", required=True, type=Path)
     args = ap.parse_args()
     if args.random:
         print(write_random(Q[args.random], args.out))
+        return 0
+    if args.random_moe:
+        print(write_random(Q[args.random_moe], args.out, SHAPE_MOE))
         return 0
     if args.fixtures is None:
         ap.error("--fixtures or --random-0.8b is needed")

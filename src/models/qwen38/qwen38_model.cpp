@@ -111,8 +111,13 @@ std::size_t Qwen38Model::weight_bytes() const {
 }
 
 std::string Qwen38Model::description() const {
-  return fmt::format("qwen3_5 {} layers, hidden {}, vocab {} ({})", config_.num_layers,
-                     config_.hidden_size, config_.vocab_size, directory_);
+  const std::string experts =
+      config_.is_moe() ? fmt::format(", {} experts top-{}", config_.moe.experts,
+                                     config_.moe.experts_per_token)
+                       : "";
+  return fmt::format("{} {} layers, hidden {}{}, vocab {} ({})",
+                     config_.is_moe() ? "qwen3_5_moe" : "qwen3_5", config_.num_layers,
+                     config_.hidden_size, experts, config_.vocab_size, directory_);
 }
 
 std::vector<int32_t> Qwen38Model::stop_token_ids() const {

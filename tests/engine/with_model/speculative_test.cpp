@@ -133,7 +133,8 @@ TEST_P(SpeculativeGreedy, StopsInsideABlockTruncate) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, SpeculativeGreedy,
-                         ::testing::Values("tiny-qwen38", "tiny-qwen38-hd256"), fixture_test_name);
+                         ::testing::Values("tiny-qwen38", "tiny-qwen38-hd256", "tiny-qwen35-moe"),
+                         fixture_test_name);
 
 // Sampled speculation is lossless in distribution: over many seeds, the token decided by the
 // first speculative round follows the same distribution with and without a random drafter (whose
