@@ -84,17 +84,10 @@ TEST(Qwen38Config, RefusesWhatTheSpecRefuses) {
   const std::string t = "/text_config/";
   std::vector<Refusal> refusals = {
       {t + "attention_bias", true, {"text_config.attention_bias = true", "qwen3_5 needs false"}},
-      {t + "attn_output_gate", false, {"text_config.attn_output_gate = false", "needs true"}},
       {t + "hidden_act",
        "gelu",
        {"config.json: text_config.hidden_act = \"gelu\": unsupported (qwen3_5 needs \"silu\")"}},
       {t + "linear_conv_kernel_dim", 0, {"text_config.linear_conv_kernel_dim = 0", "positive"}},
-      {t + "mamba_ssm_dtype",
-       "bfloat16",
-       {"text_config.mamba_ssm_dtype = \"bfloat16\"", "needs \"float32\""}},
-      {t + "output_gate_type",
-       "sigmoid",
-       {"text_config.output_gate_type = \"sigmoid\"", "needs \"swish\""}},
       {"/tie_word_embeddings",
        true,
        {"config.json: tie_word_embeddings = true", "but text_config.tie_word_embeddings is false"}},
@@ -201,6 +194,20 @@ TEST(Qwen38Config, TiesTheEmbeddingsWhereEitherLevelSaysSoAndNeitherDisagrees) {
   config["text_config"]["tie_word_embeddings"] = true;
   EXPECT_TRUE(parse(config).tie_word_embeddings);                 // text_config alone
   EXPECT_TRUE(parse(config["text_config"]).tie_word_embeddings);  // a bare text config
+}
+
+// transformers' qwen3_5 never reads attn_output_gate, output_gate_type or mamba_ssm_dtype (its
+// attention is always gated, its state f32): a config that sets them otherwise is the same model
+// to it, and to megadecode.
+TEST(Qwen38Config, IgnoresTheKeysTransformersDoesNotRead) {
+  nlohmann::json config = test::config_fixture("qwen38-27b");
+  const Qwen38Config plain = parse(config);
+  config["text_config"]["attn_output_gate"] = false;
+  config["text_config"]["output_gate_type"] = "sigmoid";
+  config["text_config"]["mamba_ssm_dtype"] = "bfloat16";
+  const Qwen38Config other = parse(config);
+  EXPECT_EQ(other.q_proj_dim(), plain.q_proj_dim());  // still a query and a gate per head
+  EXPECT_EQ(other.layer_types, plain.layer_types);
 }
 
 TEST(Qwen38Config, TakesAnyConvKernelSize) {
