@@ -26,7 +26,7 @@ def k_quant_blocks(rng, qtype, n_blocks):
     block_elems, block_bytes = quants.GGML_QUANT_SIZES[qtype]
     raw = rng.integers(0, 256, (n_blocks, block_bytes), dtype=np.uint8)
     scales = rng.uniform(0.001, 0.05, (n_blocks, 2)).astype(np.float16).view(np.uint8)
-    if qtype == Q.Q4_K:
+    if qtype in (Q.Q4_K, Q.Q5_K):
         raw[:, 0:4] = scales  # d, dmin
     else:  # Q6_K keeps d last
         raw[:, block_bytes - 2:] = scales[:, 0:2]
@@ -39,10 +39,12 @@ def tensors(rng):
     out["plain.f32"] = (Q.F32, (3, 8), rng.standard_normal((3, 8)).astype(np.float32))
     out["plain.f16"] = (Q.F16, (2, 16), rng.standard_normal((2, 16)).astype(np.float16))
     values = rng.standard_normal((4, 64)).astype(np.float32)
-    for name, qtype in (("bf16", Q.BF16), ("q8_0", Q.Q8_0), ("q4_0", Q.Q4_0), ("q4_1", Q.Q4_1)):
+    for name, qtype in (("bf16", Q.BF16), ("q8_0", Q.Q8_0), ("q4_0", Q.Q4_0), ("q4_1", Q.Q4_1),
+                        ("q5_0", Q.Q5_0)):
         out[f"quant.{name}"] = (qtype, values.shape, quants.quantize(values, qtype))
     out["quant.q4_k"] = (Q.Q4_K, (2, 512), k_quant_blocks(rng, Q.Q4_K, 4).reshape(2, -1))
     out["quant.q6_k"] = (Q.Q6_K, (3, 256), k_quant_blocks(rng, Q.Q6_K, 3).reshape(3, -1))
+    out["quant.q5_k"] = (Q.Q5_K, (2, 256), k_quant_blocks(rng, Q.Q5_K, 2).reshape(2, -1))
     out["ints.i32"] = (Q.I32, (5,), rng.integers(-1000, 1000, (5,), dtype=np.int32))
     return out
 

@@ -39,8 +39,9 @@ The layout facts (read from llama.cpp's converter and gguf-py, no code copied):
     the chat template. tokenizer.ggml.pre is "qwen2" (these fixtures' tokenizer.json splits with
     Qwen2's regex; Qwen3.5's own tokenizer would be "qwen35").
 
-Matrix types: BF16, or Q8_0 / Q4_0 quantised by gguf-py's own quantisers (gguf 0.19 cannot
-quantise K-quants: Q4_K / Q6_K raise NotImplementedError, so they are not written here). Each
+Matrix types: BF16, or Q8_0 / Q4_0 / Q5_0 quantised by gguf-py's own quantisers, or Q4_K / Q5_K /
+Q6_K written by this file's plain quantisers (gguf 0.19 dequantises K-quants but cannot quantise
+them; the twins below are gguf-py's dequantisation of the blocks written). Each
 quantised file comes with a twin, <fixture>.<type>-as-F32.gguf, whose matrices hold the values
 gguf-py dequantises the quantised ones to, in F32: the model a quantised file means, exactly, so
 that the block kernels can be checked against it to summation order.
@@ -66,6 +67,10 @@ OUTPUTS = [
     ("tiny-qwen35-tied", Q.BF16), ("tiny-qwen35-tied", Q.Q8_0),
     ("tiny-qwen35-interval", Q.BF16), ("tiny-qwen35-layers", Q.BF16),
     ("tiny-qwen35-moe", Q.BF16), ("tiny-qwen35-moe", Q.Q8_0), ("tiny-qwen35-moe", Q.Q4_0),
+    ("tiny-qwen38", Q.Q5_0),
+    # K-quants need rows of 256: tiny-qwen38-hd256's o_proj, out_proj, down_proj and lm_head
+    # have them; its narrower matrices fall back as llama.cpp's would.
+    ("tiny-qwen38-hd256", Q.Q4_K), ("tiny-qwen38-hd256", Q.Q5_K), ("tiny-qwen38-hd256", Q.Q6_K),
 ]
 # MoE fixtures also written with the experts' gate and up in one stacked tensor, as
 # <fixture>.<type>-fused-experts.gguf.
@@ -140,12 +145,115 @@ def reorder_heads(x: np.ndarray, order: np.ndarray, width: int, axis: int) -> np
     return np.take(x, index, axis=axis)
 
 
+# --- K-quant writers -----------------------------------------------------------------------------
+# gguf 0.19 dequantises the K-quants but cannot quantise them. These write valid blocks with a
+# plain min/max (Q4_K, Q5_K) or absmax (Q6_K) choice of scales - not llama.cpp's search for the
+# best ones, which only changes how close the blocks come to the weights, not what they mean.
+# Layouts (ggml's block_q4_K / block_q5_K / block_q6_K):
+#   Q4_K  d, dmin (f16), scales[12], qs[128]         x = d·sc_j·q - dmin·m_j, 8 sub-blocks of 32
+#   Q5_K  d, dmin, scales[12], qh[32], qs[128]       the same with a fifth bit per weight in qh
+#   Q6_K  ql[128], qh[64], int8 sc[16], d            x = d·sc_j·(q - 32), 16 sub-blocks of 16
+# The 12 scale bytes: j < 4 holds sc_j / m_j in the low 6 bits of bytes j / j + 4; sub-blocks
+# 4..7 keep their low 4 bits in the nibbles of bytes 8..11 and their top 2 bits in the top bits
+# of bytes 0..7.
+
+
+def _f16(x):
+    return x.astype(np.float16)
+
+
+def _pack_scales(sc, m):
+    """sc, m: (blocks, 8) integers 0..63 -> (blocks, 12) bytes."""
+    sc, m = sc.astype(np.uint8), m.astype(np.uint8)
+    out = np.zeros((sc.shape[0], 12), dtype=np.uint8)
+    out[:, 0:4] = (sc[:, 0:4] & 63) | ((sc[:, 4:8] >> 4) << 6)
+    out[:, 4:8] = (m[:, 0:4] & 63) | ((m[:, 4:8] >> 4) << 6)
+    out[:, 8:12] = (sc[:, 4:8] & 15) | ((m[:, 4:8] & 15) << 4)
+    return out
+
+
+def _min_max_blocks(x, levels):
+    """x: (blocks, 8, 32) -> d, dmin (f16), sc, m (0..63), q (0..levels) per weight."""
+    low = np.minimum(x.min(axis=-1), 0)
+    high = np.maximum(x.max(axis=-1), 0)
+    scale = (high - low) / levels
+    d = _f16(scale.max(axis=-1) / 63)
+    dmin = _f16((-low).max(axis=-1) / 63)
+    d32, dmin32 = d.astype(np.float32)[:, None], dmin.astype(np.float32)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sc = np.where(d32 > 0, np.rint(scale / d32), 0).clip(0, 63)
+        m = np.where(dmin32 > 0, np.rint(-low / dmin32), 0).clip(0, 63)
+        step = (d32 * sc)[..., None]
+        q = np.where(step > 0, np.rint((x + (dmin32 * m)[..., None]) / step), 0)
+    return d, dmin, sc, m, q.clip(0, levels).astype(np.uint8)
+
+
+def _nibbles(q):
+    """q: (blocks, 8, 32) values 0..15 -> qs (blocks, 128): pairs of sub-blocks, low then high."""
+    pairs = q.reshape(q.shape[0], 4, 2, 32)
+    return (pairs[:, :, 0, :] | (pairs[:, :, 1, :] << 4)).reshape(q.shape[0], 128)
+
+
+def _q4_k(x):
+    d, dmin, sc, m, q = _min_max_blocks(x, 15)
+    return np.concatenate([d[:, None].view(np.uint8), dmin[:, None].view(np.uint8),
+                           _pack_scales(sc, m), _nibbles(q)], axis=-1)
+
+
+def _q5_k(x):
+    d, dmin, sc, m, q = _min_max_blocks(x, 31)
+    qh = np.zeros((x.shape[0], 32), dtype=np.uint8)
+    for g in range(8):
+        qh |= ((q[:, g, :] >> 4) & 1) << g
+    return np.concatenate([d[:, None].view(np.uint8), dmin[:, None].view(np.uint8),
+                           _pack_scales(sc, m), qh, _nibbles(q & 15)], axis=-1)
+
+
+def _q6_k(x):
+    """x: (blocks, 256)."""
+    sub = x.reshape(x.shape[0], 16, 16)
+    scale = np.abs(sub).max(axis=-1) / 31
+    d = _f16(scale.max(axis=-1) / 127)
+    d32 = d.astype(np.float32)[:, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sc = np.where(d32 > 0, np.rint(scale / d32), 0).clip(-128, 127)
+        step = (d32 * sc)[..., None]
+        q = np.where(step != 0, np.rint(sub / step), 0).clip(-32, 31) + 32
+    q = q.astype(np.uint8).reshape(x.shape[0], 2, 4, 32)  # half, quarter, lane
+    ql = np.zeros((x.shape[0], 2, 64), dtype=np.uint8)
+    qh = np.zeros((x.shape[0], 2, 32), dtype=np.uint8)
+    for k in range(4):
+        low = q[:, :, k, :] & 15
+        ql[:, :, 32 * (k % 2):32 * (k % 2) + 32] |= low if k < 2 else (low << 4)
+        qh |= (q[:, :, k, :] >> 4) << (2 * k)
+    return np.concatenate([ql.reshape(-1, 128), qh.reshape(-1, 64),
+                           sc.astype(np.int8).view(np.uint8), d[:, None].view(np.uint8)], axis=-1)
+
+
+K_QUANTS = {Q.Q4_K: (_q4_k, (8, 32)), Q.Q5_K: (_q5_k, (8, 32)), Q.Q6_K: (_q6_k, (256,))}
+# A row that is no whole number of a type's blocks takes llama.cpp's fallback type (its
+# quantiser's rule), except Q5_K's Q5_1, which megadecode does not read: Q5_0 instead.
+FALLBACK = {Q.Q4_K: Q.Q5_0, Q.Q5_K: Q.Q5_0, Q.Q6_K: Q.Q8_0}
+
+
+def quantize(values: np.ndarray, qtype) -> np.ndarray:
+    if qtype not in K_QUANTS:
+        return quants.quantize(values, qtype)
+    writer, shape = K_QUANTS[qtype]
+    rows = values.reshape(-1, values.shape[-1]).astype(np.float32)
+    blocks = rows.reshape(-1, *shape)
+    raw = writer(blocks)
+    return raw.reshape(*values.shape[:-1], -1)
+
+
 def matrix_data(values: np.ndarray, qtype, as_f32: bool):
-    # Rows that are no whole number of blocks stay BF16, as llama.cpp's quantiser falls back
-    # to a type the row width allows (tiny-qwen35-moe's shared expert down_proj, 48 wide).
+    # Rows that are no whole number of blocks take another type, as llama.cpp's quantiser falls
+    # back to one the row width allows (tiny-qwen35-moe's shared expert down_proj is 48 wide).
     if values.shape[-1] % quants.GGML_QUANT_SIZES[qtype][0] != 0:
-        qtype = Q.BF16
-    data = quants.quantize(values, qtype)
+        qtype = FALLBACK.get(qtype, Q.BF16)
+        if values.shape[-1] % quants.GGML_QUANT_SIZES[qtype][0] != 0:
+            qtype = Q.BF16
+    data = quantize(values, qtype)
     if as_f32:  # the values the quantised blocks stand for
         return quants.dequantize(data, qtype).astype(np.float32).reshape(values.shape), Q.F32
     return data, qtype

@@ -11,12 +11,16 @@ namespace {
 //   Q8_0  d, int8 q[32]                          x = q·d
 //   Q4_0  d, u8 qs[16]                           x[j] = (lo(qs[j]) - 8)·d, x[j+16] = (hi - 8)·d
 //   Q4_1  d, m, u8 qs[16]                        x = q·d + m, nibbles as Q4_0
+//   Q5_0  d, u8 qh[4], u8 qs[16]                 x = (q - 16)·d, q = nibble | bit j of qh << 4
 //   Q4_K  d, dmin, u8 scales[12], u8 qs[128]     8 sub-blocks of 32 with 6-bit scale and min
+//   Q5_K  d, dmin, u8 scales[12], u8 qh[32], u8 qs[128]   Q4_K's plus a fifth bit per weight
 //   Q6_K  u8 ql[128], u8 qh[64], int8 sc[16], d  16 sub-blocks of 16, 6-bit q - 32
 constexpr int kQ8_0Bytes = 34;
 constexpr int kQ4_0Bytes = 18;
 constexpr int kQ4_1Bytes = 20;
+constexpr int kQ5_0Bytes = 22;
 constexpr int kQ4_KBytes = 144;
+constexpr int kQ5_KBytes = 176;
 constexpr int kQ6_KBytes = 210;
 
 std::uint16_t load_u16(const std::uint8_t* p) {
@@ -64,6 +68,22 @@ void q4_1_block(const std::uint8_t* block, float* dst) {
   }
 }
 
+// Element j < 16 is the low nibble of qs[j], element j + 16 the high nibble; bit j of the
+// little-endian 32-bit qh is element j's fifth bit.
+void q5_0_block(const std::uint8_t* block, float* dst) {
+  const float d = load_f16(block);
+  const std::uint32_t qh =
+      static_cast<std::uint32_t>(block[2] | (block[3] << 8) | (block[4] << 16)) |
+      (static_cast<std::uint32_t>(block[5]) << 24);
+  const std::uint8_t* qs = block + 6;
+  for (int j = 0; j < 16; ++j) {
+    const int lo = (qs[j] & 0x0f) | static_cast<int>(((qh >> j) & 1u) << 4);
+    const int hi = (qs[j] >> 4) | static_cast<int>(((qh >> (j + 16)) & 1u) << 4);
+    dst[j] = static_cast<float>(lo - 16) * d;
+    dst[j + 16] = static_cast<float>(hi - 16) * d;
+  }
+}
+
 // The 12 scale bytes pack eight 6-bit scales and eight 6-bit mins: sub-blocks 0-3 keep theirs in
 // the low 6 bits of bytes 0-3 (scales) and 4-7 (mins); sub-blocks 4-7 keep their low 4 bits in
 // bytes 8-11 (scale low nibble, min high nibble) and their top 2 bits in the spare top bits of
@@ -95,6 +115,27 @@ void q4_k_block(const std::uint8_t* block, float* dst) {
     for (int l = 0; l < 32; ++l) {
       out[l] = d_lo * static_cast<float>(q[l] & 0x0f) - m_lo;
       out[l + 32] = d_hi * static_cast<float>(q[l] >> 4) - m_hi;
+    }
+  }
+}
+
+// Q4_K's layout with qh[32] before qs: sub-block g's weight l takes bit g of qh[l] as its fifth
+// bit (the nibble as Q4_K's). (d·scale)·q is exact, so each weight rounds once, in the "− m".
+void q5_k_block(const std::uint8_t* block, float* dst) {
+  const float d = load_f16(block);
+  const float dmin = load_f16(block + 2);
+  const std::uint8_t* scales = block + 4;
+  const std::uint8_t* qh = block + 16;
+  const std::uint8_t* qs = block + 48;
+  for (int g = 0; g < 8; ++g) {
+    int scale, min;
+    q4_k_scale_min(scales, g, scale, min);
+    const float dg = d * static_cast<float>(scale), mg = dmin * static_cast<float>(min);
+    const std::uint8_t* q = qs + 32 * (g / 2);
+    for (int l = 0; l < 32; ++l) {
+      const int nibble = g % 2 == 0 ? (q[l] & 0x0f) : (q[l] >> 4);
+      const int value = nibble | (((qh[l] >> g) & 1) << 4);
+      dst[32 * g + l] = dg * static_cast<float>(value) - mg;
     }
   }
 }
@@ -145,8 +186,12 @@ RowFn row_function(GgmlType type) {
       return blocks_row<q4_0_block, kQ4_0Bytes, 32>;
     case GgmlType::kQ4_1:
       return blocks_row<q4_1_block, kQ4_1Bytes, 32>;
+    case GgmlType::kQ5_0:
+      return blocks_row<q5_0_block, kQ5_0Bytes, 32>;
     case GgmlType::kQ4_K:
       return blocks_row<q4_k_block, kQ4_KBytes, 256>;
+    case GgmlType::kQ5_K:
+      return blocks_row<q5_k_block, kQ5_KBytes, 256>;
     case GgmlType::kQ6_K:
       return blocks_row<q6_k_block, kQ6_KBytes, 256>;
     default:

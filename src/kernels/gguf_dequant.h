@@ -8,7 +8,8 @@
 
 namespace md::kernels {
 
-// Whether dequantize_row handles `type`: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K.
+// Whether dequantize_row handles `type`: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q4_K, Q5_K,
+// Q6_K.
 bool can_dequantize(GgmlType type);
 
 // Writes the `n` elements stored in `type` at `src` to `dst` as f32. Returns false (and writes

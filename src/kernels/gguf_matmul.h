@@ -6,8 +6,9 @@
 // (kernels/gguf_dequant.h) gives for it, then multiplied by the f32 activation and added to an f32
 // accumulator (one fma on the vector paths); the activations are not quantised. The in-register
 // weights can be exact because every product in the formats' definitions is exact in f32 (a 4-, 6-
-// or 8-bit integer times an f16 scale, itself times a 6- or 8-bit sub-block scale for Q4_K and
-// Q6_K), so at most one rounding remains: the "+ m" of Q4_1 and "− dmin·min" of Q4_K, which the
+// 5-, 6- or 8-bit integer times an f16 scale, itself times a 6- or 8-bit sub-block scale for Q4_K,
+// Q5_K and Q6_K), so at most one rounding remains: the "+ m" of Q4_1 and "− dmin·min" of Q4_K and
+// Q5_K, which the
 // vector paths do with a single fma where dequantize_row rounds a product that is already exact.
 // The only difference from dequantise-then-multiply in double is therefore f32 accumulation (tests
 // check this bitwise against a replay of the documented order, gguf_matmul_test.cpp).
@@ -48,7 +49,7 @@ struct GgufMatrix {
   }
 };
 
-// Whether the kernels handle `type`: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K. BF16 goes to
+// Whether the kernels handle `type`: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q4_K, Q5_K, Q6_K. BF16 goes to
 // the bf16 kernels of matmul.h (its numerics, its MatmulInputs mode), so bf16 weights have one
 // path whether they come from safetensors or GGUF.
 bool gguf_matmul_supports(GgmlType type);

@@ -138,6 +138,33 @@ struct Q8_0 : OpenEachRow<Q8_0> {
   }
 };
 
+// Q5_0 (d, qh[4], qs[16]): weight j is (q − 16)·d with q the low nibble of qs[j] (j < 16) or the
+// high nibble of qs[j − 16], plus bit j of the 32-bit qh as its fifth bit; exact.
+struct Q5_0 : OpenEachRow<Q5_0> {
+  static constexpr int kBlockElems = 32;
+  static constexpr int kBlockBytes = 22;
+  static constexpr bool kPlain = false;
+  struct Scales {
+    __m256 d;
+  };
+  static Scales open_one(const std::uint8_t* block) { return {_mm256_set1_ps(f16_scalar(block))}; }
+  static void group(const std::uint8_t* block, const Scales& s, int, __m256* w) {
+    std::uint32_t qh;
+    std::memcpy(&qh, block + 2, sizeof(qh));
+    const __m256i bits = _mm256_set1_epi32(static_cast<int>(qh));
+    for (int v = 0; v < 4; ++v) {
+      __m256i q = bytes_u32(block + 6 + 8 * (v % 2));
+      q = v < 2 ? low_nibbles(q) : _mm256_srli_epi32(q, 4);
+      const __m256i at =
+          _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(8 * v));
+      const __m256i fifth =
+          _mm256_slli_epi32(_mm256_and_si256(_mm256_srlv_epi32(bits, at), _mm256_set1_epi32(1)), 4);
+      q = _mm256_sub_epi32(_mm256_or_si256(q, fifth), _mm256_set1_epi32(16));
+      w[v] = _mm256_mul_ps(to_float(q), s.d);
+    }
+  }
+};
+
 // Q4_K (d, dmin, scales[12], qs[128]): sub-block g (weights 32g..32g+31) has a 6-bit scale and
 // min, weight = (d·scale)·q − dmin·min with q the low (g even) or high (g odd) nibbles of
 // qs[32(g/2)..]. Both products are exact, so the fmsub rounds once, as dequantize_row does.
@@ -175,6 +202,26 @@ struct Q4_K : OpenEachRow<Q4_K> {
     for (int v = 0; v < 4; ++v) {
       __m256i q = bytes_u32(block + 16 + 32 * (g / 2) + 8 * v);
       q = g % 2 == 0 ? low_nibbles(q) : _mm256_srli_epi32(q, 4);
+      w[v] = _mm256_fmsub_ps(to_float(q), d, m);
+    }
+  }
+};
+
+// Q5_K (d, dmin, scales[12], qh[32], qs[128]): Q4_K's sub-blocks with a fifth bit per weight,
+// bit g of qh[l] for weight l of sub-block g; weight = (d·scale)·q − dmin·min, rounded once.
+struct Q5_K : OpenEachRow<Q5_K> {
+  static constexpr int kBlockElems = 256;
+  static constexpr int kBlockBytes = 176;
+  static constexpr bool kPlain = false;
+  using Scales = Q4_K::Scales;
+  static Scales open_one(const std::uint8_t* block) { return Q4_K::open_one(block); }
+  static void group(const std::uint8_t* block, const Scales& s, int g, __m256* w) {
+    const __m256 d = _mm256_set1_ps(s.d[g]), m = _mm256_set1_ps(s.m[g]);
+    for (int v = 0; v < 4; ++v) {
+      __m256i q = bytes_u32(block + 48 + 32 * (g / 2) + 8 * v);
+      q = g % 2 == 0 ? low_nibbles(q) : _mm256_srli_epi32(q, 4);
+      const __m256i high = _mm256_srli_epi32(bytes_u32(block + 16 + 8 * v), g);
+      q = _mm256_or_si256(q, _mm256_slli_epi32(_mm256_and_si256(high, _mm256_set1_epi32(1)), 4));
       w[v] = _mm256_fmsub_ps(to_float(q), d, m);
     }
   }
@@ -245,7 +292,9 @@ struct Formats {
   using Q4_0 = Q4<false>;
   using Q4_1 = Q4<true>;
   using Q8_0 = md::kernels::Q8_0;
+  using Q5_0 = md::kernels::Q5_0;
   using Q4_K = md::kernels::Q4_K;
+  using Q5_K = md::kernels::Q5_K;
   using Q6_K = md::kernels::Q6_K;
   using F32 = md::kernels::F32;
   using F16 = md::kernels::F16;

@@ -156,6 +156,37 @@ struct Q8_0 {
   }
 };
 
+// Q5_0 (d, qh[4], qs[16]): weight j is (q − 16)·d with q the low nibble of qs[j] (j < 16) or the
+// high nibble of qs[j − 16], plus bit j of the 32-bit qh as its fifth bit; exact. The fifth bits
+// of a half are a lane mask.
+struct Q5_0 {
+  static constexpr int kBlockElems = 32;
+  static constexpr int kBlockBytes = 22;
+  static constexpr bool kPlain = false;
+  struct Scales {
+    __m512 d;
+  };
+  template <int R>
+  static void open(const std::uint8_t* const* blocks, Scales* scales) {
+    alignas(32) float dm[8];
+    f16_pairs<R>(blocks, dm);
+#pragma GCC unroll 4
+    for (int i = 0; i < R; ++i) scales[i].d = _mm512_set1_ps(dm[2 * i]);
+  }
+  static void group(const std::uint8_t* block, const Scales& s, int, __m512* w) {
+    std::uint32_t qh;
+    std::memcpy(&qh, block + 2, sizeof(qh));
+    const __m512i q = bytes_u32(block + 6);
+    const __m512i sixteen = _mm512_set1_epi32(16);
+    const __m512i halves[2] = {_mm512_and_si512(q, _mm512_set1_epi32(15)), _mm512_srli_epi32(q, 4)};
+    for (int v = 0; v < 2; ++v) {
+      const auto fifth = static_cast<__mmask16>(qh >> (16 * v));
+      const __m512i centred = _mm512_sub_epi32(halves[v], sixteen);
+      w[v] = _mm512_mul_ps(to_float(_mm512_mask_add_epi32(centred, fifth, centred, sixteen)), s.d);
+    }
+  }
+};
+
 // Q4_K (d, dmin, scales[12], qs[128]): sub-block g (weights 32g..32g+31) has a 6-bit scale and
 // min, weight = (d·scale)·q − dmin·min with q the low (g even) or high (g odd) nibbles of
 // qs[32(g/2)..]. Both products are exact, so the fmsub rounds once, as dequantize_row does.
@@ -196,6 +227,31 @@ struct Q4_K : OpenEachRow<Q4_K> {
     for (int v = 0; v < 2; ++v) {
       const __m512i q = bytes_u32(block + 16 + 32 * (g / 2) + 16 * v);
       w[v] = lookup(g % 2 == 0 ? q : _mm512_srli_epi32(q, 4), table);
+    }
+  }
+};
+
+// Q5_K (d, dmin, scales[12], qh[32], qs[128]): Q4_K's sub-blocks with a fifth bit per weight,
+// bit g of qh[l] for weight l of sub-block g. Its 32 possible values (d·scale)·q − dmin·min are
+// two tables of 16 (one fmsub each, rounding once as dequantize_row does) that vpermt2ps reads
+// with the 5-bit q as index.
+struct Q5_K : OpenEachRow<Q5_K> {
+  static constexpr int kBlockElems = 256;
+  static constexpr int kBlockBytes = 176;
+  static constexpr bool kPlain = false;
+  using Scales = Q4_K::Scales;
+  static Scales open_one(const std::uint8_t* block) { return Q4_K::open_one(block); }
+  static void group(const std::uint8_t* block, const Scales& s, int g, __m512* w) {
+    const __m512 d = _mm512_set1_ps(s.d[g]), m = _mm512_set1_ps(s.m[g]);
+    const __m512 low_table = _mm512_fmsub_ps(nibble_values(0), d, m);
+    const __m512 high_table = _mm512_fmsub_ps(nibble_values(16), d, m);
+    for (int v = 0; v < 2; ++v) {
+      __m512i q = bytes_u32(block + 48 + 32 * (g / 2) + 16 * v);
+      q = g % 2 == 0 ? _mm512_and_si512(q, _mm512_set1_epi32(15)) : _mm512_srli_epi32(q, 4);
+      const __mmask16 fifth =
+          _mm512_test_epi32_mask(bytes_u32(block + 16 + 16 * v), _mm512_set1_epi32(1 << g));
+      q = _mm512_mask_or_epi32(q, fifth, q, _mm512_set1_epi32(16));
+      w[v] = _mm512_permutex2var_ps(low_table, q, high_table);
     }
   }
 };
@@ -266,7 +322,9 @@ struct Formats {
   using Q4_0 = Q4<false>;
   using Q4_1 = Q4<true>;
   using Q8_0 = md::kernels::Q8_0;
+  using Q5_0 = md::kernels::Q5_0;
   using Q4_K = md::kernels::Q4_K;
+  using Q5_K = md::kernels::Q5_K;
   using Q6_K = md::kernels::Q6_K;
   using F32 = md::kernels::F32;
   using F16 = md::kernels::F16;

@@ -206,8 +206,12 @@ GgufTileFn tile_for(GgmlType type) {
       return tile<V, typename Formats::Q4_1>;
     case GgmlType::kQ8_0:
       return tile<V, typename Formats::Q8_0>;
+    case GgmlType::kQ5_0:
+      return tile<V, typename Formats::Q5_0>;
     case GgmlType::kQ4_K:
       return tile<V, typename Formats::Q4_K>;
+    case GgmlType::kQ5_K:
+      return tile<V, typename Formats::Q5_K>;
     case GgmlType::kQ6_K:
       return tile<V, typename Formats::Q6_K>;
     case GgmlType::kF32:

@@ -1,5 +1,6 @@
 // One format-tagged weight matrix and its single tile entry: whatever the checkpoint format
-// (bf16 tensors read in place, or GGUF blocks: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K), a
+// (bf16 tensors read in place, or GGUF blocks: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q4_K, Q5_K,
+// Q6_K), a
 // program's projection reads it through weight_tile(), and a waiting worker prefetches it through
 // prefetch_rows(). Later formats (fp8, MXFP4, NVFP4, int8) are further WeightFormat values.
 #pragma once

@@ -30,6 +30,10 @@ WeightFormat format_of(const GgufFile& file, const GgufTensor& t) {
       return WeightFormat::kQ4_K;
     case GgmlType::kQ6_K:
       return WeightFormat::kQ6_K;
+    case GgmlType::kQ5_0:
+      return WeightFormat::kQ5_0;
+    case GgmlType::kQ5_K:
+      return WeightFormat::kQ5_K;
     default:
       fail("{}: tensor '{}' is {}, a format megadecode cannot read yet", file.path(), t.name,
            ggml_type_name(t.type));

@@ -59,6 +59,21 @@ float q4_k_element(const std::uint8_t* b, int i) {
   return f16_at(b) * static_cast<float>(scale) * static_cast<float>(q) -
          f16_at(b + 2) * static_cast<float>(min);
 }
+// Q5_0: element i takes the nibble of Q4_0 and bit i of the little-endian 32-bit qh as its fifth.
+float q5_0_element(const std::uint8_t* b, int i) {
+  const int fifth = (b[2 + i / 8] >> (i % 8)) & 1;
+  return f16_at(b) * static_cast<float>((nibble(b + 6, i % 16, i >= 16) | fifth << 4) - 16);
+}
+// Q5_K: Q4_K's scales and nibbles (nibbles at byte 48), plus bit s of qh[i % 32] as the fifth bit.
+float q5_k_element(const std::uint8_t* b, int i) {
+  const std::uint8_t* k = b + 4;
+  int s = i / 32;
+  int scale = s < 4 ? (k[s] & 63) : ((k[s + 4] & 15) | ((k[s - 4] >> 6) << 4));
+  int min = s < 4 ? (k[s + 4] & 63) : ((k[s + 4] >> 4) | ((k[s] >> 6) << 4));
+  int q = nibble(b + 48, (s / 2) * 32 + i % 32, s % 2 == 1) | ((b[16 + i % 32] >> s) & 1) << 4;
+  return f16_at(b) * static_cast<float>(scale) * static_cast<float>(q) -
+         f16_at(b + 2) * static_cast<float>(min);
+}
 // Q6_K: element i is in half h = i / 128, quarter k = (i % 128) / 32, lane l = i % 32.
 float q6_k_element(const std::uint8_t* b, int i) {
   int h = i / 128, k = (i % 128) / 32, l = i % 32;
@@ -101,6 +116,8 @@ TEST(GgufDequant, BlockFormatsMatchAnElementwiseTranscription) {
   check_format({GgmlType::kQ4_1, 32, 20, q4_1_element, {0, 2}}, 5, 3);
   check_format({GgmlType::kQ4_K, 256, 144, q4_k_element, {0, 2}}, 3, 4);
   check_format({GgmlType::kQ6_K, 256, 210, q6_k_element, {208}}, 3, 5);
+  check_format({GgmlType::kQ5_0, 32, 22, q5_0_element, {0}}, 5, 6);
+  check_format({GgmlType::kQ5_K, 256, 176, q5_k_element, {0, 2}}, 3, 7);
 }
 
 TEST(GgufDequant, Q4_0KnownBlock) {
@@ -134,13 +151,14 @@ TEST(GgufDequant, PlainFloatFormats) {
 TEST(GgufDequant, RefusesUnsupportedTypesAndPartialBlocks) {
   std::vector<std::uint8_t> data(256, 0);
   std::vector<float> out(256, 7.0f);
-  EXPECT_FALSE(can_dequantize(GgmlType::kQ5_K));
-  EXPECT_FALSE(dequantize_row(GgmlType::kQ5_K, data.data(), out.data(), 256));
+  EXPECT_FALSE(can_dequantize(GgmlType::kQ5_1));
+  EXPECT_FALSE(dequantize_row(GgmlType::kQ3_K, data.data(), out.data(), 256));
   EXPECT_FALSE(dequantize_row(GgmlType::kQ8_0, data.data(), out.data(), 31));
   EXPECT_FALSE(dequantize_row(GgmlType::kF32, data.data(), out.data(), -1));
   EXPECT_EQ(out[0], 7.0f);  // nothing written
-  for (GgmlType t : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0,
-                     GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+  for (GgmlType t :
+       {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16, GgmlType::kQ8_0, GgmlType::kQ4_0,
+        GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
     EXPECT_TRUE(can_dequantize(t)) << ggml_type_name(t);
   }
 }

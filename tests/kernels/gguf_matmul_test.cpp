@@ -46,9 +46,11 @@ std::vector<int> scale_offsets(GgmlType type) {
   switch (type) {
     case GgmlType::kQ8_0:
     case GgmlType::kQ4_0:
+    case GgmlType::kQ5_0:
       return {0};
     case GgmlType::kQ4_1:
     case GgmlType::kQ4_K:
+    case GgmlType::kQ5_K:
       return {0, 2};
     case GgmlType::kQ6_K:
       return {208};
@@ -147,6 +149,8 @@ const std::vector<TypeCase>& type_cases() {
       {GgmlType::kQ8_0, {32, 96, 576}},
       {GgmlType::kQ4_K, {256, 512, 1536}},
       {GgmlType::kQ6_K, {256, 768}},
+      {GgmlType::kQ5_0, {32, 64, 96, 576}},
+      {GgmlType::kQ5_K, {256, 512, 1536}},
       {GgmlType::kF32, {1, 5, 8, 17, 31, 32, 33, 100, 576}},
       {GgmlType::kF16, {1, 7, 16, 31, 32, 47, 64, 577}},
   };
@@ -416,14 +420,16 @@ TEST(GgufMatmul, AcceptsOnlyWholeBlocksOfSupportedFormats) {
   EXPECT_TRUE(gguf_matmul_accepts({GgmlType::kF16, data.data(), 2, 33, 66}));
   EXPECT_FALSE(gguf_matmul_accepts({GgmlType::kQ4_1, data.data(), 2, 48, 40}));  // 1.5 blocks
   EXPECT_FALSE(gguf_matmul_accepts({GgmlType::kQ4_1, data.data(), 2, 64, 39}));  // row too short
-  EXPECT_FALSE(gguf_matmul_accepts({GgmlType::kQ5_K, data.data(), 2, 256, 176}));
+  EXPECT_FALSE(gguf_matmul_accepts({GgmlType::kQ3_K, data.data(), 2, 256, 110}));
   EXPECT_FALSE(gguf_matmul_accepts({GgmlType::kQ4_K, data.data(), 2, 128, 144}));
-  for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_0,
-                        GgmlType::kQ4_1, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+  EXPECT_FALSE(gguf_matmul_accepts({GgmlType::kQ5_K, data.data(), 2, 128, 176}));
+  for (GgmlType type :
+       {GgmlType::kF32, GgmlType::kF16, GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1,
+        GgmlType::kQ5_0, GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K}) {
     EXPECT_TRUE(gguf_matmul_supports(type)) << ggml_type_name(type);
     for (Isa isa : available_isas()) EXPECT_NE(gguf_matmul_kernels(isa).tile_for(type), nullptr);
   }
-  EXPECT_FALSE(gguf_matmul_supports(GgmlType::kQ5_0));
+  EXPECT_FALSE(gguf_matmul_supports(GgmlType::kQ5_1));
   // BF16 is supported, through the bf16 kernels (next test), and only densely packed.
   EXPECT_TRUE(gguf_matmul_supports(GgmlType::kBF16));
   EXPECT_TRUE(gguf_matmul_accepts({GgmlType::kBF16, data.data(), 2, 33, 66}));

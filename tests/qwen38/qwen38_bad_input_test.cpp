@@ -151,7 +151,16 @@ TEST_F(Qwen38BadInput, ConfigsTheFamilyCannotRun) {
     std::function<void(nlohmann::ordered_json&)> edit;
   };
   std::vector<Case> cases = {
-      {"attn_output_gate", [](auto& c) { c["text_config"]["attn_output_gate"] = false; }},
+      {"attention_bias", [](auto& c) { c["text_config"]["attention_bias"] = true; }},
+      {"num_experts_per_tok",
+       [](auto& c) {
+         c["model_type"] = "qwen3_5_moe";
+         c["text_config"]["model_type"] = "qwen3_5_moe_text";
+         c["text_config"]["num_experts"] = 4;
+         c["text_config"]["num_experts_per_tok"] = 5;
+         c["text_config"]["moe_intermediate_size"] = 32;
+         c["text_config"]["shared_expert_intermediate_size"] = 32;
+       }},
       {"layer_types", [](auto& c) { c["text_config"]["layer_types"][3] = "mamba"; }},
       {"quantization_config",
        [](auto& c) {
@@ -189,6 +198,21 @@ TEST_F(Qwen38BadInput, ConfigsThatDisagreeWithTheCheckpoint) {
     expect_contains(load_error(dir), test_case.expected);
     fs::remove_all(dir);
   }
+  // Qwen3.5-MoE: a dense checkpoint called MoE lacks the router; the MoE checkpoint with other
+  // expert widths has expert stacks of another shape.
+  fs::path dense = copy_fixture("tiny-qwen38");
+  edit_config(dense, [](auto& c) {
+    c["model_type"] = "qwen3_5_moe";
+    c["text_config"]["model_type"] = "qwen3_5_moe_text";
+    c["text_config"]["num_experts"] = 4;
+    c["text_config"]["num_experts_per_tok"] = 2;
+    c["text_config"]["moe_intermediate_size"] = 32;
+    c["text_config"]["shared_expert_intermediate_size"] = 32;
+  });
+  expect_contains(load_error(dense), {kPrefix + "layers.0.mlp.gate.weight", "missing"});
+  fs::path moe = copy_fixture("tiny-qwen35-moe");
+  edit_config(moe, [](auto& c) { c["text_config"]["moe_intermediate_size"] = 16; });
+  expect_contains(load_error(moe), {kPrefix + "layers.0.mlp.experts.gate_up_proj", "shape"});
 }
 
 // An untied config whose checkpoint lacks lm_head.weight is refused by name; tied, the same

@@ -200,14 +200,14 @@ TEST_F(Qwen35GgufConfig, ReadsTheMoeKeysOfQwen35moe) {
       {[](Keys& k) { k.erase("expert_shared_feed_forward_length"); },
        "'qwen35moe.expert_shared_feed_forward_length'"},
   };
-  for (const auto& [edit, expected] : cases) {
+  for (const auto& refusal : cases) {
     const std::string error = error_of(write(
         [&](Keys& k, GgufBuilder&) {
           moe_keys(k);
-          edit(k);
+          refusal.first(k);
         },
         "qwen35moe"));
-    EXPECT_NE(error.find(expected), std::string::npos) << error;
+    EXPECT_NE(error.find(refusal.second), std::string::npos) << error;
   }
   // A dense qwen35 file is not read as MoE, whatever expert keys it carries.
   EXPECT_FALSE(parse_qwen38_gguf_config(GgufFile(write([](Keys& k, GgufBuilder&) {

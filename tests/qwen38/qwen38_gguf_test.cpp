@@ -128,6 +128,8 @@ TEST(Qwen35MoeGguf, FusedAndSplitExpertStacksAreTheSameModel) {
 }
 
 // Quantised files compute the model their blocks stand for: the same logits as the twin file
+// (K-quant files: tiny-qwen38-hd256's matrices with rows of 256 in the K-quant, the narrower ones
+// in llama.cpp's fallback types Q5_0 / Q8_0)
 // whose matrices hold gguf-py's dequantisation of those blocks in F32, to summation order (the
 // block kernels sum in another order than the F32 ones; a misread scale, offset or nibble order
 // moves the logits by whole percent).
@@ -160,13 +162,15 @@ std::string quant_case_name(
   return name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Types, Qwen35GgufQuantised,
-                         ::testing::Values(std::pair{"tiny-qwen38", "Q8_0"},
-                                           std::pair{"tiny-qwen35-tied", "Q8_0"},
-                                           std::pair{"tiny-qwen38", "Q4_0"},
-                                           std::pair{"tiny-qwen35-moe", "Q8_0"},
-                                           std::pair{"tiny-qwen35-moe", "Q4_0"}),
-                         quant_case_name);
+INSTANTIATE_TEST_SUITE_P(
+    Types, Qwen35GgufQuantised,
+    ::testing::Values(std::pair{"tiny-qwen38", "Q8_0"}, std::pair{"tiny-qwen35-tied", "Q8_0"},
+                      std::pair{"tiny-qwen38", "Q4_0"}, std::pair{"tiny-qwen35-moe", "Q8_0"},
+                      std::pair{"tiny-qwen35-moe", "Q4_0"}, std::pair{"tiny-qwen38", "Q5_0"},
+                      std::pair{"tiny-qwen38-hd256", "Q4_K"},
+                      std::pair{"tiny-qwen38-hd256", "Q5_K"},
+                      std::pair{"tiny-qwen38-hd256", "Q6_K"}),
+    quant_case_name);
 
 // Q8_0 against transformers. Each weight is rounded to a step of 1/127 of its block's largest
 // magnitude: for Gaussian blocks of 32 (largest ≈ 2.3σ) an RMS error of ≈ 0.5 % of σ, about 4.6×

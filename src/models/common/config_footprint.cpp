@@ -31,6 +31,10 @@ std::string_view weight_format_name(WeightFormat format) {
       return "Q4_K";
     case WeightFormat::kQ6_K:
       return "Q6_K";
+    case WeightFormat::kQ5_0:
+      return "Q5_0";
+    case WeightFormat::kQ5_K:
+      return "Q5_K";
   }
   return "?";
 }

@@ -22,7 +22,9 @@ enum class WeightFormat : uint8_t {
   kQ4_0,
   kQ4_1,
   kQ4_K,
-  kQ6_K
+  kQ6_K,
+  kQ5_0,
+  kQ5_K
 };
 std::string_view weight_format_name(WeightFormat format);
 // Bytes per element of the unquantized formats (bf16 2, f16 2, f32 4, int8 1).
