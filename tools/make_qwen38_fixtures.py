@@ -21,6 +21,8 @@ Fixtures (spec docs: qwen38-dflash2.md section 14):
                      sparse MoE block, 16 routed experts top-4 stored as the released checkpoint
                      stores them (mlp.experts.gate_up_proj [E, 2I, H], mlp.experts.down_proj
                      [E, H, I]), the router mlp.gate, a shared expert with its sigmoid gate
+  tiny-qwen35-gelu-bias  hidden_act gelu_pytorch_tanh (the MLP's and the GDN conv's activation)
+                     and attention_bias (biases on q_proj, k_proj, v_proj and o_proj)
 
 Numpy only, deterministic (fixed seeds), well under a second. Every weight is exactly
 bf16-representable (float32 rounded to bf16 with round-to-nearest-even), including the F32 ones.
@@ -170,6 +172,13 @@ FIXTURES = {
         head_dim=32, partial=0.25, theta=1e7, lin_k_heads=2, lin_v_heads=4, lin_k_dim=16,
         lin_v_dim=16, a_log_dtype="F32", dt_bias_dtype="F32", shards=1, init="wide",
         moe=dict(experts=16, top_k=4, intermediate=32, shared_intermediate=48)),
+    # A hidden_act other than silu (transformers applies it in the MLP and after the GDN conv) and
+    # attention_bias (q/k/v/o projections with biases): accepted by transformers, in no release.
+    "tiny-qwen35-gelu-bias": dict(
+        nested=True, seed=20260308, hidden=64, intermediate=160, layers=4, heads=4, kv_heads=2,
+        head_dim=32, partial=0.25, theta=1e7, lin_k_heads=2, lin_v_heads=2, lin_k_dim=16,
+        lin_v_dim=32, a_log_dtype="F32", dt_bias_dtype="F32", shards=1, init="wide",
+        act="gelu_pytorch_tanh", bias=True),
 }
 
 
@@ -343,9 +352,9 @@ def text_config(f: dict) -> dict:
         "linear_key_head_dim": f["lin_k_dim"],
         "linear_value_head_dim": f["lin_v_dim"],
         "linear_conv_kernel_dim": f.get("conv_kernel", 4),
-        "hidden_act": "silu",
+        "hidden_act": f.get("act", "silu"),
         "rms_norm_eps": 1e-6,
-        "attention_bias": False,
+        "attention_bias": f.get("bias", False),
         "attention_dropout": 0.0,
         "attn_output_gate": True,
         "output_gate_type": "swish",
@@ -446,6 +455,11 @@ def make_weights(f: dict) -> dict:
             put(p + "self_attn.o_proj.weight", matrix(H, nq * hd))
             put(p + "self_attn.q_norm.weight", zc_norm(hd))
             put(p + "self_attn.k_norm.weight", zc_norm(hd))
+            if f.get("bias", False):
+                put(p + "self_attn.q_proj.bias", normal((nq * hd * 2,), 0.5))
+                put(p + "self_attn.k_proj.bias", normal((nkv * hd,), 0.5))
+                put(p + "self_attn.v_proj.bias", normal((nkv * hd,), 0.5))
+                put(p + "self_attn.o_proj.bias", normal((H,), 0.5))
         put(p + "post_attention_layernorm.weight", zc_norm(H))
         if "moe" in f:
             m = f["moe"]

@@ -1,29 +1,25 @@
 #include "kernels/causal_conv.h"
 
-#include <vector>
-
-#include "kernels/activations.h"
-
 namespace md::kernels {
 
-void causal_conv_silu(float* state, const float* w, int64_t channels, int64_t kernel,
-                      const float* x, int64_t rows, float* y) {
-  int64_t history = kernel - 1;
-  std::vector<float> window(static_cast<std::size_t>(history + rows));
+void causal_conv(float* state, const float* w, int64_t channels, int64_t kernel, const float* x,
+                 int64_t rows, float* y, Activation act) {
+  const int64_t history = kernel - 1;
   for (int64_t c = 0; c < channels; ++c) {
     float* past = state + c * history;
-    for (int64_t j = 0; j < history; ++j) window[static_cast<std::size_t>(j)] = past[j];
-    for (int64_t t = 0; t < rows; ++t)
-      window[static_cast<std::size_t>(history + t)] = x[t * channels + c];
+    // Position i of the channel's window: the state's column i, then the rows' inputs.
+    auto window = [&](int64_t i) {
+      return i < history ? past[i] : x[(i - history) * channels + c];
+    };
     const float* taps = w + c * kernel;
     for (int64_t t = 0; t < rows; ++t) {
       float acc = 0;
-      for (int64_t j = 0; j < kernel; ++j) {
-        acc += taps[j] * window[static_cast<std::size_t>(t + j)];
-      }
-      y[t * channels + c] = silu(acc);
+      for (int64_t j = 0; j < kernel; ++j) acc += taps[j] * window(t + j);
+      y[t * channels + c] = activate(act, acc);
     }
-    for (int64_t j = 0; j < history; ++j) past[j] = window[static_cast<std::size_t>(rows + j)];
+    // The last kernel-1 window positions: each read (position rows + j > j) before it is
+    // overwritten, in increasing j.
+    for (int64_t j = 0; j < history; ++j) past[j] = window(rows + j);
   }
 }
 

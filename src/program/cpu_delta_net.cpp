@@ -65,8 +65,8 @@ void key_head_row(const DeltaNetOperands& op, int64_t kh, const RecurrentState& 
   const int64_t dk = op.key_dim, dv = op.value_dim, history = op.conv_kernel - 1;
   float* conv_at = conv_out;
   for_each_channel_run(op, kh, [&](int64_t first, int64_t count) {
-    kernels::causal_conv_silu(state.conv + first * history, op.conv_weight + first * op.conv_kernel,
-                              count, op.conv_kernel, in + first, 1, conv_at);
+    kernels::causal_conv(state.conv + first * history, op.conv_weight + first * op.conv_kernel,
+                         count, op.conv_kernel, in + first, 1, conv_at, op.conv_activation);
     conv_at += count;
   });
   kernels::delta_net_query_key(conv_out, conv_out + dk, dk);

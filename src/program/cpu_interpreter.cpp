@@ -57,6 +57,11 @@ void run_tile(const Tile& tile, const RowInput& input, const float* x, const Pro
   if (rows <= 0) return;
   kernels::weight_tile(tile.weight, tile.begin, tile.end, x, input.stride, rows,
                        {out, tile.out_stride, tile.accumulate});
+  if (tile.bias != nullptr) {
+    for (int64_t n = 0; n < rows; ++n) {
+      for (int64_t r = tile.begin; r < tile.end; ++r) out[n * tile.out_stride + r] += tile.bias[r];
+    }
+  }
   if (tile.copy_to == kNoBuffer) return;
   float* copy = program.buffer(tile.copy_to) + tile.copy_offset;
   for (int64_t n = 0; n < rows; ++n) {
@@ -114,7 +119,7 @@ void gate_up(const GateUpOperands& op, int64_t task, const Program& program,
   for (int64_t n = 0; n < program.input_rows(op.input); ++n) {
     for (int64_t i = gate.begin; i < gate.end; ++i) {
       g[n * gate.out_stride + i] =
-          kernels::silu(g[n * gate.out_stride + i]) * u[n * up.out_stride + i];
+          kernels::activate(op.activation, g[n * gate.out_stride + i]) * u[n * up.out_stride + i];
     }
   }
 }

@@ -79,7 +79,7 @@ void run_moe_experts_task(const MoeExpertsOperands& op, int64_t task, const Prog
   for (int64_t j = 0; j < rows; ++j) {
     for (int64_t i = r0; i < r1; ++i) {
       float& a = act[j * op.intermediate + i];
-      a = kernels::silu(a) * up[j * op.intermediate + i];
+      a = kernels::activate(op.activation, a) * up[j * op.intermediate + i];
     }
   }
 }

@@ -13,6 +13,7 @@
 #include <variant>
 #include <vector>
 
+#include "kernels/activations.h"
 #include "kernels/moe_routing.h"
 #include "kernels/rope.h"
 #include "kernels/top_k.h"
@@ -65,12 +66,15 @@ struct RowInput {
 // tap of the residual stream, at no extra instruction). With `extra_out` set, the same weight
 // rows also multiply the projection's extra input rows into extra_out[n·extra_stride + r] (a
 // drafter's new context rows through k_proj / v_proj: the weights are streamed once for both).
+// With `bias` set, bias[r] is added to each output r after the product (after the accumulation
+// too: a residual projection's bias joins the stream as a second add).
 struct Tile {
   kernels::WeightMatrix weight;
   int64_t begin = 0, end = 0;
   BufferId out = kNoBuffer;
   int64_t out_offset = 0, out_stride = 0;
   bool accumulate = false;
+  const float* bias = nullptr;  // [weight.rows], indexed by output row
   BufferId copy_to = kNoBuffer;
   int64_t copy_offset = 0, copy_stride = 0;
   BufferId extra_out = kNoBuffer;
@@ -98,10 +102,12 @@ struct ProjectionOperands {
 };
 
 // kGateUpSilu: task t multiplies gate and up tiles t (the same output rows of both matrices)
-// and writes silu(gate) · up over the gate tile's output (the up tile's output is its scratch).
+// and writes act(gate) · up over the gate tile's output (the up tile's output is its scratch);
+// act is SiLU but for the rare config that names another hidden_act.
 struct GateUpOperands {
   RowInput input;
   std::vector<Tile> gate, up;
+  kernels::Activation activation = kernels::Activation::kSilu;
 };
 
 // kKvAppend: one task per KV head g: every step row's key of head g is (normalised,) rotated and
@@ -153,6 +159,7 @@ struct DeltaNetOperands {
   // llama.cpp's GGUF tiles them (kh + m·key_heads), its converter having reordered the value
   // heads' rows, channels and columns so.
   bool tiled_value_heads = false;
+  kernels::Activation conv_activation = kernels::Activation::kSilu;  // after the causal conv
 
   int64_t group() const { return value_heads / key_heads; }
   // The m-th value head (m < group()) of key head kh.
@@ -256,6 +263,7 @@ struct MoeExpertsOperands {
   int64_t intermediate = 0, tile_rows = 0;
   BufferId act = kNoBuffer;
   const MoePlan* plan = nullptr;
+  kernels::Activation activation = kernels::Activation::kSilu;
 
   int64_t tiles_per_expert() const { return (intermediate + tile_rows - 1) / tile_rows; }
   // Worker scratch a task needs: the expert's rows gathered and the up half of its tile.

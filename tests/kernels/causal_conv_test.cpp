@@ -14,7 +14,7 @@ TEST(CausalConv, SequenceMatchesDirectFormulaAndStepwiseState) {
   std::vector<float> x = test::random_floats(rows * channels, 2);
 
   std::vector<float> state(channels * (kernel - 1), 0.0f), y(rows * channels);
-  causal_conv_silu(state.data(), w.data(), channels, kernel, x.data(), rows, y.data());
+  causal_conv(state.data(), w.data(), channels, kernel, x.data(), rows, y.data());
 
   for (int64_t c = 0; c < channels; ++c) {
     for (int64_t t = 0; t < rows; ++t) {
@@ -31,8 +31,8 @@ TEST(CausalConv, SequenceMatchesDirectFormulaAndStepwiseState) {
   // Token by token with the rolling state gives the same outputs and final state.
   std::vector<float> step_state(channels * (kernel - 1), 0.0f), step_y(channels);
   for (int64_t t = 0; t < rows; ++t) {
-    causal_conv_silu(step_state.data(), w.data(), channels, kernel, x.data() + t * channels, 1,
-                     step_y.data());
+    causal_conv(step_state.data(), w.data(), channels, kernel, x.data() + t * channels, 1,
+                step_y.data());
     for (int64_t c = 0; c < channels; ++c) EXPECT_EQ(step_y[c], y[t * channels + c]);
   }
   EXPECT_EQ(step_state, state);

@@ -83,10 +83,9 @@ TEST(Qwen38Config, AcceptsBareTextConfigAndDerivedLayerTypes) {
 TEST(Qwen38Config, RefusesWhatTheSpecRefuses) {
   const std::string t = "/text_config/";
   std::vector<Refusal> refusals = {
-      {t + "attention_bias", true, {"text_config.attention_bias = true", "qwen3_5 needs false"}},
       {t + "hidden_act",
-       "gelu",
-       {"config.json: text_config.hidden_act = \"gelu\": unsupported (qwen3_5 needs \"silu\")"}},
+       "gelu_fast",
+       {"config.json: text_config.hidden_act = \"gelu_fast\": unsupported (megadecode runs silu"}},
       {t + "linear_conv_kernel_dim", 0, {"text_config.linear_conv_kernel_dim = 0", "positive"}},
       {"/tie_word_embeddings",
        true,
@@ -208,6 +207,24 @@ TEST(Qwen38Config, IgnoresTheKeysTransformersDoesNotRead) {
   const Qwen38Config other = parse(config);
   EXPECT_EQ(other.q_proj_dim(), plain.q_proj_dim());  // still a query and a gate per head
   EXPECT_EQ(other.layer_types, plain.layer_types);
+}
+
+TEST(Qwen38Config, ReadsAttentionBias) {
+  nlohmann::json config = test::config_fixture("qwen38-27b");
+  EXPECT_FALSE(parse(config).attention_bias);
+  config["text_config"]["attention_bias"] = true;
+  EXPECT_TRUE(parse(config).attention_bias);
+}
+
+TEST(Qwen38Config, TakesTheHiddenActivationsTransformersNames) {
+  nlohmann::json config = test::config_fixture("qwen38-27b");
+  EXPECT_EQ(parse(config).hidden_act, kernels::Activation::kSilu);
+  config["text_config"]["hidden_act"] = "gelu_pytorch_tanh";
+  EXPECT_EQ(parse(config).hidden_act, kernels::Activation::kGeluTanh);
+  config["text_config"]["hidden_act"] = "gelu";
+  EXPECT_EQ(parse(config).hidden_act, kernels::Activation::kGeluErf);
+  config["text_config"].erase("hidden_act");
+  EXPECT_EQ(parse(config).hidden_act, kernels::Activation::kSilu);  // transformers' default
 }
 
 TEST(Qwen38Config, TakesAnyConvKernelSize) {

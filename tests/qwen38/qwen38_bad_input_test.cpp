@@ -151,7 +151,7 @@ TEST_F(Qwen38BadInput, ConfigsTheFamilyCannotRun) {
     std::function<void(nlohmann::ordered_json&)> edit;
   };
   std::vector<Case> cases = {
-      {"attention_bias", [](auto& c) { c["text_config"]["attention_bias"] = true; }},
+      {"hidden_act", [](auto& c) { c["text_config"]["hidden_act"] = "gelu_fast"; }},
       {"num_experts_per_tok",
        [](auto& c) {
          c["model_type"] = "qwen3_5_moe";
@@ -191,6 +191,9 @@ TEST_F(Qwen38BadInput, ConfigsThatDisagreeWithTheCheckpoint) {
       // Layer 3 becomes a Gated DeltaNet layer: the checkpoint has attention tensors there.
       {{layer3 + "linear_attn."},
        [](auto& c) { c["text_config"]["layer_types"][3] = "linear_attention"; }},
+      // attention_bias, but the checkpoint has no biases.
+      {{layer3 + "self_attn.q_proj.bias", "missing"},
+       [](auto& c) { c["text_config"]["attention_bias"] = true; }},
   };
   for (const Case& test_case : cases) {
     fs::path dir = copy_fixture("tiny-qwen38");

@@ -22,7 +22,7 @@ namespace md::test {
 inline const std::vector<std::string>& qwen38_fixture_names() {
   static const std::vector<std::string> names = {
       "tiny-qwen38",          "tiny-qwen38-hd256",  "tiny-qwen38-text", "tiny-qwen35-tied",
-      "tiny-qwen35-interval", "tiny-qwen35-layers", "tiny-qwen35-moe"};
+      "tiny-qwen35-interval", "tiny-qwen35-layers", "tiny-qwen35-moe",  "tiny-qwen35-gelu-bias"};
   return names;
 }
 
@@ -43,6 +43,10 @@ inline std::vector<md::testing::Qwen38Ablation> ablations_that_change(const Qwen
       md::testing::Qwen38Ablation::kSkipConv, md::testing::Qwen38Ablation::kSkipAttentionGate};
   if (c.linear_num_key_heads > 1 && c.linear_head_group() > 1) {
     ablations.push_back(md::testing::Qwen38Ablation::kTiledKeyHeads);
+  }
+  if (c.attention_bias) ablations.push_back(md::testing::Qwen38Ablation::kSkipAttentionBias);
+  if (c.hidden_act != kernels::Activation::kSilu) {
+    ablations.push_back(md::testing::Qwen38Ablation::kSiluWhateverHiddenAct);
   }
   if (c.is_moe()) {
     ablations.push_back(md::testing::Qwen38Ablation::kMoeUnnormalisedWeights);

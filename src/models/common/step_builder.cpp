@@ -94,8 +94,9 @@ int32_t StepBuilder::projection(std::string name, program::RowInput input, std::
 int32_t StepBuilder::gate_up_silu(std::string name, program::RowInput input,
                                   const kernels::WeightMatrix& gate,
                                   const kernels::WeightMatrix& up, program::BufferId gate_out,
-                                  program::BufferId up_out, std::vector<Dependency> waits) {
-  program::GateUpOperands op{input, {}, {}};
+                                  program::BufferId up_out, std::vector<Dependency> waits,
+                                  kernels::Activation act) {
+  program::GateUpOperands op{input, {}, {}, act};
   add_tiles(op.gate, gate, gate_out, 0, gate.rows, false);
   add_tiles(op.up, up, up_out, 0, up.rows, false);
   auto tasks = static_cast<int64_t>(op.gate.size());

@@ -48,10 +48,11 @@ class StepBuilder {
 
   int32_t projection(std::string name, program::RowInput input, std::vector<program::Tile> tiles,
                      std::vector<program::Dependency> waits);
-  // silu(x·gateᵀ) · (x·upᵀ) into `gate_out` (`up_out` is the up half's scratch), [rows][I].
+  // act(x·gateᵀ) · (x·upᵀ) into `gate_out` (`up_out` is the up half's scratch), [rows][I].
   int32_t gate_up_silu(std::string name, program::RowInput input, const kernels::WeightMatrix& gate,
                        const kernels::WeightMatrix& up, program::BufferId gate_out,
-                       program::BufferId up_out, std::vector<program::Dependency> waits);
+                       program::BufferId up_out, std::vector<program::Dependency> waits,
+                       kernels::Activation act = kernels::Activation::kSilu);
   // Attention: a KV append per KV head (waiting for the tiles of `qkv` that write its key and
   // value), then one task per query head (waiting for its query and gate tiles and its KV head's
   // append), both besides `waits`. Returns the attention instruction.

@@ -40,6 +40,14 @@ ConfigReader text_config_of(const ConfigReader& root) {
   return root;
 }
 
+// hidden_act, as transformers' ACT2FN names it (the MLP's and the Gated DeltaNet conv's).
+kernels::Activation read_hidden_act(const ConfigReader& text) {
+  const std::string name = text.string_or("hidden_act", "silu");
+  if (std::optional<kernels::Activation> act = kernels::activation_named(name)) return *act;
+  text.reject("hidden_act",
+              "unsupported (megadecode runs silu, swish, gelu, gelu_pytorch_tanh, gelu_new, relu)");
+}
+
 // transformers' Qwen3_5MoeTextConfig: every layer's MLP is the sparse block, and it always
 // renormalises the chosen probabilities (it reads no norm_topk_prob).
 Qwen38Moe read_moe(const ConfigReader& text) {
@@ -165,13 +173,11 @@ void check_heads(const ConfigReader& text, const Qwen38Config& config) {
   }
 }
 
-// The settings of §1.3 that transformers reads and the kernels hard-wire. Absent keys take the
-// Hugging Face default, which is the required value. The spec's other three (attn_output_gate,
-// output_gate_type, mamba_ssm_dtype) are not read by transformers' qwen3_5 / qwen3_5_moe, which
-// runs the gated attention and the f32 state whatever they say: so are they here.
+// Of §1.3's fixed settings only the weight format is still refused: attention_bias and hidden_act
+// are read (transformers honours both), and attn_output_gate, output_gate_type and
+// mamba_ssm_dtype are not read by transformers' qwen3_5 / qwen3_5_moe, which runs the gated
+// attention and the f32 state whatever they say: so are they here.
 void check_fixed_settings(const ConfigReader& root, const ConfigReader& text) {
-  text.expect("attention_bias", false);
-  text.expect("hidden_act", "silu");
   std::string why = fmt::format("{} weights are bf16 only", kModel);
   text.forbid("quantization_config", why);
   root.forbid("quantization_config", why);
@@ -248,6 +254,8 @@ Qwen38Config parse_qwen38_config(const ConfigFiles& files) {
   check_heads(text, config);
   read_rope(text, config);
   config.layer_types = read_layer_types(text, config.num_layers);
+  config.hidden_act = read_hidden_act(text);
+  config.attention_bias = text.boolean_or("attention_bias", false);
   config.tie_word_embeddings = read_tie_word_embeddings(root, text);
   // Generation stops on <|endoftext|> (text_config) and <|im_end|> (top level /
   // generation_config.json); the spec requires both.

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/activations.h"
 #include "models/common/config_files.h"
 #include "models/common/config_footprint.h"
 #include "models/common/draft_target_config.h"
@@ -43,12 +44,15 @@ struct Qwen38Config {
   int64_t vocab_size = 0;
   int64_t max_position_embeddings = 0;
   bool tie_word_embeddings = false;  // lm_head reads embed_tokens (the 0.8B–9B siblings)
+  bool attention_bias = false;       // q/k/v/o projections with biases (no released model)
   // The checkpoint's value-head order when value heads outnumber key heads: transformers groups
   // them (value head j pairs with key head j / group); llama.cpp's GGUF converter reorders every
   // value-head tensor so that they tile (j pairs with key head j mod key heads).
   bool value_heads_tiled = false;
   std::vector<Qwen38LayerKind> layer_types;
   Qwen38Moe moe;
+  // The MLP's and the short conv's activation (transformers applies hidden_act to both).
+  kernels::Activation hidden_act = kernels::Activation::kSilu;
   std::vector<int64_t> eos_token_ids;  // stop ids: generation_config.json ∪ config.json
 
   bool is_moe() const { return moe.experts > 0; }

@@ -87,14 +87,21 @@ ConfigFootprint qwen38_footprint(const Qwen38Config& c, const FootprintOptions& 
   ConfigFootprint footprint;
   int64_t gdn = c.num_linear_attention_layers();
   int64_t attention = c.num_full_attention_layers();
-  const std::string mlp = c.is_moe() ? fmt::format("MoE {} experts top-{} x {} + shared expert {}",
-                                                   c.moe.experts, c.moe.experts_per_token,
-                                                   c.moe.intermediate, c.moe.shared_intermediate)
-                                     : fmt::format("SwiGLU MLP {}", c.intermediate_size);
+  const std::string mlp =
+      c.is_moe()
+          ? fmt::format("MoE {} experts top-{} x {} + shared expert {}", c.moe.experts,
+                        c.moe.experts_per_token, c.moe.intermediate, c.moe.shared_intermediate)
+          : fmt::format("{} MLP {}",
+                        c.hidden_act == kernels::Activation::kSilu ? "SwiGLU" : "gated",
+                        c.intermediate_size);
+  const std::string act =
+      c.hidden_act == kernels::Activation::kSilu
+          ? ""
+          : fmt::format(", hidden_act {}", kernels::activation_name(c.hidden_act));
   footprint.architecture = fmt::format(
-      "{} hybrid decoder: {} layers ({} Gated DeltaNet + {} gated GQA attention), hidden {}, {}, "
+      "{} hybrid decoder: {} layers ({} Gated DeltaNet + {} gated GQA attention), hidden {}, {}{}, "
       "vocab {}, {} lm_head",
-      c.is_moe() ? "qwen3_5_moe" : "qwen3_5", c.num_layers, gdn, attention, c.hidden_size, mlp,
+      c.is_moe() ? "qwen3_5_moe" : "qwen3_5", c.num_layers, gdn, attention, c.hidden_size, mlp, act,
       c.vocab_size, c.tie_word_embeddings ? "tied" : "untied");
   footprint.max_context = c.max_position_embeddings;
   footprint.layer_kinds.push_back(

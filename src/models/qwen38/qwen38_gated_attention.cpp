@@ -46,6 +46,15 @@ void prepare_rows(const Qwen38LayerContext& ctx, const Qwen38AttentionWeights& w
   }
 }
 
+// Each row of `x` (rows of bias.size()) plus the bias, when there is one.
+void add_bias(Buffer& x, const std::vector<float>& bias, int64_t rows) {
+  if (bias.empty()) return;
+  for (int64_t t = 0; t < rows; ++t) {
+    for (std::size_t r = 0; r < bias.size(); ++r)
+      x[static_cast<std::size_t>(t) * bias.size() + r] += bias[r];
+  }
+}
+
 }  // namespace
 
 void gated_attention_forward(const Qwen38LayerContext& ctx, const Qwen38AttentionWeights& w,
@@ -59,6 +68,11 @@ void gated_attention_forward(const Qwen38LayerContext& ctx, const Qwen38Attentio
   kernels::matmul(w.q_proj, x, rows, qg.data(), ctx.pool);
   kernels::matmul(w.k_proj, x, rows, k.data(), ctx.pool);
   kernels::matmul(w.v_proj, x, rows, v.data(), ctx.pool);
+  if (ctx.options.ablation != testing::Qwen38Ablation::kSkipAttentionBias) {
+    add_bias(qg, w.q_bias, rows);
+    add_bias(k, w.k_bias, rows);
+    add_bias(v, w.v_bias, rows);
+  }
   prepare_rows(ctx, w, cache, first_position, qg, k, v, rows);
 
   Buffer attended = buffer(rows * c.attn_output_dim());

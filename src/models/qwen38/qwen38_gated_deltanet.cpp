@@ -71,11 +71,12 @@ void gated_deltanet_forward(const Qwen38LayerContext& ctx, const Qwen38GdnWeight
   kernels::matmul(w.in_proj_a, x, rows, a.data(), ctx.pool);
 
   Buffer mixed = buffer(rows * c.conv_dim());
+  const kernels::Activation act = testing::reference_activation(c.hidden_act, ctx.options.ablation);
   if (ctx.options.ablation == testing::Qwen38Ablation::kSkipConv) {
-    for (std::size_t i = 0; i < mixed.size(); ++i) mixed[i] = kernels::silu(projected[i]);
+    for (std::size_t i = 0; i < mixed.size(); ++i) mixed[i] = kernels::activate(act, projected[i]);
   } else {
-    kernels::causal_conv_silu(state.conv.data(), w.conv1d.data(), c.conv_dim(),
-                              c.linear_conv_kernel, projected.data(), rows, mixed.data());
+    kernels::causal_conv(state.conv.data(), w.conv1d.data(), c.conv_dim(), c.linear_conv_kernel,
+                         projected.data(), rows, mixed.data(), act);
   }
   normalise_queries_and_keys(c, mixed.data(), rows);
 

@@ -26,7 +26,9 @@ void gated_deltanet_forward(const Qwen38LayerContext& ctx, const Qwen38GdnWeight
                             Qwen38GdnState& state, const float* x, int64_t rows, float* out);
 
 // Rows sit at positions first_position..first_position+rows-1; their K/V are written into the
-// cache before any row attends, and row t attends to slots [0, first_position + t].
+// cache before any row attends, and row t attends to slots [0, first_position + t]. `out` is
+// o_proj's product without its bias (w.o_bias), which the caller adds after the residual add, as
+// the step program's residual tiles do.
 void gated_attention_forward(const Qwen38LayerContext& ctx, const Qwen38AttentionWeights& w,
                              kernels::KvCache& cache, int64_t first_position, const float* x,
                              int64_t rows, float* out);

@@ -38,6 +38,12 @@ void add_into(float* h, const float* delta, int64_t n) {
   for (int64_t i = 0; i < n; ++i) h[i] += delta[i];
 }
 
+// bias (empty: nothing) added to each of `rows` rows of h.
+void add_rows(float* h, const std::vector<float>& bias, int64_t rows) {
+  const auto width = static_cast<int64_t>(bias.size());
+  for (int64_t t = 0; t < rows; ++t) add_into(h + t * width, bias.data(), width);
+}
+
 }  // namespace
 
 Qwen38Model::Qwen38Model(const std::string& directory, const ModelRunOptions& run_options,
@@ -112,9 +118,9 @@ std::size_t Qwen38Model::weight_bytes() const {
 
 std::string Qwen38Model::description() const {
   const std::string experts =
-      config_.is_moe() ? fmt::format(", {} experts top-{}", config_.moe.experts,
-                                     config_.moe.experts_per_token)
-                       : "";
+      config_.is_moe()
+          ? fmt::format(", {} experts top-{}", config_.moe.experts, config_.moe.experts_per_token)
+          : "";
   return fmt::format("{} {} layers, hidden {}{}, vocab {} ({})",
                      config_.is_moe() ? "qwen3_5_moe" : "qwen3_5", config_.num_layers,
                      config_.hidden_size, experts, config_.vocab_size, directory_);
@@ -158,15 +164,15 @@ void Qwen38Model::check_tokens(const SequenceState& state, std::span<const int32
 
 namespace {
 
-// down(silu(x·gateᵀ) · (x·upᵀ)) for `rows` rows of x, [rows][I] intermediates.
-void swiglu(const kernels::WeightMatrix& gate_proj, const kernels::WeightMatrix& up_proj,
-            const kernels::WeightMatrix& down_proj, const float* x, int64_t rows, float* out,
-            ThreadPool* pool) {
+// down(act(x·gateᵀ) · (x·upᵀ)) for `rows` rows of x, [rows][I] intermediates.
+void gated_mlp(const kernels::WeightMatrix& gate_proj, const kernels::WeightMatrix& up_proj,
+               const kernels::WeightMatrix& down_proj, kernels::Activation act, const float* x,
+               int64_t rows, float* out, ThreadPool* pool) {
   Buffer gate = buffer(rows * gate_proj.rows);
   Buffer up = buffer(rows * up_proj.rows);
   kernels::matmul(gate_proj, x, rows, gate.data(), pool);
   kernels::matmul(up_proj, x, rows, up.data(), pool);
-  for (std::size_t i = 0; i < gate.size(); ++i) gate[i] = kernels::silu(gate[i]) * up[i];
+  for (std::size_t i = 0; i < gate.size(); ++i) gate[i] = kernels::activate(act, gate[i]) * up[i];
   kernels::matmul(down_proj, gate.data(), rows, out, pool);
 }
 
@@ -177,7 +183,9 @@ void Qwen38Model::mlp(const Qwen38LayerWeights& layer, const float* x, int64_t r
     sparse_moe(layer.moe, x, rows, out);
     return;
   }
-  swiglu(layer.gate_proj, layer.up_proj, layer.down_proj, x, rows, out, pool_.get());
+  gated_mlp(layer.gate_proj, layer.up_proj, layer.down_proj,
+            testing::reference_activation(config_.hidden_act, options_.ablation), x, rows, out,
+            pool_.get());
 }
 
 // The sparse block of transformers' Qwen3_5MoeSparseMoeBlock, row by row: the chosen experts'
@@ -189,8 +197,10 @@ void Qwen38Model::sparse_moe(const Qwen38MoeWeights& w, const float* x, int64_t 
   Buffer shared = buffer(rows * h), expert_out = buffer(h);
   kernels::matmul(w.router, x, rows, logits.data(), pool_.get());
   kernels::matmul(w.shared_expert_gate, x, rows, gate.data(), pool_.get());
-  swiglu(w.shared_gate_proj, w.shared_up_proj, w.shared_down_proj, x, rows, shared.data(),
-         pool_.get());
+  const kernels::Activation act =
+      testing::reference_activation(config_.hidden_act, options_.ablation);
+  gated_mlp(w.shared_gate_proj, w.shared_up_proj, w.shared_down_proj, act, x, rows, shared.data(),
+            pool_.get());
   std::vector<kernels::ExpertChoice> choices(static_cast<std::size_t>(k));
   for (int64_t t = 0; t < rows; ++t) {
     kernels::route_softmax_top_k(logits.data() + t * experts, experts, k, probs.data(),
@@ -203,8 +213,8 @@ void Qwen38Model::sparse_moe(const Qwen38MoeWeights& w, const float* x, int64_t 
     std::fill(y, y + h, 0.0f);
     for (const kernels::ExpertChoice& choice : choices) {
       const auto e = static_cast<std::size_t>(choice.expert);
-      swiglu(w.experts.gate[e], w.experts.up[e], w.experts.down[e], x + t * h, 1, expert_out.data(),
-             pool_.get());
+      gated_mlp(w.experts.gate[e], w.experts.up[e], w.experts.down[e], act, x + t * h, 1,
+                expert_out.data(), pool_.get());
       for (int64_t i = 0; i < h; ++i)
         y[i] += expert_out[static_cast<std::size_t>(i)] * choice.weight;
     }
@@ -236,6 +246,9 @@ void Qwen38Model::run_layers(Qwen38State& state, std::span<const int32_t> tokens
                              normed.data(), rows, mixed.data());
     }
     add_into(hidden, mixed.data(), rows * width);
+    if (options_.ablation != testing::Qwen38Ablation::kSkipAttentionBias) {
+      add_rows(hidden, layer.attention.o_bias, rows);  // after the residual add, as the step's
+    }
     normalise_rows(hidden, layer.post_attention_layernorm, rows, width, eps, normed.data());
     mlp(layer, normed.data(), rows, mixed.data());
     add_into(hidden, mixed.data(), rows * width);

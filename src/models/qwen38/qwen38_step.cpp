@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
 
 #include "base/dtype.h"
 #include "base/error.h"
@@ -27,6 +28,13 @@ constexpr int64_t kMinVocabTile = 256;
 
 std::size_t size(int64_t n) {
   return static_cast<std::size_t>(n);
+}
+
+// attention_bias: the tiles of a matrix add its bias (none when empty).
+void with_bias(std::vector<program::Tile>& tiles, const std::vector<float>& bias,
+               std::size_t first = 0) {
+  if (bias.empty()) return;
+  for (std::size_t t = first; t < tiles.size(); ++t) tiles[t].bias = bias.data();
 }
 
 }  // namespace
@@ -136,7 +144,8 @@ int32_t Qwen38Step::add_delta_net(StepBuilder& b, int64_t layer, int32_t residua
                                .norm = w.norm.data(),
                                .norm_eps = static_cast<float>(c.rms_norm_eps),
                                .state_slot = ordinal,
-                               .tiled_value_heads = c.value_heads_tiled};
+                               .tiled_value_heads = c.value_heads_tiled,
+                               .conv_activation = c.hidden_act};
   if (mode_ == RowMode::kVerify) {
     DeltaNetSnapshots& snaps = snapshots_[size(ordinal)];
     snaps.conv = ZeroedArray<float>(size((max_rows_ + 1) * op.conv_state_floats()));
@@ -161,9 +170,13 @@ int32_t Qwen38Step::add_attention(StepBuilder& b, int64_t layer, int32_t residua
   const std::string tag = fmt::format("L{}.", layer);
 
   std::vector<program::Tile> tiles;
-  b.add_tiles(tiles, w.q_proj, ids_.q, 0, c.q_proj_dim(), false);
-  b.add_tiles(tiles, w.k_proj, ids_.k, 0, c.kv_dim(), false);
-  b.add_tiles(tiles, w.v_proj, ids_.v, 0, c.kv_dim(), false);
+  for (auto [matrix, bias, out, width] : {std::tuple{&w.q_proj, &w.q_bias, ids_.q, c.q_proj_dim()},
+                                          {&w.k_proj, &w.k_bias, ids_.k, c.kv_dim()},
+                                          {&w.v_proj, &w.v_bias, ids_.v, c.kv_dim()}}) {
+    const std::size_t first = tiles.size();
+    b.add_tiles(tiles, *matrix, out, 0, width, false);
+    with_bias(tiles, *bias, first);
+  }
   int32_t qkv = b.projection(
       tag + "norm>qkv",
       StepBuilder::normalised(ids_.hidden, H, NormKind::kF32Plain, lw.input_layernorm.data(), eps),
@@ -192,6 +205,7 @@ int32_t Qwen38Step::add_attention(StepBuilder& b, int64_t layer, int32_t residua
 
   std::vector<program::Tile> out;
   b.add_tiles(out, w.o_proj, ids_.hidden, 0, H, true);
+  with_bias(out, w.o_bias);
   return b.projection(tag + "o+residual", StepBuilder::rows(ids_.attended, c.attn_output_dim()),
                       std::move(out), {b.all(attended)});
 }
@@ -201,11 +215,12 @@ int32_t Qwen38Step::add_mlp(StepBuilder& b, int64_t layer, int32_t residual) {
   const Qwen38LayerWeights& lw = weights_.layers[size(layer)];
   const int64_t H = c.hidden_size, I = c.intermediate_size;
   const std::string tag = fmt::format("L{}.", layer);
-  int32_t gate_up = b.gate_up_silu(tag + "norm>gate|up+silu",
-                                   StepBuilder::normalised(ids_.hidden, H, NormKind::kF32Plain,
-                                                           lw.post_attention_layernorm.data(),
-                                                           static_cast<float>(c.rms_norm_eps)),
-                                   lw.gate_proj, lw.up_proj, ids_.gate, ids_.up, {b.all(residual)});
+  int32_t gate_up =
+      b.gate_up_silu(tag + "norm>gate|up+silu",
+                     StepBuilder::normalised(ids_.hidden, H, NormKind::kF32Plain,
+                                             lw.post_attention_layernorm.data(),
+                                             static_cast<float>(c.rms_norm_eps)),
+                     lw.gate_proj, lw.up_proj, ids_.gate, ids_.up, {b.all(residual)}, c.hidden_act);
   std::vector<program::Tile> down;
   b.add_tiles(down, lw.down_proj, ids_.hidden, 0, H, true);
   // A tapped layer's down tiles also copy the finished residual columns out for the drafter.
@@ -246,7 +261,7 @@ int32_t Qwen38Step::add_moe(StepBuilder& b, int64_t layer, int32_t residual) {
                                       std::move(tiles), {b.all(residual)});
   const int32_t shared =
       b.gate_up_silu(tag + "norm>shared_gate|up+silu", normed, w.shared_gate_proj, w.shared_up_proj,
-                     ids_.gate, ids_.up, {b.all(residual)});
+                     ids_.gate, ids_.up, {b.all(residual)}, c.hidden_act);
 
   const int64_t slots = std::min(E, max_rows_ * c.moe.experts_per_token);
   moe_plans_.push_back(std::make_unique<program::MoePlan>(slots));
@@ -260,7 +275,8 @@ int32_t Qwen38Step::add_moe(StepBuilder& b, int64_t layer, int32_t residual) {
                                             .hidden = H,
                                             .experts = &w.experts,
                                             .intermediate = c.moe.intermediate,
-                                            .act = ids_.expert_act};
+                                            .act = ids_.expert_act,
+                                            .activation = c.hidden_act};
   program::MoeDownOperands down{.experts = &w.experts,
                                 .act = ids_.expert_act,
                                 .intermediate = c.moe.intermediate,

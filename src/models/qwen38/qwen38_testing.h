@@ -13,6 +13,21 @@ enum class Qwen38Ablation : int {
   kTiledKeyHeads,  // GDN: value heads pair with key heads in the other order (tiled ↔ grouped)
   kMoeUnnormalisedWeights,  // MoE: the chosen experts weighted by their softmax probabilities
   kMoeUngatedSharedExpert,  // MoE: the shared expert added without its sigmoid gate
+  kSiluWhateverHiddenAct,   // MLP and conv: SiLU whatever hidden_act the config names
+  kSkipAttentionBias,       // attention: the projections without their biases
 };
+
+}  // namespace md::testing
+
+#include "kernels/activations.h"
+
+namespace md::testing {
+
+// The activation the reference forward applies: the config's, unless the ablation replaces it.
+inline kernels::Activation reference_activation(kernels::Activation configured,
+                                                Qwen38Ablation ablation) {
+  return ablation == Qwen38Ablation::kSiluWhateverHiddenAct ? kernels::Activation::kSilu
+                                                            : configured;
+}
 
 }  // namespace md::testing

@@ -63,6 +63,12 @@ Qwen38AttentionWeights bind_attention(const Qwen38Config& c, WeightBinder& bind,
   w.o_proj = matrix(bind, p + "o_proj.weight", h, c.attn_output_dim());
   w.q_norm = norm_scale(bind, p + "q_norm.weight", c.head_dim);
   w.k_norm = norm_scale(bind, p + "k_norm.weight", c.head_dim);
+  if (c.attention_bias) {
+    w.q_bias = bind.f32_vector(p + "q_proj.bias", c.q_proj_dim());
+    w.k_bias = bind.f32_vector(p + "k_proj.bias", c.kv_dim());
+    w.v_bias = bind.f32_vector(p + "v_proj.bias", c.kv_dim());
+    w.o_bias = bind.f32_vector(p + "o_proj.bias", h);
+  }
   return w;
 }
 

@@ -36,6 +36,8 @@ struct Qwen38AttentionWeights {
   kernels::WeightMatrix o_proj;  // [H, heads·head_dim]
   std::vector<float> q_norm;     // [head_dim], the scale 1 + w of the zero-centred weight
   std::vector<float> k_norm;
+  // attention_bias: the projections' biases (empty without), f32.
+  std::vector<float> q_bias, k_bias, v_bias, o_bias;
 };
 
 // A Qwen3.5-MoE layer's sparse block (its MLP).
