@@ -7,13 +7,31 @@ namespace md::kernels {
 
 namespace {
 
-constexpr std::array<std::pair<std::string_view, Activation>, 6> kNames = {{
+// Every parameter-free name of transformers' ACT2FN (prelu and xielu learn parameters: refused);
+// the first name of an activation is the one listings use.
+constexpr std::array<std::pair<std::string_view, Activation>, 22> kNames = {{
     {"silu", Activation::kSilu},
     {"swish", Activation::kSilu},
     {"gelu", Activation::kGeluErf},
+    {"gelu_python", Activation::kGeluErf},
+    {"gelu_10", Activation::kGeluErf10},
     {"gelu_pytorch_tanh", Activation::kGeluTanh},
     {"gelu_new", Activation::kGeluTanh},
+    {"gelu_python_tanh", Activation::kGeluTanh},
+    {"gelu_accurate", Activation::kGeluTanh},
+    {"gelu_fast", Activation::kGeluFast},
+    {"quick_gelu", Activation::kQuickGelu},
+    {"hardswish", Activation::kHardSwish},
+    {"laplace", Activation::kLaplace},
+    {"leaky_relu", Activation::kLeakyRelu},
+    {"linear", Activation::kLinear},
+    {"mish", Activation::kMish},
     {"relu", Activation::kRelu},
+    {"relu2", Activation::kRelu2},
+    {"relu6", Activation::kRelu6},
+    {"sigmoid", Activation::kSigmoid},
+    {"sqrtsoftplus", Activation::kSqrtSoftplus},
+    {"tanh", Activation::kTanh},
 }};
 
 }  // namespace

@@ -84,8 +84,8 @@ TEST(Qwen38Config, RefusesWhatTheSpecRefuses) {
   const std::string t = "/text_config/";
   std::vector<Refusal> refusals = {
       {t + "hidden_act",
-       "gelu_fast",
-       {"config.json: text_config.hidden_act = \"gelu_fast\": unsupported (megadecode runs silu"}},
+       "prelu",
+       {"config.json: text_config.hidden_act = \"prelu\": unsupported", "not prelu or xielu"}},
       {t + "linear_conv_kernel_dim", 0, {"text_config.linear_conv_kernel_dim = 0", "positive"}},
       {"/tie_word_embeddings",
        true,

@@ -151,7 +151,7 @@ TEST_F(Qwen38BadInput, ConfigsTheFamilyCannotRun) {
     std::function<void(nlohmann::ordered_json&)> edit;
   };
   std::vector<Case> cases = {
-      {"hidden_act", [](auto& c) { c["text_config"]["hidden_act"] = "gelu_fast"; }},
+      {"hidden_act", [](auto& c) { c["text_config"]["hidden_act"] = "xielu"; }},
       {"num_experts_per_tok",
        [](auto& c) {
          c["model_type"] = "qwen3_5_moe";

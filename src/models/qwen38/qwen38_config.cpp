@@ -45,7 +45,8 @@ kernels::Activation read_hidden_act(const ConfigReader& text) {
   const std::string name = text.string_or("hidden_act", "silu");
   if (std::optional<kernels::Activation> act = kernels::activation_named(name)) return *act;
   text.reject("hidden_act",
-              "unsupported (megadecode runs silu, swish, gelu, gelu_pytorch_tanh, gelu_new, relu)");
+              "unsupported (megadecode runs every parameter-free activation of transformers' "
+              "ACT2FN: silu, gelu, gelu_pytorch_tanh, relu, ...; not prelu or xielu)");
 }
 
 // transformers' Qwen3_5MoeTextConfig: every layer's MLP is the sparse block, and it always
