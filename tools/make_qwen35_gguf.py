@@ -61,6 +61,9 @@ from pathlib import Path
 import numpy as np
 from gguf import GGUFWriter, GGMLQuantizationType as Q, TokenType, quants
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from dflash2_reference import read_safetensors  # noqa: E402  (the tools' safetensors reader)
+
 # (fixture directory name, matrix type) -> written as <fixture>.<type>.gguf
 OUTPUTS = [
     ("tiny-qwen38", Q.BF16), ("tiny-qwen38", Q.Q8_0), ("tiny-qwen38", Q.Q4_0),
@@ -77,36 +80,14 @@ OUTPUTS = [
 FUSED_EXPERTS = [("tiny-qwen35-moe", Q.BF16)]
 
 
-def read_safetensors(path: Path) -> dict:
-    """name -> float32 array (BF16 and F32 tensors only, as the fixtures hold)."""
-    raw = path.read_bytes()
-    length = int.from_bytes(raw[:8], "little")
-    header = json.loads(raw[8:8 + length])
-    base = 8 + length
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = info["data_offsets"]
-        data = raw[base + begin:base + end]
-        if info["dtype"] == "BF16":
-            bits = np.frombuffer(data, dtype=np.uint16).astype(np.uint32) << 16
-            values = bits.view(np.float32)
-        elif info["dtype"] == "F32":
-            values = np.frombuffer(data, dtype=np.float32)
-        else:
-            sys.exit(f"{path}: {name} is {info['dtype']}, not BF16 or F32")
-        out[name] = values.reshape(info["shape"]).astype(np.float32)
-    return out
-
-
 def read_weights(fixture: Path) -> dict:
     index = fixture / "model.safetensors.index.json"
     files = (sorted(set(json.loads(index.read_text())["weight_map"].values()))
              if index.exists() else ["model.safetensors"])
     out = {}
     for f in files:
-        out.update(read_safetensors(fixture / f))
+        # float64 of bf16 / f32 values: exact in float32.
+        out.update({n: v.astype(np.float32) for n, v in read_safetensors(fixture / f).items()})
     prefix = "model.language_model." if any(n.startswith("model.language_model.") for n in out) \
         else "model."
     return {(n[len(prefix):] if n.startswith(prefix) else n): v for n, v in out.items()}

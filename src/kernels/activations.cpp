@@ -43,6 +43,38 @@ std::optional<Activation> activation_named(std::string_view name) {
   return std::nullopt;
 }
 
+namespace {
+
+template <Activation A>
+void activate_all_as(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = activate(A, x[i]);
+}
+
+template <Activation A>
+void gated_product_as(float* g, const float* u, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) g[i] = activate(A, g[i]) * u[i];
+}
+
+constexpr int kActivations = static_cast<int>(Activation::kTanh) + 1;
+
+// One instantiation per activation, indexed by its enum value.
+template <int... I>
+constexpr auto make_tables(std::integer_sequence<int, I...>) {
+  return std::pair{std::array{&activate_all_as<static_cast<Activation>(I)>...},
+                   std::array{&gated_product_as<static_cast<Activation>(I)>...}};
+}
+constexpr auto kTables = make_tables(std::make_integer_sequence<int, kActivations>());
+
+}  // namespace
+
+void activate_all(Activation act, float* x, int64_t n) {
+  kTables.first[static_cast<std::size_t>(act)](x, n);
+}
+
+void gated_product(Activation act, float* g, const float* u, int64_t n) {
+  kTables.second[static_cast<std::size_t>(act)](g, u, n);
+}
+
 std::string_view activation_name(Activation act) {
   for (const auto& [known, named] : kNames) {
     if (named == act) return known;

@@ -86,6 +86,12 @@ inline float activate(Activation act, float x) {
   return x;
 }
 
+// x[i] = act(x[i]) for i in [0, n), and a gated MLP's g[i] = act(g[i]) · u[i]: the same bits as
+// activate() per element, with the choice of activation made once per call, not per element
+// (these run over every intermediate of every row of a decode step).
+void activate_all(Activation act, float* x, int64_t n);
+void gated_product(Activation act, float* g, const float* u, int64_t n);
+
 // The activation transformers' ACT2FN maps `name` to, when it is one of these.
 std::optional<Activation> activation_named(std::string_view name);
 std::string_view activation_name(Activation act);

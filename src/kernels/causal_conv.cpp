@@ -15,12 +15,13 @@ void causal_conv(float* state, const float* w, int64_t channels, int64_t kernel,
     for (int64_t t = 0; t < rows; ++t) {
       float acc = 0;
       for (int64_t j = 0; j < kernel; ++j) acc += taps[j] * window(t + j);
-      y[t * channels + c] = activate(act, acc);
+      y[t * channels + c] = acc;
     }
     // The last kernel-1 window positions: each read (position rows + j > j) before it is
     // overwritten, in increasing j.
     for (int64_t j = 0; j < history; ++j) past[j] = window(rows + j);
   }
+  for (int64_t t = 0; t < rows; ++t) activate_all(act, y + t * channels, channels);
 }
 
 }  // namespace md::kernels

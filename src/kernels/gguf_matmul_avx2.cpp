@@ -124,15 +124,19 @@ struct Q4 : OpenEachRow<Q4<kHasMin>> {
   }
 };
 
-// Q8_0 (d, int8 qs[32]): weight j is qs[j]·d, exact.
-struct Q8_0 : OpenEachRow<Q8_0> {
+// Blocks of 32 whose one f16 scale d comes first (Q8_0, Q5_0).
+struct LeadingScale : OpenEachRow<LeadingScale> {
   static constexpr int kBlockElems = 32;
-  static constexpr int kBlockBytes = 34;
   static constexpr bool kPlain = false;
   struct Scales {
     __m256 d;
   };
   static Scales open_one(const std::uint8_t* block) { return {_mm256_set1_ps(f16_scalar(block))}; }
+};
+
+// Q8_0 (d, int8 qs[32]): weight j is qs[j]·d, exact.
+struct Q8_0 : LeadingScale {
+  static constexpr int kBlockBytes = 34;
   static void group(const std::uint8_t* block, const Scales& s, int, __m256* w) {
     for (int v = 0; v < 4; ++v) w[v] = _mm256_mul_ps(to_float(bytes_i32(block + 2 + 8 * v)), s.d);
   }
@@ -140,14 +144,8 @@ struct Q8_0 : OpenEachRow<Q8_0> {
 
 // Q5_0 (d, qh[4], qs[16]): weight j is (q − 16)·d with q the low nibble of qs[j] (j < 16) or the
 // high nibble of qs[j − 16], plus bit j of the 32-bit qh as its fifth bit; exact.
-struct Q5_0 : OpenEachRow<Q5_0> {
-  static constexpr int kBlockElems = 32;
+struct Q5_0 : LeadingScale {
   static constexpr int kBlockBytes = 22;
-  static constexpr bool kPlain = false;
-  struct Scales {
-    __m256 d;
-  };
-  static Scales open_one(const std::uint8_t* block) { return {_mm256_set1_ps(f16_scalar(block))}; }
   static void group(const std::uint8_t* block, const Scales& s, int, __m256* w) {
     std::uint32_t qh;
     std::memcpy(&qh, block + 2, sizeof(qh));
@@ -209,12 +207,8 @@ struct Q4_K : OpenEachRow<Q4_K> {
 
 // Q5_K (d, dmin, scales[12], qh[32], qs[128]): Q4_K's sub-blocks with a fifth bit per weight,
 // bit g of qh[l] for weight l of sub-block g; weight = (d·scale)·q − dmin·min, rounded once.
-struct Q5_K : OpenEachRow<Q5_K> {
-  static constexpr int kBlockElems = 256;
+struct Q5_K : Q4_K {  // Q4_K's block start: its scales open as Q4_K's
   static constexpr int kBlockBytes = 176;
-  static constexpr bool kPlain = false;
-  using Scales = Q4_K::Scales;
-  static Scales open_one(const std::uint8_t* block) { return Q4_K::open_one(block); }
   static void group(const std::uint8_t* block, const Scales& s, int g, __m256* w) {
     const __m256 d = _mm256_set1_ps(s.d[g]), m = _mm256_set1_ps(s.m[g]);
     for (int v = 0; v < 4; ++v) {

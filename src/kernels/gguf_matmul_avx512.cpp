@@ -133,10 +133,9 @@ struct Q4 {
   }
 };
 
-// Q8_0 (d, int8 qs[32]): weight j is qs[j]·d, exact.
-struct Q8_0 {
+// Blocks of 32 whose one f16 scale d comes first (Q8_0, Q5_0).
+struct LeadingScale {
   static constexpr int kBlockElems = 32;
-  static constexpr int kBlockBytes = 34;
   static constexpr bool kPlain = false;
   struct Scales {
     __m512 d;
@@ -148,6 +147,11 @@ struct Q8_0 {
 #pragma GCC unroll 4
     for (int i = 0; i < R; ++i) scales[i].d = _mm512_set1_ps(dm[2 * i]);
   }
+};
+
+// Q8_0 (d, int8 qs[32]): weight j is qs[j]·d, exact.
+struct Q8_0 : LeadingScale {
+  static constexpr int kBlockBytes = 34;
   static void group(const std::uint8_t* block, const Scales& s, int, __m512* w) {
     for (int v = 0; v < 2; ++v) {
       __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2 + 16 * v));
@@ -159,20 +163,8 @@ struct Q8_0 {
 // Q5_0 (d, qh[4], qs[16]): weight j is (q − 16)·d with q the low nibble of qs[j] (j < 16) or the
 // high nibble of qs[j − 16], plus bit j of the 32-bit qh as its fifth bit; exact. The fifth bits
 // of a half are a lane mask.
-struct Q5_0 {
-  static constexpr int kBlockElems = 32;
+struct Q5_0 : LeadingScale {
   static constexpr int kBlockBytes = 22;
-  static constexpr bool kPlain = false;
-  struct Scales {
-    __m512 d;
-  };
-  template <int R>
-  static void open(const std::uint8_t* const* blocks, Scales* scales) {
-    alignas(32) float dm[8];
-    f16_pairs<R>(blocks, dm);
-#pragma GCC unroll 4
-    for (int i = 0; i < R; ++i) scales[i].d = _mm512_set1_ps(dm[2 * i]);
-  }
   static void group(const std::uint8_t* block, const Scales& s, int, __m512* w) {
     std::uint32_t qh;
     std::memcpy(&qh, block + 2, sizeof(qh));
@@ -235,12 +227,8 @@ struct Q4_K : OpenEachRow<Q4_K> {
 // bit g of qh[l] for weight l of sub-block g. Its 32 possible values (d·scale)·q − dmin·min are
 // two tables of 16 (one fmsub each, rounding once as dequantize_row does) that vpermt2ps reads
 // with the 5-bit q as index.
-struct Q5_K : OpenEachRow<Q5_K> {
-  static constexpr int kBlockElems = 256;
+struct Q5_K : Q4_K {  // Q4_K's block start: its scales open as Q4_K's
   static constexpr int kBlockBytes = 176;
-  static constexpr bool kPlain = false;
-  using Scales = Q4_K::Scales;
-  static Scales open_one(const std::uint8_t* block) { return Q4_K::open_one(block); }
   static void group(const std::uint8_t* block, const Scales& s, int g, __m512* w) {
     const __m512 d = _mm512_set1_ps(s.d[g]), m = _mm512_set1_ps(s.m[g]);
     const __m512 low_table = _mm512_fmsub_ps(nibble_values(0), d, m);

@@ -117,10 +117,8 @@ void gate_up(const GateUpOperands& op, int64_t task, const Program& program,
   float* g = program.buffer(gate.out) + gate.out_offset;
   const float* u = program.buffer(up.out) + up.out_offset;
   for (int64_t n = 0; n < program.input_rows(op.input); ++n) {
-    for (int64_t i = gate.begin; i < gate.end; ++i) {
-      g[n * gate.out_stride + i] =
-          kernels::activate(op.activation, g[n * gate.out_stride + i]) * u[n * up.out_stride + i];
-    }
+    kernels::gated_product(op.activation, g + n * gate.out_stride + gate.begin,
+                           u + n * up.out_stride + gate.begin, gate.end - gate.begin);
   }
 }
 

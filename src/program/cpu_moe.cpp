@@ -64,23 +64,26 @@ void run_moe_experts_task(const MoeExpertsOperands& op, int64_t task, const Prog
   const int64_t r1 = std::min(op.intermediate, r0 + op.tile_rows);
   const auto e = at(plan.expert[at(slot)]);
   const int64_t rows = plan.row_count[at(slot)];
-  // The expert's rows side by side, so that one pass over its weights serves them all.
-  float* x = scratch;
-  float* up = scratch + kMaxStepRows * op.hidden;
+  const auto& row_ids = plan.rows[at(slot)];
   const float* input = program.buffer(op.input);
-  for (int64_t j = 0; j < rows; ++j) {
-    const float* row = input + plan.rows[at(slot)][at(j)] * op.hidden;
-    std::copy(row, row + op.hidden, x + j * op.hidden);
+  float* up = scratch + kMaxStepRows * op.hidden;
+  // The expert's rows side by side, so that one pass over its weights serves them all: read in
+  // place when they already are (one row, as in every single-sequence step), else gathered.
+  const float* x = input + row_ids[0] * op.hidden;
+  if (row_ids[at(rows - 1)] - row_ids[0] != rows - 1) {
+    for (int64_t j = 0; j < rows; ++j) {
+      const float* row = input + row_ids[at(j)] * op.hidden;
+      std::copy(row, row + op.hidden, scratch + j * op.hidden);
+    }
+    x = scratch;
   }
   float* act = program.buffer(op.act) + slot * kMaxStepRows * op.intermediate;
   kernels::weight_tile(op.experts->gate[e], r0, r1, x, op.hidden, rows,
                        {act, op.intermediate, false});
   kernels::weight_tile(op.experts->up[e], r0, r1, x, op.hidden, rows, {up, op.intermediate, false});
   for (int64_t j = 0; j < rows; ++j) {
-    for (int64_t i = r0; i < r1; ++i) {
-      float& a = act[j * op.intermediate + i];
-      a = kernels::activate(op.activation, a) * up[j * op.intermediate + i];
-    }
+    kernels::gated_product(op.activation, act + j * op.intermediate + r0,
+                           up + j * op.intermediate + r0, r1 - r0);
   }
 }
 

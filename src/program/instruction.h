@@ -249,6 +249,9 @@ struct MoeRouteOperands {
   BufferId logits = kNoBuffer;
   int64_t stride = 0, experts = 0, experts_per_token = 0, shared_gate_column = 0;
   MoePlan* plan = nullptr;
+
+  // Worker scratch the task needs: one row's routing probabilities.
+  int64_t scratch_floats() const { return experts; }
 };
 
 // kMoeExperts: task u·tiles_per_expert() + t: output rows [t·tile_rows, …) of the gate and up

@@ -88,6 +88,16 @@ void expect_contains(const std::string& message, const std::vector<std::string>&
 
 const std::string kPrefix = "model.language_model.";
 
+// Declares the config a qwen3_5_moe one: `experts` experts of which each token takes `top_k`.
+void make_moe(nlohmann::ordered_json& c, int experts, int top_k) {
+  c["model_type"] = "qwen3_5_moe";
+  c["text_config"]["model_type"] = "qwen3_5_moe_text";
+  c["text_config"]["num_experts"] = experts;
+  c["text_config"]["num_experts_per_tok"] = top_k;
+  c["text_config"]["moe_intermediate_size"] = 32;
+  c["text_config"]["shared_expert_intermediate_size"] = 32;
+}
+
 TEST_F(Qwen38BadInput, IntactFixtureLoads) {
   EXPECT_EQ(load_error(copy_fixture("tiny-qwen38")), "");
 }
@@ -152,15 +162,7 @@ TEST_F(Qwen38BadInput, ConfigsTheFamilyCannotRun) {
   };
   std::vector<Case> cases = {
       {"hidden_act", [](auto& c) { c["text_config"]["hidden_act"] = "xielu"; }},
-      {"num_experts_per_tok",
-       [](auto& c) {
-         c["model_type"] = "qwen3_5_moe";
-         c["text_config"]["model_type"] = "qwen3_5_moe_text";
-         c["text_config"]["num_experts"] = 4;
-         c["text_config"]["num_experts_per_tok"] = 5;
-         c["text_config"]["moe_intermediate_size"] = 32;
-         c["text_config"]["shared_expert_intermediate_size"] = 32;
-       }},
+      {"num_experts_per_tok", [](auto& c) { make_moe(c, 4, 5); }},
       {"layer_types", [](auto& c) { c["text_config"]["layer_types"][3] = "mamba"; }},
       {"quantization_config",
        [](auto& c) {
@@ -204,14 +206,7 @@ TEST_F(Qwen38BadInput, ConfigsThatDisagreeWithTheCheckpoint) {
   // Qwen3.5-MoE: a dense checkpoint called MoE lacks the router; the MoE checkpoint with other
   // expert widths has expert stacks of another shape.
   fs::path dense = copy_fixture("tiny-qwen38");
-  edit_config(dense, [](auto& c) {
-    c["model_type"] = "qwen3_5_moe";
-    c["text_config"]["model_type"] = "qwen3_5_moe_text";
-    c["text_config"]["num_experts"] = 4;
-    c["text_config"]["num_experts_per_tok"] = 2;
-    c["text_config"]["moe_intermediate_size"] = 32;
-    c["text_config"]["shared_expert_intermediate_size"] = 32;
-  });
+  edit_config(dense, [](auto& c) { make_moe(c, 4, 2); });
   expect_contains(load_error(dense), {kPrefix + "layers.0.mlp.gate.weight", "missing"});
   fs::path moe = copy_fixture("tiny-qwen35-moe");
   edit_config(moe, [](auto& c) { c["text_config"]["moe_intermediate_size"] = 16; });

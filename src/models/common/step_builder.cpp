@@ -170,6 +170,8 @@ int32_t StepBuilder::moe(const std::string& name, const program::MoeRouteOperand
       add({name + ".experts_gate|up+silu", expert_tasks, experts, {all(routed)}, {}});
   down.tile_rows = program::projection_tile_rows(down.hidden, workers_);
   down.plan = route.plan;
+  scratch_floats_ = std::max(
+      {scratch_floats_, route.scratch_floats(), experts.scratch_floats(), down.scratch_floats()});
   return add({name + ".experts_down+shared+residual",
               down.tiles(),
               down,
@@ -197,8 +199,9 @@ int32_t StepBuilder::lm_head_argmax(program::RowInput input, const kernels::Weig
 }
 
 std::unique_ptr<program::Program> StepBuilder::build(std::size_t scratch_floats, int64_t max_rows) {
+  const std::size_t scratch = std::max(scratch_floats, static_cast<std::size_t>(scratch_floats_));
   return std::make_unique<program::Program>(std::move(instructions_), std::move(buffers_), workers_,
-                                            scratch_floats, max_rows);
+                                            scratch, max_rows);
 }
 
 }  // namespace md

@@ -66,8 +66,8 @@ class StepBuilder {
   // the shared gate's logit that `route` reads, and publishes the normalised rows `experts`
   // reads) and the shared expert's gate_up_silu `shared` (whose output `down` reads): the routing,
   // the chosen experts' gate|up, their down plus the shared expert's added into the residual.
-  // Tile sizes are set here; the plan `route` names is shared by the three. Returns the down
-  // instruction.
+  // Tile sizes are set here, and the worker scratch the three need is added to what build()
+  // provides; the plan `route` names is shared by the three. Returns the down instruction.
   int32_t moe(const std::string& name, const program::MoeRouteOperands& route,
               program::MoeExpertsOperands experts, program::MoeDownOperands down, int32_t router,
               int32_t shared);
@@ -79,13 +79,15 @@ class StepBuilder {
                          std::vector<int32_t>& tile_arg, int32_t* greedy,
                          std::vector<program::Dependency> waits);
 
-  // `max_rows`: the most step rows (and count-register rows) a run will have.
+  // `max_rows`: the most step rows (and count-register rows) a run will have. Workers get
+  // `scratch_floats` of scratch, or more where an instruction added here needs more.
   std::unique_ptr<program::Program> build(std::size_t scratch_floats,
                                           int64_t max_rows = program::kMaxStepRows);
 
  private:
   int workers_;
   int64_t grain_;
+  int64_t scratch_floats_ = 0;  // the most any instruction's tasks declared (moe)
   std::vector<float*> buffers_;
   std::vector<program::Instruction> instructions_;
 };

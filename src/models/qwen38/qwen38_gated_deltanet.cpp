@@ -73,7 +73,8 @@ void gated_deltanet_forward(const Qwen38LayerContext& ctx, const Qwen38GdnWeight
   Buffer mixed = buffer(rows * c.conv_dim());
   const kernels::Activation act = testing::reference_activation(c.hidden_act, ctx.options.ablation);
   if (ctx.options.ablation == testing::Qwen38Ablation::kSkipConv) {
-    for (std::size_t i = 0; i < mixed.size(); ++i) mixed[i] = kernels::activate(act, projected[i]);
+    mixed = projected;
+    kernels::activate_all(act, mixed.data(), static_cast<int64_t>(mixed.size()));
   } else {
     kernels::causal_conv(state.conv.data(), w.conv1d.data(), c.conv_dim(), c.linear_conv_kernel,
                          projected.data(), rows, mixed.data(), act);

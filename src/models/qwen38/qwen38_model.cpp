@@ -172,7 +172,7 @@ void gated_mlp(const kernels::WeightMatrix& gate_proj, const kernels::WeightMatr
   Buffer up = buffer(rows * up_proj.rows);
   kernels::matmul(gate_proj, x, rows, gate.data(), pool);
   kernels::matmul(up_proj, x, rows, up.data(), pool);
-  for (std::size_t i = 0; i < gate.size(); ++i) gate[i] = kernels::activate(act, gate[i]) * up[i];
+  kernels::gated_product(act, gate.data(), up.data(), static_cast<int64_t>(gate.size()));
   kernels::matmul(down_proj, gate.data(), rows, out, pool);
 }
 

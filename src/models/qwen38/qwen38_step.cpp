@@ -59,7 +59,6 @@ void Qwen38Step::build(int workers) {
   const Qwen38Config& c = config_;
   const int64_t R = max_rows_, H = c.hidden_size;
   const int64_t I = c.is_moe() ? c.moe.shared_intermediate : c.intermediate_size;
-  const int64_t slots = std::min(c.moe.experts, R * c.moe.experts_per_token);
   const int64_t gdn_width = c.conv_dim() + c.value_dim() + 2 * c.linear_num_value_heads;
   const auto n_taps = static_cast<int64_t>(tap_layers_.size());
   for (auto [storage, width] : {std::pair{&hidden_, H},
@@ -78,7 +77,7 @@ void Qwen38Step::build(int workers) {
                                 {&moe_in_, c.is_moe() ? H : 0}}) {
     storage->assign(size(R * width), 0.0f);
   }
-  expert_act_.assign(size(slots * kMaxRows * c.moe.intermediate), 0.0f);
+  expert_act_.assign(size(moe_slots() * kMaxRows * c.moe.intermediate), 0.0f);
   StepBuilder b(workers);
   ids_ = {b.buffer(hidden_), b.buffer(gdn_proj_), b.buffer(gdn_core_),  b.buffer(attn_q_),
           b.buffer(attn_k_), b.buffer(attn_v_),   b.buffer(attn_out_),  b.buffer(gate_),
@@ -99,13 +98,11 @@ void Qwen38Step::build(int workers) {
                               static_cast<float>(c.rms_norm_eps)),
       weights_.lm_head, ids_.logits, kMinVocabTile, tile_max_, tile_arg_, greedy_.data(),
       {b.all(residual)});
-  // Worker scratch: a delta-net key head's conv outputs, one query's attention scores, or a MoE
-  // task's gathered rows and partial sums.
+  // Worker scratch: a delta-net key head's conv outputs or one query's attention scores (the MoE
+  // instructions declare theirs to the builder).
   const int64_t conv_floats =
       2 * c.linear_key_head_dim + c.linear_head_group() * c.linear_value_head_dim;
-  const int64_t moe_floats =
-      c.is_moe() ? kMaxRows * (H + std::max(c.moe.intermediate, H)) + c.moe.experts : 0;
-  program_ = b.build(size(std::max({conv_floats, max_context_, moe_floats})));
+  program_ = b.build(size(std::max(conv_floats, max_context_)));
 }
 
 int32_t Qwen38Step::add_delta_net(StepBuilder& b, int64_t layer, int32_t residual) {
@@ -235,6 +232,10 @@ int32_t Qwen38Step::add_mlp(StepBuilder& b, int64_t layer, int32_t residual) {
                       {b.all(gate_up)});
 }
 
+int64_t Qwen38Step::moe_slots() const {
+  return std::min(config_.moe.experts, max_rows_ * config_.moe.experts_per_token);
+}
+
 int64_t Qwen38Step::tap_slot(int64_t layer) const {
   auto tapped = std::find(tap_layers_.begin(), tap_layers_.end(), layer);
   return tapped == tap_layers_.end() ? -1 : tapped - tap_layers_.begin();
@@ -263,8 +264,7 @@ int32_t Qwen38Step::add_moe(StepBuilder& b, int64_t layer, int32_t residual) {
       b.gate_up_silu(tag + "norm>shared_gate|up+silu", normed, w.shared_gate_proj, w.shared_up_proj,
                      ids_.gate, ids_.up, {b.all(residual)}, c.hidden_act);
 
-  const int64_t slots = std::min(E, max_rows_ * c.moe.experts_per_token);
-  moe_plans_.push_back(std::make_unique<program::MoePlan>(slots));
+  moe_plans_.push_back(std::make_unique<program::MoePlan>(moe_slots()));
   const program::MoeRouteOperands route{.logits = ids_.router,
                                         .stride = E + 1,
                                         .experts = E,

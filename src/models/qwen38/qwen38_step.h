@@ -74,6 +74,8 @@ class Qwen38Step {
   int32_t add_attention(StepBuilder& b, int64_t layer, int32_t residual, int32_t angles);
   int32_t add_mlp(StepBuilder& b, int64_t layer, int32_t residual);
   int32_t add_moe(StepBuilder& b, int64_t layer, int32_t residual);
+  // Distinct experts a step of max_rows_ rows can choose in one MoE layer (its plan's slots).
+  int64_t moe_slots() const;
   // The tap slot of `layer` (its post-layer residual copied out for a drafter), or -1.
   int64_t tap_slot(int64_t layer) const;
 

@@ -186,13 +186,22 @@ void pack_for_q8(kernels::WeightMatrix& m, Qwen38Weights& weights) {
 
 }  // namespace
 
+namespace {
+
+// All routed experts' bytes of one layer (0 for a dense layer).
+std::size_t layer_expert_bytes(const kernels::ExpertMatrices& experts) {
+  std::size_t total = 0;
+  for (const auto* list : {&experts.gate, &experts.up, &experts.down}) {
+    for (const kernels::WeightMatrix& m : *list) total += m.bytes(0, m.rows);
+  }
+  return total;
+}
+
+}  // namespace
+
 std::size_t routed_expert_bytes(const Qwen38Weights& weights) {
   std::size_t total = 0;
-  for (const Qwen38LayerWeights& l : weights.layers) {
-    for (const auto* list : {&l.moe.experts.gate, &l.moe.experts.up, &l.moe.experts.down}) {
-      for (const kernels::WeightMatrix& m : *list) total += m.bytes(0, m.rows);
-    }
-  }
+  for (const Qwen38LayerWeights& l : weights.layers) total += layer_expert_bytes(l.moe.experts);
   return total;
 }
 
@@ -201,11 +210,8 @@ std::size_t routed_expert_bytes_per_row(const Qwen38Weights& weights, int64_t ex
   for (const Qwen38LayerWeights& l : weights.layers) {
     const auto experts = static_cast<std::size_t>(l.moe.experts.count());
     if (experts == 0) continue;
-    std::size_t layer = 0;
-    for (const auto* list : {&l.moe.experts.gate, &l.moe.experts.up, &l.moe.experts.down}) {
-      for (const kernels::WeightMatrix& m : *list) layer += m.bytes(0, m.rows);
-    }
-    total += layer / experts * static_cast<std::size_t>(experts_per_token);
+    total +=
+        layer_expert_bytes(l.moe.experts) / experts * static_cast<std::size_t>(experts_per_token);
   }
   return total;
 }
