@@ -51,6 +51,10 @@ class ChatSession {
   const nlohmann::ordered_json& messages() const { return messages_; }
   int64_t context_used() const;
   int64_t context_capacity() const { return generator_.context(); }
+  // Told how each turn's prompt prefill advances (engine::Generator::set_prefill_progress).
+  void set_prefill_progress(engine::Generator::PrefillProgress progress) {
+    generator_.set_prefill_progress(std::move(progress));
+  }
 
  private:
   std::vector<int32_t> encode_prompt(const std::string& rendered) const;

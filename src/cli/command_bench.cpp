@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/model_session.h"
 #include "cli/program_profile.h"
+#include "engine/generation.h"
 #include "kernels/isa.h"
 #include "kernels/memory_bandwidth.h"
 #include "models/drafters/dflash2/dflash2_drafter.h"
@@ -37,7 +38,7 @@ struct BenchOptions {
   double seconds = 1.5;
   int rounds = 3;  // interleaved: each re-measures the bandwidth, then every (executor, rows)
   int64_t prompt_tokens = 16;
-  int64_t prefill_tokens = 128;
+  std::vector<int64_t> prefill_tokens = {128};  // prompt lengths, each its own figure
   int64_t context = 1024;
   bool json = false;
   std::string draft;         // speculative figures with this drafter
@@ -277,6 +278,42 @@ std::unique_ptr<LanguageModel> open_model(const BenchOptions& options, std::stri
   return make_synthetic_qwen38(options.synthetic, run);
 }
 
+// One prompt prefilled as the engine does it (chunks of Generator::kPrefillChunk, logits of the
+// last row): the time to the first token's logits.
+struct PrefillFigure {
+  int64_t tokens = 0;
+  double seconds = 0;
+  std::size_t state_bytes = 0;
+  double tokens_per_second() const { return static_cast<double>(tokens) / seconds; }
+};
+
+// `last` keeps the last prompt's sequence (for the memory figure).
+std::vector<PrefillFigure> measure_prefills(LanguageModel& model,
+                                            const std::vector<int64_t>& lengths,
+                                            std::unique_ptr<SequenceState>& last) {
+  std::vector<PrefillFigure> figures;
+  for (int64_t tokens : lengths) {
+    if (tokens > model.max_context()) {
+      throw Error(fmt::format("--prefill-tokens {} exceeds the model's context of {} tokens",
+                              tokens, model.max_context()));
+    }
+    auto state = model.new_sequence(tokens);
+    const std::vector<int32_t> prompt = synthetic_prompt(tokens, model.vocab_size(), 99);
+    std::vector<float> logits;
+    const Clock::time_point start = Clock::now();
+    for (int64_t first = 0; first < tokens; first += engine::Generator::kPrefillChunk) {
+      const int64_t count = std::min(engine::Generator::kPrefillChunk, tokens - first);
+      model.forward(*state,
+                    std::span(prompt).subspan(static_cast<std::size_t>(first),
+                                              static_cast<std::size_t>(count)),
+                    LogitRows::kLast, logits);
+    }
+    figures.push_back({tokens, since(start), state->bytes()});
+    last = std::move(state);
+  }
+  return figures;
+}
+
 int run_bench(const BenchOptions& options) {
   if (!options.model.empty() && !options.synthetic.empty())
     fail("--model and --synthetic exclude each other");
@@ -328,31 +365,31 @@ int run_bench(const BenchOptions& options) {
                     format_profile(*program, bandwidth, series.total().step_ms() / 1e3)));
   }
   model->set_executor(ExecutorKind::kMega);
-  auto prefill_state = model->new_sequence(std::max(options.context, options.prefill_tokens + 1));
-  std::vector<float> logits;
-  Clock::time_point prefill_start = Clock::now();
-  model->forward(*prefill_state, synthetic_prompt(options.prefill_tokens, model->vocab_size(), 99),
-                 LogitRows::kLast, logits);
-  double prefill_seconds = since(prefill_start);
+  std::unique_ptr<SequenceState> prefilled;
+  const std::vector<PrefillFigure> prefills =
+      measure_prefills(*model, options.prefill_tokens, prefilled);
   std::size_t resident = resident_bytes();
   std::vector<SpecFigure> spec;
   if (!options.draft.empty()) spec = speculation_figures(*model, options);
 
   if (options.json) {
-    nlohmann::ordered_json out{
-        {"model", name},
-        {"threads", threads},
-        {"matmul_inputs", options.matmul_inputs},
-        {"load_seconds", load_seconds},
-        {"read_bandwidth_bytes_per_s", bandwidth},
-        {"read_bandwidth_bytes_per_s_per_round", measured.bandwidth},
-        {"read_bandwidth_one_thread_bytes_per_s", bandwidth_one},
-        {"decode_weight_bytes_per_step", step_bytes},
-        {"prefill_tokens", options.prefill_tokens},
-        {"prefill_tokens_per_s", static_cast<double>(options.prefill_tokens) / prefill_seconds},
-        {"resident_bytes", resident},
-        {"weight_bytes", model->weight_bytes()},
-        {"live_state_bytes", prefill_state->bytes()}};
+    nlohmann::ordered_json out{{"model", name},
+                               {"threads", threads},
+                               {"matmul_inputs", options.matmul_inputs},
+                               {"load_seconds", load_seconds},
+                               {"read_bandwidth_bytes_per_s", bandwidth},
+                               {"read_bandwidth_bytes_per_s_per_round", measured.bandwidth},
+                               {"read_bandwidth_one_thread_bytes_per_s", bandwidth_one},
+                               {"decode_weight_bytes_per_step", step_bytes},
+                               {"resident_bytes", resident},
+                               {"weight_bytes", model->weight_bytes()},
+                               {"live_state_bytes", prefills.back().state_bytes}};
+    nlohmann::ordered_json prefill = nlohmann::ordered_json::array();
+    for (const PrefillFigure& f : prefills) {
+      prefill.push_back(
+          {{"tokens", f.tokens}, {"seconds", f.seconds}, {"tokens_per_s", f.tokens_per_second()}});
+    }
+    out["prefill"] = prefill;
     nlohmann::ordered_json decode = nlohmann::ordered_json::array();
     for (const DecodeSeries& series : measured.series) {
       const DecodeFigure f = series.total();
@@ -404,11 +441,14 @@ int run_bench(const BenchOptions& options) {
                  rows, ratio.median, ratio.min, ratio.max);
     }
   }
-  fmt::print("\nprefill    {} tokens in {:.1f} ms: {:.1f} tok/s (chunked reference forward)\n",
-             options.prefill_tokens, prefill_seconds * 1e3,
-             static_cast<double>(options.prefill_tokens) / prefill_seconds);
+  fmt::print("\nprefill    (chunks of {} tokens, as the engine runs a prompt)\n",
+             engine::Generator::kPrefillChunk);
+  for (const PrefillFigure& f : prefills) {
+    fmt::print("  {:>6} tokens {:>10.1f} ms {:>10.1f} tok/s\n", f.tokens, f.seconds * 1e3,
+               f.tokens_per_second());
+  }
   double mib = 1 << 20;
-  std::size_t live_state = prefill_state->bytes();
+  std::size_t live_state = prefills.back().state_bytes;
   fmt::print(
       "memory     {:.1f} MiB resident = weights {:.1f} + sequence state {:.1f} + other {:.1f} "
       "MiB\n",
@@ -449,8 +489,9 @@ CommandAction add_bench_command(CLI::App& app) {
                   "ratios are medians of the per-round figures")
       ->check(CLI::Range(1, 20));
   sub->add_option("--prefill-tokens", options->prefill_tokens,
-                  "Prompt length for the prefill figure")
-      ->check(CLI::Range(1, 65536));
+                  "Prompt lengths for the prefill figures (time to the prompt's last logits)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 262144));
   sub->add_option("-c,--context", options->context, "Context of each benchmark sequence")
       ->check(CLI::Range(32, 262144));
   sub->add_flag("--json", options->json, "Machine-readable output");

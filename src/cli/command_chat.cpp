@@ -3,8 +3,10 @@
 // and Ctrl-D ends the chat. With stdin not a terminal it reads lines from the pipe, so it can be
 // scripted.
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -16,6 +18,7 @@
 #include "cli/interrupt.h"
 #include "cli/line_reader.h"
 #include "cli/model_session.h"
+#include "cli/prefill_progress.h"
 
 namespace md::cli {
 namespace {
@@ -124,6 +127,8 @@ int run_chat(const ChatFlags& flags) {
   ModelSession session = open_model_session(flags.model);
   const SamplingFlags sampling = chat_sampling(flags.sampling, session.model_sets_sampling);
   ChatSession chat(session, sampling, ChatOptions{flags.system, !flags.no_think});
+  PrefillProgressLine progress(stderr, isatty(fileno(stderr)) != 0);
+  chat.set_prefill_progress(std::ref(progress));
   bool color = stdout_supports_color(flags.no_color);
   ChatPrinter printer(stdout, color);
   LineReader reader;

@@ -1,18 +1,21 @@
 // `megadecode run`: one prompt in, streamed text out, a stats line on stderr; optionally the
 // prompt's and the answer's log-probabilities as JSON for verification.
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 
 #include "base/error.h"
 #include "base/file_util.h"
 #include "cli/commands.h"
 #include "cli/interrupt.h"
 #include "cli/model_session.h"
+#include "cli/prefill_progress.h"
 
 namespace md::cli {
 namespace {
@@ -41,13 +44,15 @@ std::vector<int32_t> encode_prompt(const ModelSession& session, const RunOptions
                                    const std::string& text) {
   bool templated = !options.raw && session.chat_template.has_value();
   if (options.chat && !session.chat_template) {
-    fail("--chat: {} has no chat template (tokenizer_config.json chat_template or "
-         "chat_template.jinja); use --raw",
-         session.source.directory);
+    fail(
+        "--chat: {} has no chat template (tokenizer_config.json chat_template or "
+        "chat_template.jinja); use --raw",
+        session.source.directory);
   }
   if (!templated) return session.tokenizer->encode(text, true);
   nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-  if (!options.system.empty()) messages.push_back({{"role", "system"}, {"content", options.system}});
+  if (!options.system.empty())
+    messages.push_back({{"role", "system"}, {"content", options.system}});
   messages.push_back({{"role", "user"}, {"content", text}});
   ChatTemplateOptions template_options;
   template_options.add_generation_prompt = true;
@@ -96,6 +101,8 @@ int run(const RunOptions& options) {
   }
   engine::Generator generator(*session.model, *session.tokenizer, session.context);
   session.attach(generator);
+  PrefillProgressLine progress(stderr, isatty(fileno(stderr)) != 0);
+  if (!options.quiet_stats) generator.set_prefill_progress(std::ref(progress));
   InterruptScope interrupt;
   engine::GenerationResult result = generator.generate(
       request,
@@ -131,7 +138,8 @@ CommandAction add_run_command(CLI::App& app) {
   sub->add_option("--logits-top-k", options->logits_top_k,
                   "Alternatives per generated token in --logits-out")
       ->check(CLI::Range(0, 20));
-  sub->add_flag("-q,--quiet", options->quiet_stats, "No stats line on stderr");
+  sub->add_flag("-q,--quiet", options->quiet_stats,
+                "No stats line (nor prefill progress) on stderr");
   return [options]() { return run(*options); };
 }
 

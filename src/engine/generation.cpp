@@ -50,8 +50,7 @@ void Generator::reset() {
   if (drafter_ != nullptr) drafter_->truncate_context(0);
 }
 
-void Generator::set_drafter(SpeculativeDrafter* drafter, int64_t block_size,
-                            int64_t force_accept) {
+void Generator::set_drafter(SpeculativeDrafter* drafter, int64_t block_size, int64_t force_accept) {
   drafter_ = nullptr;
   rounds_.reset();
   reset();
@@ -93,10 +92,13 @@ bool Generator::prefill(std::span<const int32_t> tokens, bool want_all, Generati
                         std::vector<float>& last_logits, const std::atomic<bool>* cancel) {
   int64_t vocab = model_.vocab_size();
   std::vector<float> logits;
+  const auto total = static_cast<int64_t>(tokens.size());
+  if (prefill_progress_) prefill_progress_(0, total);
   for (std::size_t begin = 0; begin < tokens.size(); begin += kPrefillChunk) {
     if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) return false;
     std::size_t end = std::min(tokens.size(), begin + static_cast<std::size_t>(kPrefillChunk));
     feed(tokens.subspan(begin, end - begin), want_all ? LogitRows::kAll : LogitRows::kLast, logits);
+    if (prefill_progress_) prefill_progress_(static_cast<int64_t>(end), total);
     if (want_all) {
       // Row r predicts token begin + r + 1.
       for (std::size_t r = 0; r + begin + 1 < tokens.size() && r < end - begin; ++r) {
@@ -116,9 +118,9 @@ bool Generator::prefill(std::span<const int32_t> tokens, bool want_all, Generati
 GenerationResult Generator::generate(const GenerationRequest& request, const TextCallback& on_text,
                                      const std::atomic<bool>* cancel) {
   auto prompt_size = static_cast<int64_t>(request.prompt.size());
-  ChoiceDecoder decoder(request, model_.stop_token_ids(),
-                        static_cast<int32_t>(model_.vocab_size()), tokenizer_,
-                        request.sampling.seed ? *request.sampling.seed : fresh_seed(), context());
+  ChoiceDecoder decoder(request, model_.stop_token_ids(), static_cast<int32_t>(model_.vocab_size()),
+                        tokenizer_, request.sampling.seed ? *request.sampling.seed : fresh_seed(),
+                        context());
 
   GenerationResult result;
   GenerationStats& stats = result.stats;
@@ -171,7 +173,8 @@ FinishReason Generator::decode_plain(ChoiceDecoder& decoder, TokenOutcome outcom
                                      const std::atomic<bool>* cancel, std::vector<float>& logits) {
   for (;;) {
     if (emit(outcome, result, on_text)) return outcome.finish;
-    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) return FinishReason::kCancelled;
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed))
+      return FinishReason::kCancelled;
     step(outcome.token.id, logits);
     outcome = decoder.next(logits, state_->position());
   }
@@ -186,11 +189,13 @@ FinishReason Generator::decode_speculative(ChoiceDecoder& decoder, TokenOutcome 
   spec.accepted_at.assign(static_cast<std::size_t>(rounds_->block_size() - 1), 0);
   for (;;) {
     if (emit(outcome, result, on_text)) return outcome.finish;
-    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) return FinishReason::kCancelled;
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed))
+      return FinishReason::kCancelled;
     SpeculativeRound round = rounds_->run(*state_, *drafter_, decoder, outcome.token.id, spec);
     cached_.insert(cached_.end(), round.fed.begin(), round.fed.end());
     // Every token but the last is an accepted draft that did not finish the choice.
-    for (std::size_t i = 0; i + 1 < round.outcomes.size(); ++i) emit(round.outcomes[i], result, on_text);
+    for (std::size_t i = 0; i + 1 < round.outcomes.size(); ++i)
+      emit(round.outcomes[i], result, on_text);
     outcome = std::move(round.outcomes.back());
   }
 }

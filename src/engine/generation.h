@@ -24,7 +24,7 @@ namespace md::engine {
 
 struct GenerationStats {
   int64_t prompt_tokens = 0;
-  int64_t reused_tokens = 0;  // prompt tokens already in the sequence (not recomputed)
+  int64_t reused_tokens = 0;     // prompt tokens already in the sequence (not recomputed)
   int64_t generated_tokens = 0;  // sampled, the token that ended the choice included (usage)
   double prefill_seconds = 0;
   double first_token_seconds = 0;  // request start → first token chosen
@@ -70,7 +70,13 @@ class Generator {
 
   static constexpr int64_t kPrefillChunk = 256;
 
+  // Told how a prompt's prefill advances: (0, total) before its first chunk, then the tokens
+  // computed after each chunk (total: the prompt tokens to compute, a reused prefix excluded).
+  using PrefillProgress = std::function<void(int64_t done, int64_t total)>;
+  void set_prefill_progress(PrefillProgress progress) { prefill_progress_ = std::move(progress); }
+
  private:
+  PrefillProgress prefill_progress_;
   int64_t reuse_prefix(const std::vector<int32_t>& prompt);
   // Returns false when cancelled between chunks (the sequence then holds a prefix of the prompt).
   bool prefill(std::span<const int32_t> tokens, bool want_all, GenerationResult& result,
@@ -78,9 +84,9 @@ class Generator {
   void feed(std::span<const int32_t> tokens, LogitRows rows, std::vector<float>& logits);
   void step(int32_t token, std::vector<float>& logits);
   // The decode loop after the first token; returns the finish reason.
-  FinishReason decode_plain(ChoiceDecoder& decoder, TokenOutcome first,
-                            GenerationResult& result, const TextCallback& on_text,
-                            const std::atomic<bool>* cancel, std::vector<float>& logits);
+  FinishReason decode_plain(ChoiceDecoder& decoder, TokenOutcome first, GenerationResult& result,
+                            const TextCallback& on_text, const std::atomic<bool>* cancel,
+                            std::vector<float>& logits);
   FinishReason decode_speculative(ChoiceDecoder& decoder, TokenOutcome first,
                                   GenerationResult& result, const TextCallback& on_text,
                                   const std::atomic<bool>* cancel);

@@ -6,9 +6,10 @@
 
 #include "base/error.h"
 #include "engine/counter_rng.h"
-#include "engine/fast_exp.h"
+#include "kernels/fast_exp.h"
 
 namespace md::engine {
+using kernels::exp_nonpositive;
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();

@@ -1,121 +1,84 @@
 #include "kernels/attention.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
+#include <vector>
 
-#include "base/dtype.h"
+#include "kernels/attention_kernels.h"
 #include "kernels/isa.h"
-#include "kernels/matmul.h"
 
 namespace md::kernels {
 
+const AttentionKernels& attention_kernels(Isa isa) {
+#if defined(__x86_64__)
+  switch (isa) {
+    case Isa::kAvx512:
+      return kAttentionAvx512;
+    case Isa::kAvx2:
+      return kAttentionAvx2;
+    case Isa::kScalar:
+      break;
+  }
+#else
+  (void)isa;
+#endif
+  return kAttentionScalar;
+}
+
 namespace {
 
-float dot(const float* q, const float* k, int64_t n) {
-  float sum = 0;
-  for (int64_t i = 0; i < n; ++i) sum += q[i] * k[i];
-  return sum;
-}
-float dot(const float* q, const uint16_t* k, int64_t n) {
-  return dot_bf16(k, q, n);
+const AttentionKernels& active() {
+  static const AttentionKernels& kernels = attention_kernels(active_isa_level());
+  return kernels;
 }
 
-// out += p · v, element by element (one rounded product and one rounded sum each, on every path).
-void add_scaled(float p, const float* v, float* out, int64_t n) {
-  for (int64_t d = 0; d < n; ++d) out[d] += p * v[d];
-}
-void add_scaled(float p, const uint16_t* v, float* out, int64_t n) {
-#if defined(__x86_64__)
-  static const bool avx2 = active_isa_level() != Isa::kScalar;
-  if (avx2) return add_scaled_bf16_avx2(p, v, out, n);
-#endif
-  for (int64_t d = 0; d < n; ++d) out[d] += p * bf16_to_f32(v[d]);
-}
-
-// Keys and values in runs of `run_rows` rows `stride` apart (the last run may be shorter): one
-// run for a contiguous cache, one per block for kernels::KvCache. One function for both, so they
-// sum in the same order and agree bitwise.
+// Keys held row by row, regrouped into the tiles of attention.h (zeros past the last key), and
+// value rows copied into whole tiles alike.
 template <typename T>
-struct Runs {
-  const T* const* keys;
-  const T* const* values;
-  int64_t run_rows;
-  int64_t stride;
-};
-
-// f(t, row) for t in [0, n_keys), row = the run's row of key t (keys or values).
-template <typename T, typename F>
-void for_each_row(const T* const* runs, int64_t run_rows, int64_t stride, int64_t n_keys, F f) {
-  for (int64_t first = 0, r = 0; first < n_keys; first += run_rows, ++r) {
-    const T* row = runs[r];
-    const int64_t last = std::min(n_keys, first + run_rows);
-    // The next run is elsewhere in memory: start fetching it now, as the hardware prefetcher
-    // does not cross into it before its first miss.
-    if (last < n_keys) {
-      const auto* next = reinterpret_cast<const char*>(runs[r + 1]);
-      for (int line = 0; line < 8; ++line) __builtin_prefetch(next + line * 64);
-    }
-    for (int64_t t = first; t < last; ++t, row += stride) f(t, row);
-  }
-}
-
-template <typename T>
-void attend_impl(const float* q, const Runs<T>& runs, int64_t n_keys, int64_t head_dim, float scale,
-                 float* scores, float* out) {
-  float max_score = -std::numeric_limits<float>::infinity();
-  for_each_row(runs.keys, runs.run_rows, runs.stride, n_keys, [&](int64_t t, const T* key) {
-    scores[t] = dot(q, key, head_dim) * scale;
-    max_score = std::max(max_score, scores[t]);
-  });
-  double total = 0;
+void attend_rows(const float* q, const T* keys, const T* values, int64_t n_keys, int64_t stride,
+                 int64_t head_dim, float scale, float* out) {
+  const int64_t tiles = (n_keys + kAttentionTileKeys - 1) / kAttentionTileKeys;
+  const auto tile_elems = static_cast<std::size_t>(kAttentionTileKeys * head_dim);
+  std::vector<T> key_tiles(static_cast<std::size_t>(tiles) * tile_elems),
+      value_tiles(key_tiles.size());
+  std::vector<const T*> key_at(static_cast<std::size_t>(tiles)), value_at(key_at.size());
   for (int64_t t = 0; t < n_keys; ++t) {
-    scores[t] = std::exp(scores[t] - max_score);
-    total += scores[t];
+    const std::size_t tile = static_cast<std::size_t>(t / kAttentionTileKeys) * tile_elems;
+    const int64_t slot = t % kAttentionTileKeys;
+    for (int64_t d = 0; d < head_dim; ++d) {
+      key_tiles[tile + static_cast<std::size_t>(d * kAttentionTileKeys + slot)] =
+          keys[t * stride + d];
+    }
+    std::copy_n(values + t * stride, head_dim,
+                value_tiles.begin() + static_cast<std::ptrdiff_t>(tile) + slot * head_dim);
   }
-  float inv_total = static_cast<float>(1.0 / total);
-  std::fill(out, out + head_dim, 0.0f);
-  for_each_row(runs.values, runs.run_rows, runs.stride, n_keys, [&](int64_t t, const T* value) {
-    add_scaled(scores[t] * inv_total, value, out, head_dim);
-  });
-}
-
-template <typename T>
-void attend_run(const float* q, const T* keys, const T* values, int64_t n_keys, int64_t stride,
-                int64_t head_dim, float scale, float* scores, float* out) {
-  attend_impl(q, Runs<T>{&keys, &values, n_keys, stride}, n_keys, head_dim, scale, scores, out);
-}
-
-template <typename T>
-void attend_in_blocks(const float* q, const T* const* key_blocks, const T* const* value_blocks,
-                      int64_t block_keys, int64_t n_keys, int64_t head_dim, float scale,
-                      float* scores, float* out) {
-  attend_impl(q, Runs<T>{key_blocks, value_blocks, block_keys, head_dim}, n_keys, head_dim, scale,
-              scores, out);
+  for (std::size_t b = 0; b < key_at.size(); ++b) {
+    key_at[b] = key_tiles.data() + b * tile_elems;
+    value_at[b] = value_tiles.data() + b * tile_elems;
+  }
+  const AttentionQuery query{q, n_keys, out};
+  attend_tiles({&query, 1}, KeyValueTiles<T>{key_at.data(), value_at.data()}, head_dim, scale);
 }
 
 }  // namespace
 
+void attend_tiles(std::span<const AttentionQuery> queries, const KeyValueTiles<float>& tiles,
+                  int64_t head_dim, float scale) {
+  active().f32(queries, tiles, head_dim, scale);
+}
+
+void attend_tiles(std::span<const AttentionQuery> queries, const KeyValueTiles<uint16_t>& tiles,
+                  int64_t head_dim, float scale) {
+  active().bf16(queries, tiles, head_dim, scale);
+}
+
 void attend(const float* q, const float* keys, const float* values, int64_t n_keys, int64_t stride,
-            int64_t head_dim, float scale, float* scores, float* out) {
-  attend_run(q, keys, values, n_keys, stride, head_dim, scale, scores, out);
+            int64_t head_dim, float scale, float* out) {
+  attend_rows(q, keys, values, n_keys, stride, head_dim, scale, out);
 }
 
 void attend(const float* q, const uint16_t* keys, const uint16_t* values, int64_t n_keys,
-            int64_t stride, int64_t head_dim, float scale, float* scores, float* out) {
-  attend_run(q, keys, values, n_keys, stride, head_dim, scale, scores, out);
-}
-
-void attend_blocks(const float* q, const float* const* key_blocks, const float* const* value_blocks,
-                   int64_t block_keys, int64_t n_keys, int64_t head_dim, float scale, float* scores,
-                   float* out) {
-  attend_in_blocks(q, key_blocks, value_blocks, block_keys, n_keys, head_dim, scale, scores, out);
-}
-
-void attend_blocks(const float* q, const uint16_t* const* key_blocks,
-                   const uint16_t* const* value_blocks, int64_t block_keys, int64_t n_keys,
-                   int64_t head_dim, float scale, float* scores, float* out) {
-  attend_in_blocks(q, key_blocks, value_blocks, block_keys, n_keys, head_dim, scale, scores, out);
+            int64_t stride, int64_t head_dim, float scale, float* out) {
+  attend_rows(q, keys, values, n_keys, stride, head_dim, scale, out);
 }
 
 }  // namespace md::kernels

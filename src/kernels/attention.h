@@ -1,32 +1,63 @@
-// Causal attention of one query vector over a run of cached keys and values (one KV head),
-// softmax in f32. The cache may hold f32 or bf16 elements.
+// Causal softmax attention of query vectors over one KV head's cached keys and values, in f32 over
+// f32 or bf16 caches. One kernel serves a decode step (one query per head) and a prefill chunk
+// (many queries of consecutive positions), and gives every query the same bits either way.
+//
+// The keys and values are read as tiles of kAttentionTileKeys consecutive positions: a key tile
+// holds its keys dimension-major (element d of key τ at d · kAttentionTileKeys + τ mod
+// kAttentionTileKeys), so that one vector load brings dimension d of 16 keys and a query's 16
+// scores are 16 lanes of fused multiply-adds, with no horizontal sums; a value tile holds its
+// values row by row (value τ at (τ mod kAttentionTileKeys) · head_dim).
+//
+// Numerics, the same on every path (scalar, AVX2, AVX-512) and whatever the queries passed
+// together, so a prefill row equals the same row decoded, bitwise:
+//   s_τ = scale · (((q_0·k_τ0 + 0) fma q_1·k_τ1) fma ...)   one fma per dimension, in order
+//   e_τ = exp_nonpositive(s_τ − max s)                       (kernels/fast_exp.h)
+//   Σ   = ((l_0 + l_4) + (l_2 + l_6)) + ((l_1 + l_5) + (l_3 + l_7)) in double, where l_j adds the
+//         e_τ with τ ≡ j (mod 8) in increasing τ
+//   out_d = ((p_0·v_0d + 0) fma p_1·v_1d ...) with p_τ = e_τ · f32(1 / Σ), one fma per key in order
+// Prefill cost: a tile's keys and values are loaded once for up to kAttentionQueryGroup queries,
+// and the scores of a group (queries × keys) are the only scratch: no queries × context matrix
+// of a whole chunk exists at once.
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 namespace md::kernels {
 
-// out = Σ_τ softmax_τ(scale · q·K[τ]) · V[τ] over τ in [0, n_keys). Row τ of K and V starts at
-// τ·stride. `scores` is scratch of n_keys floats.
+inline constexpr int64_t kAttentionTileKeys = 16;
+// Queries that share each tile load of the score and value passes.
+inline constexpr int64_t kAttentionQueryGroup = 4;
+
+// The tiles of one KV head: tile i holds positions [16 i, 16 i + 16), as the layout above says.
+// Every tile up to the longest query's keys must be readable in full (unwritten positions may
+// hold anything finite; no score of a position beyond a query's keys is used).
+template <typename T>
+struct KeyValueTiles {
+  const T* const* keys = nullptr;
+  const T* const* values = nullptr;
+};
+
+// One query vector: it attends to positions [0, n_keys) (n_keys >= 1) and writes head_dim
+// floats to `out`.
+struct AttentionQuery {
+  const float* q = nullptr;
+  int64_t n_keys = 0;
+  float* out = nullptr;
+};
+
+// Each query's attention over the tiles. Queries are grouped as given: pass them in position
+// order (a prefill chunk's rows), so a group's key counts are close.
+void attend_tiles(std::span<const AttentionQuery> queries, const KeyValueTiles<float>& tiles,
+                  int64_t head_dim, float scale);
+void attend_tiles(std::span<const AttentionQuery> queries, const KeyValueTiles<uint16_t>& tiles,
+                  int64_t head_dim, float scale);
+
+// out = the attention of q over n_keys keys and values held row by row, key τ at τ · stride:
+// regrouped into tiles first, then attend_tiles (so bitwise the tiled cache over the same keys).
 void attend(const float* q, const float* keys, const float* values, int64_t n_keys, int64_t stride,
-            int64_t head_dim, float scale, float* scores, float* out);
+            int64_t head_dim, float scale, float* out);
 void attend(const float* q, const uint16_t* keys, const uint16_t* values, int64_t n_keys,
-            int64_t stride, int64_t head_dim, float scale, float* scores, float* out);
-
-// The same over keys held in fixed-size blocks (kernels::KvCache): key τ is row τ mod block_keys
-// of key_blocks[τ / block_keys], rows head_dim apart; values alike. Bitwise equal to attend() over
-// the same keys held in one run.
-void attend_blocks(const float* q, const float* const* key_blocks, const float* const* value_blocks,
-                   int64_t block_keys, int64_t n_keys, int64_t head_dim, float scale, float* scores,
-                   float* out);
-void attend_blocks(const float* q, const uint16_t* const* key_blocks,
-                   const uint16_t* const* value_blocks, int64_t block_keys, int64_t n_keys,
-                   int64_t head_dim, float scale, float* scores, float* out);
-
-#if defined(__x86_64__)
-// The AVX2 form of the bf16 value sum's inner loop, out[d] += p · v[d] (attention_avx2.cpp):
-// attend() uses it on the avx2 and avx512 paths; bitwise the portable loop (tests).
-void add_scaled_bf16_avx2(float p, const uint16_t* v, float* out, int64_t n);
-#endif
+            int64_t stride, int64_t head_dim, float scale, float* out);
 
 }  // namespace md::kernels

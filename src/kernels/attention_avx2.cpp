@@ -1,28 +1,68 @@
-// The AVX2 inner loop of kernels/attention.cpp's weighted value sum over a bf16 cache, compiled
-// with -mavx2 alone (src/kernels/CMakeLists.txt; no FMA, so that each element is still one
-// rounded product and one rounded sum, bitwise what the portable loop computes).
+// The AVX2 path of kernels/attention.h (AVX2 + FMA, compiled for those alone and with
+// -ffp-contract=off, src/kernels/CMakeLists.txt): a key tile's 16 positions are two registers.
 #if defined(__x86_64__)
 
 #include <immintrin.h>
 
+#include <cmath>
 #include <cstdint>
 
 #include "base/dtype.h"
-#include "kernels/attention.h"
+#include "kernels/attention_tiles.h"
 
 namespace md::kernels {
 
-void add_scaled_bf16_avx2(float p, const uint16_t* v, float* out, int64_t n) {
-  const __m256 scale = _mm256_set1_ps(p);
-  int64_t d = 0;
-  for (; d + 8 <= n; d += 8) {
-    const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(v + d));
-    const __m256 values = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
-    _mm256_storeu_ps(out + d,
-                     _mm256_add_ps(_mm256_loadu_ps(out + d), _mm256_mul_ps(scale, values)));
+namespace {
+
+struct Avx2 {
+  using Vec = __m256;
+  static constexpr int64_t kLanes = 8;
+  static constexpr int tiles_for(int queries) { return queries == 1 ? 2 : 1; }
+
+  static Vec zero() { return _mm256_setzero_ps(); }
+  static Vec broadcast(float x) { return _mm256_set1_ps(x); }
+  static Vec load(const float* p) { return _mm256_loadu_ps(p); }
+  static Vec load(const uint16_t* p) {
+    const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
   }
-  for (; d < n; ++d) out[d] += p * bf16_to_f32(v[d]);
-}
+  static float scalar(const float* p) { return *p; }
+  static float scalar(const uint16_t* p) { return bf16_to_f32(*p); }
+  static void store(float* p, Vec v) { _mm256_storeu_ps(p, v); }
+  static Vec fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+  static Vec mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
+  static Vec sub(Vec a, Vec b) { return _mm256_sub_ps(a, b); }
+  static Vec max(Vec a, Vec b) { return _mm256_max_ps(a, b); }
+  static float reduce_max(Vec v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+  }
+
+  // kernels::exp_nonpositive, operation for operation.
+  static Vec exp(Vec x) {
+    const Vec keep = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_GE_OQ);
+    const Vec xc = _mm256_blendv_ps(_mm256_set1_ps(-87.0f), x, keep);
+    const Vec magic = _mm256_set1_ps(12582912.0f);
+    const Vec n = _mm256_sub_ps(
+        _mm256_add_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)), magic), magic);
+    const Vec r =
+        _mm256_sub_ps(_mm256_sub_ps(xc, _mm256_mul_ps(n, _mm256_set1_ps(0.693145751953125f))),
+                      _mm256_mul_ps(n, _mm256_set1_ps(1.428606765330187045e-06f)));
+    Vec p = _mm256_set1_ps(1.0f / 5040.0f);
+    for (float c : {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f}) {
+      p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(c));
+    }
+    const __m256i scale =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(scale)), keep);
+  }
+};
+
+}  // namespace
+
+const AttentionKernels kAttentionAvx2 = attention_tiles::kKernels<Avx2>;
 
 }  // namespace md::kernels
 

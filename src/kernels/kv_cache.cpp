@@ -124,25 +124,25 @@ void KvCache::write(int64_t head, int64_t position, const float* key, const floa
   written_.raise_to(position + 1);
   Block& block = writable_block(position);
   const int64_t slot = position % kBlockPositions;
-  const std::size_t k_at = element_offset(head, slot);
-  const std::size_t v_at = element_offset(kv_heads_ + head, slot);
+  const std::size_t k_at = key_offset(head, slot);
+  const std::size_t v_at = value_offset(head, slot);
+  auto store = [&]<typename T>(T* data, auto convert) {
+    for (int64_t d = 0; d < head_dim_; ++d) {
+      data[k_at + static_cast<std::size_t>(d * kBlockPositions)] = convert(key[d]);
+      data[v_at + static_cast<std::size_t>(d)] = convert(value[d]);
+    }
+  };
   if (type_ == KvCacheType::kF32) {
-    auto* data = static_cast<float*>(block.data);
-    std::copy(key, key + head_dim_, data + k_at);
-    std::copy(value, value + head_dim_, data + v_at);
-    return;
-  }
-  auto* data = static_cast<uint16_t*>(block.data);
-  for (int64_t d = 0; d < head_dim_; ++d) {
-    data[k_at + static_cast<std::size_t>(d)] = f32_to_bf16(key[d]);
-    data[v_at + static_cast<std::size_t>(d)] = f32_to_bf16(value[d]);
+    store(static_cast<float*>(block.data), [](float x) { return x; });
+  } else {
+    store(static_cast<uint16_t*>(block.data), [](float x) { return f32_to_bf16(x); });
   }
 }
 
 namespace {
 
-// Where each block's rows of one head start, keys and values; reused per thread (attend runs in
-// every task of every step, and a long context has thousands of blocks).
+// Where each block's tiles of one head start, keys and values; reused per thread (attention runs
+// in every task of every step, and a long context has thousands of blocks).
 template <typename T>
 struct HeadBlocks {
   std::vector<const T*> keys, values;
@@ -164,21 +164,22 @@ const T* zero_block(std::size_t elements) {
 
 }  // namespace
 
-void KvCache::attend(int64_t head, int64_t n_keys, const float* q, float scale, float* scores,
-                     float* out) const {
+void KvCache::attend(int64_t head, std::span<const AttentionQuery> queries, float scale) const {
+  int64_t longest = 0;
+  for (const AttentionQuery& q : queries) longest = std::max(longest, q.n_keys);
   auto run = [&]<typename T>(T) {
-    const auto count = static_cast<std::size_t>((n_keys + kBlockPositions - 1) / kBlockPositions);
+    const auto count = static_cast<std::size_t>((longest + kBlockPositions - 1) / kBlockPositions);
     HeadBlocks<T>& blocks = head_blocks<T>(count);
     for (std::size_t b = 0; b < count; ++b) {
       // Positions never written read as zeros, as in a new cache.
       const Block* block = blocks_[b].load(std::memory_order_acquire);
       const auto* data = block != nullptr ? static_cast<const T*>(block->data)
                                           : zero_block<T>(block_bytes() / sizeof(T));
-      blocks.keys[b] = data + element_offset(head, 0);
-      blocks.values[b] = data + element_offset(kv_heads_ + head, 0);
+      blocks.keys[b] = data + key_offset(head, 0);
+      blocks.values[b] = data + value_offset(head, 0);
     }
-    attend_blocks(q, blocks.keys.data(), blocks.values.data(), kBlockPositions, n_keys, head_dim_,
-                  scale, scores, out);
+    attend_tiles(queries, KeyValueTiles<T>{blocks.keys.data(), blocks.values.data()}, head_dim_,
+                 scale);
   };
   if (type_ == KvCacheType::kF32) {
     run(float{});
@@ -187,7 +188,12 @@ void KvCache::attend(int64_t head, int64_t n_keys, const float* q, float scale, 
   }
 }
 
-std::vector<float> KvCache::dense_f32(int64_t first_head) const {
+void KvCache::attend(int64_t head, int64_t n_keys, const float* q, float scale, float* out) const {
+  const AttentionQuery query{q, n_keys, out};
+  attend(head, {&query, 1}, scale);
+}
+
+std::vector<float> KvCache::dense_f32(bool values) const {
   if (type_ != KvCacheType::kF32) return {};
   std::vector<float> dense(static_cast<std::size_t>(kv_heads_ * capacity_ * head_dim_));
   for (int64_t b = 0; b < block_count(); ++b) {
@@ -196,8 +202,14 @@ std::vector<float> KvCache::dense_f32(int64_t first_head) const {
     const auto* data = static_cast<const float*>(block->data);
     const int64_t rows = std::min(kBlockPositions, capacity_ - b * kBlockPositions);
     for (int64_t h = 0; h < kv_heads_; ++h) {
-      std::copy_n(data + element_offset(first_head + h, 0), rows * head_dim_,
-                  dense.begin() + (h * capacity_ + b * kBlockPositions) * head_dim_);
+      for (int64_t slot = 0; slot < rows; ++slot) {
+        float* to = dense.data() + (h * capacity_ + b * kBlockPositions + slot) * head_dim_;
+        for (int64_t d = 0; d < head_dim_; ++d) {
+          to[d] = values
+                      ? data[value_offset(h, slot) + static_cast<std::size_t>(d)]
+                      : data[key_offset(h, slot) + static_cast<std::size_t>(d * kBlockPositions)];
+        }
+      }
     }
   }
   return dense;

@@ -3,15 +3,19 @@
 // kBlockPositions positions from a KvBlockPool. A block is taken when a position in it is first
 // written, so memory follows the sequence's length, not its capacity; a copy (the n choices of one
 // prompt) shares every block, and a block is copied only when one of its holders writes into it
-// (copy on write). Within a block: keys [kv heads][kBlockPositions][head_dim], then the values.
+// (copy on write). A block is one attention tile per head (kernels/attention.h): keys
+// [kv heads][head_dim][kBlockPositions] (dimension-major), then values
+// [kv heads][kBlockPositions][head_dim].
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
+#include "kernels/attention.h"
 #include "kernels/kv_block_pool.h"
 
 namespace md::kernels {
@@ -21,6 +25,7 @@ enum class KvCacheType { kBf16, kF32 };
 class KvCache {
  public:
   static constexpr int64_t kBlockPositions = 16;
+  static_assert(kBlockPositions == kAttentionTileKeys, "a block is one attention tile per head");
 
   KvCache() = default;
   KvCache(KvCacheType type, int64_t kv_heads, int64_t capacity, int64_t head_dim,
@@ -45,8 +50,8 @@ class KvCache {
 
   // The f32 cache's elements as [kv heads][capacity][head_dim], zeros where never written (empty
   // for a bf16 cache): for exactness tests.
-  std::vector<float> keys_f32() const { return dense_f32(0); }
-  std::vector<float> values_f32() const { return dense_f32(kv_heads_); }
+  std::vector<float> keys_f32() const { return dense_f32(false); }
+  std::vector<float> values_f32() const { return dense_f32(true); }
 
   // Forgets every position: they read as zeros again (as in a new cache), and the blocks go back
   // to the pool. Not while a step runs.
@@ -55,9 +60,11 @@ class KvCache {
   // Stores the key and value of KV head `head` at `position` (rounded to bf16 in a bf16 cache).
   // Tasks of one step may write different heads (and positions) at once.
   void write(int64_t head, int64_t position, const float* key, const float* value);
-  // Softmax attention of q over positions [0, n_keys) of KV head `head`; `scores` holds n_keys.
-  void attend(int64_t head, int64_t n_keys, const float* q, float scale, float* scores,
-              float* out) const;
+  // Softmax attention of q over positions [0, n_keys) of KV head `head` (kernels/attention.h).
+  void attend(int64_t head, int64_t n_keys, const float* q, float scale, float* out) const;
+  // The same for many queries of the head at once (a prefill chunk's rows, in position order):
+  // each query's result is bitwise what the call above gives it alone.
+  void attend(int64_t head, std::span<const AttentionQuery> queries, float scale) const;
 
  private:
   // A block, the number of caches whose table holds it, and the one cache that holds it alone
@@ -71,9 +78,13 @@ class KvCache {
 
   std::size_t element_bytes() const { return type_ == KvCacheType::kF32 ? 4 : 2; }
   int64_t block_count() const { return (capacity_ + kBlockPositions - 1) / kBlockPositions; }
-  // Elements from a block's start to head `head`'s row `slot` (heads past kv_heads: values).
-  std::size_t element_offset(int64_t head, int64_t slot) const {
-    return static_cast<std::size_t>((head * kBlockPositions + slot) * head_dim_);
+  // Elements from a block's start to element 0 of head `head`'s key (its next elements are
+  // kBlockPositions apart) or value (contiguous) at `slot`.
+  std::size_t key_offset(int64_t head, int64_t slot) const {
+    return static_cast<std::size_t>(head * kBlockPositions * head_dim_ + slot);
+  }
+  std::size_t value_offset(int64_t head, int64_t slot) const {
+    return static_cast<std::size_t>(((kv_heads_ + head) * kBlockPositions + slot) * head_dim_);
   }
   // The block of `position`, held by this cache alone: at once if it is this cache's own, else
   // decided under the lock (taken, claimed or copied).
@@ -81,7 +92,7 @@ class KvCache {
   Block* new_block() const;
   void drop(Block* block) const;
   void drop_all();
-  std::vector<float> dense_f32(int64_t first_head) const;
+  std::vector<float> dense_f32(bool values) const;
   void swap(KvCache& other) noexcept;
 
   KvCacheType type_ = KvCacheType::kBf16;

@@ -145,8 +145,7 @@ void kv_append(const AttentionOperands& op, int64_t g, const Program& program) {
   }
 }
 
-void attention(const AttentionOperands& op, int64_t h, const Program& program,
-               const WorkerContext& context) {
+void attention(const AttentionOperands& op, int64_t h, const Program& program) {
   const int64_t hd = op.head_dim, g = h / (op.heads / op.kv_heads);
   const int64_t q_width = op.output_gate ? 2 * hd : hd;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
@@ -157,8 +156,7 @@ void attention(const AttentionOperands& op, int64_t h, const Program& program,
     float* query = q + n * op.q_stride + h * q_width;
     prepare_head(query, op.q_norm, op, row_angles(op, program, n));
     float* o = out + n * op.out_stride + h * hd;
-    row.state->kv_cache(op.cache_slot)
-        .attend(g, row.position + 1, query, scale, context.scratch, o);
+    row.state->kv_cache(op.cache_slot).attend(g, row.position + 1, query, scale, o);
     if (op.output_gate) {
       const float* gate = query + hd;
       for (int64_t d = 0; d < hd; ++d) o[d] *= kernels::sigmoid(gate[d]);
@@ -262,7 +260,7 @@ void run_task(const Instruction& ins, int64_t task, const Program& program,
       kv_append(std::get<KvAppendOperands>(ins.operands).attention, task, program);
       return;
     case Opcode::kAttention:
-      attention(std::get<AttentionOperands>(ins.operands), task, program, context);
+      attention(std::get<AttentionOperands>(ins.operands), task, program);
       return;
     case Opcode::kDeltaNet:
       run_delta_net_key_head(std::get<DeltaNetOperands>(ins.operands), task, program,

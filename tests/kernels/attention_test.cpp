@@ -2,70 +2,194 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "base/dtype.h"
 #include "kernel_test_util.h"
+#include "kernels/attention_kernels.h"
 #include "kernels/isa.h"
 
 namespace md::kernels {
 namespace {
 
-TEST(Attention, MatchesDoubleSoftmaxForF32AndBf16Caches) {
-  const int64_t n = 23, d = 40, stride = 40;
-  std::vector<float> q = test::random_floats(d, 1, 2.0f);
-  std::vector<uint16_t> kb = test::random_bf16(n * stride, 2),
-                        vb = test::random_bf16(n * stride, 3);
-  std::vector<float> kf(kb.size()), vf(vb.size());
-  for (std::size_t i = 0; i < kb.size(); ++i) {
-    kf[i] = bf16_to_f32(kb[i]);
-    vf[i] = bf16_to_f32(vb[i]);
+// Keys and values of n positions, row by row (stride apart), as f32 and as the bf16 they round
+// from; queries alike.
+struct Problem {
+  int64_t n = 0, head_dim = 0, stride = 0;
+  std::vector<uint16_t> keys_bf16, values_bf16;
+  std::vector<float> keys, values;
+
+  Problem(int64_t n_keys, int64_t dim, uint64_t seed, float key_scale = 1.0f)
+      : n(n_keys), head_dim(dim), stride(dim) {
+    keys_bf16 = test::random_bf16(static_cast<std::size_t>(n * dim), seed, key_scale);
+    values_bf16 = test::random_bf16(static_cast<std::size_t>(n * dim), seed + 1);
+    for (std::size_t i = 0; i < keys_bf16.size(); ++i) {
+      keys.push_back(bf16_to_f32(keys_bf16[i]));
+      values.push_back(bf16_to_f32(values_bf16[i]));
+    }
   }
-  double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  std::vector<double> score(n);
-  double max_score = -1e300, total = 0;
-  for (int64_t t = 0; t < n; ++t) {
+};
+
+// The attention of q over the first n_keys keys, in double, softmax with the exact exp.
+std::vector<double> oracle(const Problem& p, const std::vector<float>& q, int64_t n_keys,
+                           double scale) {
+  std::vector<double> score(static_cast<std::size_t>(n_keys));
+  double top = -1e300, total = 0;
+  for (int64_t t = 0; t < n_keys; ++t) {
     double s = 0;
-    for (int64_t i = 0; i < d; ++i) s += q[i] * static_cast<double>(kf[t * stride + i]);
+    for (int64_t d = 0; d < p.head_dim; ++d) {
+      s += static_cast<double>(q[d]) * p.keys[t * p.stride + d];
+    }
     score[t] = s * scale;
-    max_score = std::max(max_score, score[t]);
+    top = std::max(top, score[t]);
   }
-  for (double& s : score) total += s = std::exp(s - max_score);
-  std::vector<double> expected(d, 0.0);
-  for (int64_t t = 0; t < n; ++t) {
-    for (int64_t i = 0; i < d; ++i) expected[i] += score[t] / total * vf[t * stride + i];
+  for (double& s : score) total += s = std::exp(s - top);
+  std::vector<double> out(static_cast<std::size_t>(p.head_dim), 0.0);
+  for (int64_t t = 0; t < n_keys; ++t) {
+    for (int64_t d = 0; d < p.head_dim; ++d)
+      out[d] += score[t] / total * p.values[t * p.stride + d];
   }
-  std::vector<float> scratch(n), out(d);
-  attend(q.data(), kf.data(), vf.data(), n, stride, d, static_cast<float>(scale), scratch.data(),
-         out.data());
-  EXPECT_LT(test::relative_max_error(out, expected), 1e-5);
-  attend(q.data(), kb.data(), vb.data(), n, stride, d, static_cast<float>(scale), scratch.data(),
-         out.data());
-  EXPECT_LT(test::relative_max_error(out, expected), 1e-5);
+  return out;
 }
 
-#if defined(__x86_64__)
-// The AVX2 value-sum loop is bitwise the portable out[d] += p · v[d] (one rounded product, one
-// rounded sum), for lengths with and without a tail and for values of every magnitude.
-TEST(Attention, Avx2ValueSumIsBitwiseThePortableLoop) {
-  if (best_isa() == Isa::kScalar) GTEST_SKIP() << "the CPU lacks AVX2";
-  for (int64_t n : {1, 7, 8, 64, 67, 128}) {
-    const std::vector<uint16_t> v = test::random_bf16(static_cast<std::size_t>(n), 3 + n, 100.0f);
-    std::vector<float> out = test::random_floats(static_cast<std::size_t>(n), 4 + n, 10.0f);
-    std::vector<float> expected = out;
-    for (float p : {0.0f, 1e-7f, 0.3f, -2.5f}) {
-      for (int64_t d = 0; d < n; ++d) {
-        const float product = p * bf16_to_f32(v[static_cast<std::size_t>(d)]);
-        expected[static_cast<std::size_t>(d)] = expected[static_cast<std::size_t>(d)] + product;
+// The problem's keys and values regrouped into the tiles attention.h reads.
+template <typename T>
+struct Tiles {
+  std::vector<T> keys, values;
+  std::vector<const T*> key_at, value_at;
+
+  Tiles(const Problem& p, const std::vector<T>& k, const std::vector<T>& v) {
+    const int64_t tiles = (p.n + kAttentionTileKeys - 1) / kAttentionTileKeys;
+    const int64_t tile = kAttentionTileKeys * p.head_dim;
+    keys.resize(static_cast<std::size_t>(tiles * tile));
+    values.resize(keys.size());
+    for (int64_t t = 0; t < p.n; ++t) {
+      const int64_t base = t / kAttentionTileKeys * tile, slot = t % kAttentionTileKeys;
+      for (int64_t d = 0; d < p.head_dim; ++d) {
+        keys[base + d * kAttentionTileKeys + slot] = k[t * p.stride + d];
+        values[base + slot * p.head_dim + d] = v[t * p.stride + d];
       }
-      add_scaled_bf16_avx2(p, v.data(), out.data(), n);
-      ASSERT_EQ(0, std::memcmp(out.data(), expected.data(), out.size() * sizeof(float)))
-          << "n " << n << " p " << p;
+    }
+    for (int64_t b = 0; b < tiles; ++b) {
+      key_at.push_back(keys.data() + b * tile);
+      value_at.push_back(values.data() + b * tile);
+    }
+  }
+  KeyValueTiles<T> view() const { return {key_at.data(), value_at.data()}; }
+};
+
+// Matches the double-precision oracle for f32 and bf16 caches, at key counts on and off tile
+// boundaries up to a context past 4,096, head sizes with and without a vector tail. Negative
+// controls: the same comparison fails for a wrong scale and for one key too few.
+TEST(Attention, MatchesTheDoublePrecisionOracle) {
+  for (int64_t dim : {int64_t{40}, int64_t{64}, int64_t{128}}) {
+    const Problem p(5000, dim, 7 + static_cast<uint64_t>(dim), 3.0f);
+    const double scale = 1.0 / std::sqrt(static_cast<double>(dim));
+    for (int64_t n : {int64_t{1}, int64_t{23}, int64_t{32}, int64_t{700}, int64_t{4097}, p.n}) {
+      const std::vector<float> q = test::random_floats(static_cast<std::size_t>(dim), 11 + n, 1.0f);
+      const std::vector<double> expected = oracle(p, q, n, scale);
+      std::vector<float> out(static_cast<std::size_t>(dim));
+      attend(q.data(), p.keys.data(), p.values.data(), n, p.stride, dim, static_cast<float>(scale),
+             out.data());
+      EXPECT_LT(test::relative_max_error(out, expected), 2e-5) << "f32, dim " << dim << ", n " << n;
+      attend(q.data(), p.keys_bf16.data(), p.values_bf16.data(), n, p.stride, dim,
+             static_cast<float>(scale), out.data());
+      EXPECT_LT(test::relative_max_error(out, expected), 2e-5)
+          << "bf16, dim " << dim << ", n " << n;
+      if (n < 23) continue;
+      attend(q.data(), p.keys.data(), p.values.data(), n, p.stride, dim,
+             static_cast<float>(scale * 1.01), out.data());
+      EXPECT_GT(test::relative_max_error(out, expected), 1e-4) << "scale control, n " << n;
+      // The key control uses a query close to the last key, so that key carries real weight.
+      std::vector<float> near_last(static_cast<std::size_t>(dim));
+      for (int64_t d = 0; d < dim; ++d) near_last[d] = 0.1f * p.keys[(n - 1) * p.stride + d];
+      const std::vector<double> control = oracle(p, near_last, n, scale);
+      attend(near_last.data(), p.keys.data(), p.values.data(), n, p.stride, dim,
+             static_cast<float>(scale), out.data());
+      EXPECT_LT(test::relative_max_error(out, control), 2e-5) << "near-last query, n " << n;
+      attend(near_last.data(), p.keys.data(), p.values.data(), n - 1, p.stride, dim,
+             static_cast<float>(scale), out.data());
+      EXPECT_GT(test::relative_max_error(out, control), 1e-4) << "key control, n " << n;
     }
   }
 }
-#endif
+
+// A query's result does not depend on the queries passed with it (groups of every size, key
+// counts that differ inside a group) nor on the path (scalar, AVX2, AVX-512): bitwise.
+template <typename T>
+void expect_every_path_and_grouping_alike(const std::vector<T>& keys, const std::vector<T>& values,
+                                          const Problem& p) {
+  const Tiles<T> tiles(p, keys, values);
+  const int64_t queries = 11;
+  std::vector<float> q = test::random_floats(static_cast<std::size_t>(queries * p.head_dim), 3);
+  std::vector<int64_t> n_keys;
+  for (int64_t i = 0; i < queries; ++i) n_keys.push_back(p.n - 3 * (queries - 1 - i) - i % 2);
+  auto run = [&](const AttentionKernels& kernels, int64_t group) {
+    std::vector<float> out(q.size(), -1.0f);
+    for (int64_t first = 0; first < queries; first += group) {
+      std::vector<AttentionQuery> batch;
+      for (int64_t i = first; i < std::min(queries, first + group); ++i) {
+        batch.push_back({q.data() + i * p.head_dim, n_keys[i], out.data() + i * p.head_dim});
+      }
+      if constexpr (std::is_same_v<T, float>) {
+        kernels.f32(batch, tiles.view(), p.head_dim, 0.3f);
+      } else {
+        kernels.bf16(batch, tiles.view(), p.head_dim, 0.3f);
+      }
+    }
+    return out;
+  };
+  const std::vector<float> alone = run(attention_kernels(Isa::kScalar), 1);
+  for (Isa isa : available_isas()) {
+    for (int64_t group : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{4}, int64_t{5}, queries}) {
+      const std::vector<float> out = run(attention_kernels(isa), group);
+      ASSERT_EQ(0, std::memcmp(out.data(), alone.data(), out.size() * sizeof(float)))
+          << isa_name(isa) << ", groups of " << group << ", dim " << p.head_dim;
+    }
+  }
+}
+
+TEST(Attention, EveryPathAndEveryGroupingGiveTheSameBits) {
+  for (int64_t dim : {int64_t{8}, int64_t{24}, int64_t{64}, int64_t{72}}) {
+    // Key scale 30: scores spread far enough that many exponents underflow to the clamp.
+    const Problem p(183, dim, 5 + static_cast<uint64_t>(dim), 30.0f);
+    expect_every_path_and_grouping_alike(p.keys, p.values, p);
+    expect_every_path_and_grouping_alike(p.keys_bf16, p.values_bf16, p);
+  }
+}
+
+// Negative control for the test above: a different order of the same sums (the value chain in
+// reverse key order) is not bitwise the kernel, so the comparison can see an order change.
+TEST(Attention, ADifferentSummationOrderIsNotBitwiseEqual) {
+  const Problem p(300, 64, 9);
+  const std::vector<float> q = test::random_floats(64, 4);
+  std::vector<float> out(64);
+  attend(q.data(), p.keys.data(), p.values.data(), p.n, p.stride, p.head_dim, 0.125f, out.data());
+  // The probabilities recomputed in f32 much as the kernel does (the exact exp aside), the values
+  // then summed in reverse key order: close, but not the same bits.
+  std::vector<float> s(static_cast<std::size_t>(p.n));
+  float top = -1e30f;
+  for (int64_t t = 0; t < p.n; ++t) {
+    float acc = 0;
+    for (int64_t d = 0; d < 64; ++d) acc = std::fma(q[d], p.keys[t * 64 + d], acc);
+    s[t] = acc * 0.125f;
+    top = std::max(top, s[t]);
+  }
+  double total = 0;
+  for (float& x : s) total += x = std::exp(x - top);
+  std::vector<float> backwards(64, 0.0f);
+  for (int64_t t = p.n - 1; t >= 0; --t) {
+    const float pt = s[t] * static_cast<float>(1.0 / total);
+    for (int64_t d = 0; d < 64; ++d)
+      backwards[d] = std::fma(pt, p.values[t * 64 + d], backwards[d]);
+  }
+  EXPECT_NE(0, std::memcmp(out.data(), backwards.data(), out.size() * sizeof(float)));
+  EXPECT_LT(test::relative_max_error(out, std::vector<double>(backwards.begin(), backwards.end())),
+            1e-5);
+}
 
 }  // namespace
 }  // namespace md::kernels

@@ -35,12 +35,12 @@ TEST(KvCache, ACopyEqualsTheOriginalEverywhere) {
     EXPECT_EQ(cache.written(), 20);
     const KvCache copy = cache;
     EXPECT_EQ(copy.written(), 20);
-    std::vector<float> q = test::random_floats(dim, 9, 1.0f), scores(capacity);
+    std::vector<float> q = test::random_floats(dim, 9, 1.0f);
     std::vector<float> a(dim), b(dim);
     for (int64_t h = 0; h < heads; ++h) {
       for (int64_t n : {int64_t{1}, int64_t{5}, int64_t{20}, capacity}) {
-        cache.attend(h, n, q.data(), 0.3f, scores.data(), a.data());
-        copy.attend(h, n, q.data(), 0.3f, scores.data(), b.data());
+        cache.attend(h, n, q.data(), 0.3f, a.data());
+        copy.attend(h, n, q.data(), 0.3f, b.data());
         EXPECT_EQ(a, b) << "head " << h << ", " << n << " keys";
       }
     }
@@ -153,13 +153,13 @@ TEST(KvCache, AttendEqualsTheContiguousKernelBitwise) {
   KvCache cache(KvCacheType::kF32, heads, capacity, dim);
   fill(cache, heads, capacity, 7);
   const std::vector<float> keys = cache.keys_f32(), values = cache.values_f32();
-  std::vector<float> q = test::random_floats(dim, 5, 1.0f), scores(capacity), a(dim), b(dim);
+  std::vector<float> q = test::random_floats(dim, 5, 1.0f), a(dim), b(dim);
   for (int64_t h = 0; h < heads; ++h) {
     for (int64_t n = 1; n <= capacity; n += 3) {
-      cache.attend(h, n, q.data(), 0.2f, scores.data(), a.data());
+      cache.attend(h, n, q.data(), 0.2f, a.data());
       const float* k = keys.data() + h * capacity * dim;
       const float* v = values.data() + h * capacity * dim;
-      attend(q.data(), k, v, n, dim, dim, 0.2f, scores.data(), b.data());
+      attend(q.data(), k, v, n, dim, dim, 0.2f, b.data());
       ASSERT_EQ(a, b) << "head " << h << ", " << n << " keys";
     }
   }

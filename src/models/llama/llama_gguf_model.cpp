@@ -8,6 +8,7 @@
 #include "kernels/activations.h"
 #include "kernels/gguf_dequant.h"
 #include "kernels/gguf_matmul.h"
+#include "kernels/kv_attention.h"
 #include "kernels/norms.h"
 #include "models/llama/llama_gguf_config.h"
 #include "models/model_config.h"
@@ -146,11 +147,9 @@ void LlamaGgufModel::attention(std::span<const Row> rows, const LlamaLayerWeight
   Buffer q = buffer(n * c.q_dim()), k = buffer(n * c.kv_dim()), v = buffer(n * c.kv_dim());
   matmuls({{&layer.q, q.data()}, {&layer.k, k.data()}, {&layer.v, v.data()}}, x, n);
   const auto li = static_cast<std::size_t>(layer_index);
-  int64_t longest = 0;
   Buffer angles = buffer(hd);  // cos | sin
   for (int64_t t = 0; t < n; ++t) {
     const Row& row = rows[static_cast<std::size_t>(t)];
-    longest = std::max(longest, row.position + 1);
     rope_.angles(row.position, angles.data(), angles.data() + hd / 2);
     for (int64_t h = 0; h < c.num_attention_heads; ++h) {
       rope_.apply(q.data() + t * c.q_dim() + h * hd, angles.data(), angles.data() + hd / 2);
@@ -161,16 +160,19 @@ void LlamaGgufModel::attention(std::span<const Row> rows, const LlamaLayerWeight
       row.state->kv[li].write(g, row.position, key, v.data() + t * c.kv_dim() + g * hd);
     }
   }
-  Buffer attended = buffer(n * c.q_dim()), scores = buffer(longest);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  for (int64_t t = 0; t < n; ++t) {
-    const Row& row = rows[static_cast<std::size_t>(t)];
-    for (int64_t h = 0; h < c.num_attention_heads; ++h) {
-      row.state->kv[li].attend(h / c.gqa_group(), row.position + 1,
-                               q.data() + t * c.q_dim() + h * hd, scale, scores.data(),
-                               attended.data() + t * c.q_dim() + h * hd);
-    }
-  }
+  Buffer attended = buffer(n * c.q_dim());
+  std::vector<kernels::AttentionRow> attending;
+  for (const Row& row : rows) attending.push_back({&row.state->kv[li], row.position + 1});
+  kernels::attend_rows({.heads = c.num_attention_heads,
+                        .kv_heads = c.num_key_value_heads,
+                        .head_dim = hd,
+                        .scale = 1.0f / std::sqrt(static_cast<float>(hd)),
+                        .q = q.data(),
+                        .q_row_stride = c.q_dim(),
+                        .q_head_stride = hd,
+                        .out = attended.data(),
+                        .out_row_stride = c.q_dim()},
+                       attending, pool_.get());
   matmuls({{&layer.o, hidden, true}}, attended.data(), n);
 }
 

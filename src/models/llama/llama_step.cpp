@@ -69,8 +69,8 @@ void LlamaStep::build(int workers) {
                               static_cast<float>(c.rms_norm_eps)),
       WeightMatrix::of(weights_.output), ids_.logits, kMinVocabTile, tile_max_, tile_arg_,
       greedy_.data(), {b.all(residual)});
-  // Worker scratch: one query's attention scores.
-  program_ = b.build(size(max_context_));
+  // No worker scratch: attention keeps its scores itself (kernels/attention.h).
+  program_ = b.build(0);
 }
 
 // One decoder layer; returns the instruction after which the residual stream is complete.

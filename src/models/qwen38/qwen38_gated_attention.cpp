@@ -5,6 +5,7 @@
 #include "base/dtype.h"
 #include "kernels/activations.h"
 #include "kernels/attention.h"
+#include "kernels/kv_attention.h"
 #include "kernels/matmul.h"
 #include "kernels/norms.h"
 #include "models/qwen38/qwen38_head_math.h"
@@ -76,29 +77,25 @@ void gated_attention_forward(const Qwen38LayerContext& ctx, const Qwen38Attentio
   prepare_rows(ctx, w, cache, first_position, qg, k, v, rows);
 
   Buffer attended = buffer(rows * c.attn_output_dim());
-  float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  bool gated = ctx.options.ablation != testing::Qwen38Ablation::kSkipAttentionGate;
-  int64_t tasks = rows * c.num_attention_heads;
-  auto run = [&](int64_t first, int64_t last) {
-    Buffer scores = buffer(first_position + rows);
-    for (int64_t task = first; task < last; ++task) {
-      int64_t t = task / c.num_attention_heads;
-      int64_t h = task % c.num_attention_heads;
-      int64_t kv = h / c.gqa_group();
-      const float* q = qg.data() + t * c.q_proj_dim() + h * 2 * hd;
-      const float* gate = q + hd;
-      float* o = attended.data() + t * c.attn_output_dim() + h * hd;
-      cache.attend(kv, first_position + t + 1, q, scale, scores.data(), o);
-      if (gated) {
-        qwen38::apply_output_gate(o, gate, hd);
+  std::vector<kernels::AttentionRow> attending;
+  for (int64_t t = 0; t < rows; ++t) attending.push_back({&cache, first_position + t + 1});
+  kernels::attend_rows({.heads = c.num_attention_heads,
+                        .kv_heads = c.num_key_value_heads,
+                        .head_dim = hd,
+                        .scale = 1.0f / std::sqrt(static_cast<float>(hd)),
+                        .q = qg.data(),
+                        .q_row_stride = c.q_proj_dim(),
+                        .q_head_stride = 2 * hd,
+                        .out = attended.data(),
+                        .out_row_stride = c.attn_output_dim()},
+                       attending, ctx.pool);
+  if (ctx.options.ablation != testing::Qwen38Ablation::kSkipAttentionGate) {
+    for (int64_t t = 0; t < rows; ++t) {
+      for (int64_t h = 0; h < c.num_attention_heads; ++h) {
+        const float* gate = qg.data() + t * c.q_proj_dim() + h * 2 * hd + hd;
+        qwen38::apply_output_gate(attended.data() + t * c.attn_output_dim() + h * hd, gate, hd);
       }
     }
-  };
-  if (ctx.pool != nullptr) {
-    // Two passes (scores, values) over every visible key of every head.
-    ctx.pool->parallel_for_work(tasks, 2 * tasks * (first_position + rows) * hd, run);
-  } else {
-    run(0, tasks);
   }
   kernels::matmul(w.o_proj, attended.data(), rows, out, ctx.pool);
 }

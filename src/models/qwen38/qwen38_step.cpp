@@ -98,11 +98,11 @@ void Qwen38Step::build(int workers) {
                               static_cast<float>(c.rms_norm_eps)),
       weights_.lm_head, ids_.logits, kMinVocabTile, tile_max_, tile_arg_, greedy_.data(),
       {b.all(residual)});
-  // Worker scratch: a delta-net key head's conv outputs or one query's attention scores (the MoE
-  // instructions declare theirs to the builder).
+  // Worker scratch: a delta-net key head's conv outputs (attention keeps its scores itself; the
+  // MoE instructions declare theirs to the builder).
   const int64_t conv_floats =
       2 * c.linear_key_head_dim + c.linear_head_group() * c.linear_value_head_dim;
-  program_ = b.build(size(std::max(conv_floats, max_context_)));
+  program_ = b.build(size(conv_floats));
 }
 
 int32_t Qwen38Step::add_delta_net(StepBuilder& b, int64_t layer, int32_t residual) {

@@ -1,11 +1,11 @@
-#include "engine/fast_exp.h"
+#include "kernels/fast_exp.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
-namespace md::engine {
+namespace md::kernels {
 namespace {
 
 TEST(FastExp, RelativeErrorBelowThreeTenMillionthsOnTheWholeRange) {
@@ -26,4 +26,4 @@ TEST(FastExp, UnderflowNaNAndMinusInfinityGiveZero) {
 }
 
 }  // namespace
-}  // namespace md::engine
+}  // namespace md::kernels

@@ -6,7 +6,7 @@
 #include <bit>
 #include <cstdint>
 
-namespace md::engine {
+namespace md::kernels {
 
 inline float exp_nonpositive(float x) {
   constexpr float kMinArg = -87.0f;  // e^-87 is still a normal float
@@ -35,4 +35,4 @@ inline float exp_nonpositive(float x) {
   return std::bit_cast<float>(std::bit_cast<uint32_t>(p * std::bit_cast<float>(scale)) & keep);
 }
 
-}  // namespace md::engine
+}  // namespace md::kernels

@@ -1,0 +1,244 @@
+// The loop nest of kernels/attention.h, shared by its paths: attention_scalar.cpp,
+// attention_avx2.cpp and attention_avx512.cpp instantiate it with a traits type V for their
+// registers:
+//
+//   V::Vec, V::kLanes         one register of f32 lanes (kAttentionTileKeys is a multiple)
+//   V::zero(), broadcast(x), load(p), load(bf16 p), store(p, v)
+//                             load of bf16 widens exactly (the bits shifted up)
+//   V::fma(a, b, c)           a · b + c rounded once
+//   V::mul(a, b), max(a, b), reduce_max(v)
+//   V::exp(v)                 kernels::exp_nonpositive on each lane, bit for bit
+//   V::tiles_for(queries)     key tiles scored together for that many queries (registers)
+//
+// Every file that instantiates it is compiled with -ffp-contract=off: the only fused operations
+// are the fma() calls the numerics of attention.h name, so each path rounds as the others do.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kernels/attention.h"
+#include "kernels/attention_kernels.h"
+#include "kernels/fast_exp.h"
+
+namespace md::kernels::attention_tiles {
+
+constexpr int64_t kTile = kAttentionTileKeys;
+constexpr int kMaxGroup = static_cast<int>(kAttentionQueryGroup);
+// Value-pass accumulators per query: head dimensions handled per pass over the keys.
+constexpr int kValueVectors = 4;
+
+inline int64_t tiles_of(int64_t n_keys) {
+  return (n_keys + kTile - 1) / kTile;
+}
+
+// Scores of NQ queries (q[i], scores[i]) for NT consecutive tiles from `first`: scores[i][τ] =
+// scale · the dimension-ordered fma chain of q[i] with key τ.
+template <class V, typename T, int NT, int NQ>
+void score_tiles(const float* const* q, const T* const* key_tiles, int64_t first, int64_t head_dim,
+                 float scale, float* const* scores) {
+  using Vec = typename V::Vec;
+  constexpr int kPer = static_cast<int>(kTile / V::kLanes);
+  Vec acc[NT][NQ][kPer];
+  const T* keys[NT];
+#pragma GCC unroll 4
+  for (int b = 0; b < NT; ++b) {
+    keys[b] = key_tiles[first + b];
+#pragma GCC unroll 4
+    for (int i = 0; i < NQ; ++i) {
+#pragma GCC unroll 16
+      for (int v = 0; v < kPer; ++v) acc[b][i][v] = V::zero();
+    }
+  }
+  for (int64_t d = 0; d < head_dim; ++d) {
+    Vec qd[NQ];
+#pragma GCC unroll 4
+    for (int i = 0; i < NQ; ++i) qd[i] = V::broadcast(q[i][d]);
+#pragma GCC unroll 4
+    for (int b = 0; b < NT; ++b) {
+#pragma GCC unroll 16
+      for (int v = 0; v < kPer; ++v) {
+        const Vec k = V::load(keys[b] + d * kTile + v * V::kLanes);
+#pragma GCC unroll 4
+        for (int i = 0; i < NQ; ++i) acc[b][i][v] = V::fma(qd[i], k, acc[b][i][v]);
+      }
+    }
+  }
+  const Vec s = V::broadcast(scale);
+#pragma GCC unroll 4
+  for (int b = 0; b < NT; ++b) {
+#pragma GCC unroll 4
+    for (int i = 0; i < NQ; ++i) {
+#pragma GCC unroll 16
+      for (int v = 0; v < kPer; ++v) {
+        V::store(scores[i] + (first + b) * kTile + v * V::kLanes, V::mul(acc[b][i][v], s));
+      }
+    }
+  }
+}
+
+// Every tile up to `tiles` for NQ queries, tiles_for(NQ) at a time.
+template <class V, typename T, int NQ>
+void score_group(const float* const* q, const T* const* key_tiles, int64_t tiles, int64_t head_dim,
+                 float scale, float* const* scores) {
+  constexpr int kStep = V::tiles_for(NQ);
+  int64_t b = 0;
+  for (; b + kStep <= tiles; b += kStep) {
+    score_tiles<V, T, kStep, NQ>(q, key_tiles, b, head_dim, scale, scores);
+  }
+  for (; b < tiles; ++b) score_tiles<V, T, 1, NQ>(q, key_tiles, b, head_dim, scale, scores);
+}
+
+// Scores in place → p_τ = e_τ / Σ for τ < n, the order attention.h states.
+template <class V>
+void softmax(float* scores, int64_t n) {
+  using Vec = typename V::Vec;
+  const int64_t whole = n / V::kLanes * V::kLanes;
+  float top = scores[0];
+  if (whole > 0) {
+    Vec m = V::load(scores);
+    for (int64_t t = V::kLanes; t < whole; t += V::kLanes) m = V::max(m, V::load(scores + t));
+    top = V::reduce_max(m);
+  }
+  for (int64_t t = whole; t < n; ++t) top = std::max(top, scores[t]);
+  const Vec top_v = V::broadcast(top);
+  for (int64_t t = 0; t < whole; t += V::kLanes) {
+    V::store(scores + t, V::exp(V::sub(V::load(scores + t), top_v)));
+  }
+  for (int64_t t = whole; t < n; ++t) scores[t] = exp_nonpositive(scores[t] - top);
+  double lanes[8] = {};
+  int64_t t = 0;
+  for (; t + 8 <= n; t += 8) {
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) lanes[j] += static_cast<double>(scores[t + j]);
+  }
+  for (int j = 0; t < n; ++t, ++j) lanes[j] += static_cast<double>(scores[t]);
+  const double total = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) +
+                       ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+  const Vec inv = V::broadcast(static_cast<float>(1.0 / total));
+  for (int64_t u = 0; u < whole; u += V::kLanes)
+    V::store(scores + u, V::mul(V::load(scores + u), inv));
+  const float inv_s = static_cast<float>(1.0 / total);
+  for (int64_t u = whole; u < n; ++u) scores[u] = scores[u] * inv_s;
+}
+
+// out[i][d0 .. d0 + C·kLanes) continues its fma chain over keys [t0, t1) for NQ queries
+// (p[i]: their probabilities, by position).
+template <class V, typename T, int NQ, int C>
+void value_vectors(const float* const* p, const T* const* value_tiles, int64_t t0, int64_t t1,
+                   int64_t head_dim, int64_t d0, float* const* out) {
+  using Vec = typename V::Vec;
+  Vec acc[NQ][C];
+#pragma GCC unroll 4
+  for (int i = 0; i < NQ; ++i) {
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) acc[i][c] = V::load(out[i] + d0 + c * V::kLanes);
+  }
+  for (int64_t t = t0; t < t1; ++t) {
+    const T* row = value_tiles[t / kTile] + (t % kTile) * head_dim + d0;
+    Vec v[C];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) v[c] = V::load(row + c * V::kLanes);
+#pragma GCC unroll 4
+    for (int i = 0; i < NQ; ++i) {
+      const Vec pt = V::broadcast(p[i][t]);
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) acc[i][c] = V::fma(pt, v[c], acc[i][c]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < NQ; ++i) {
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) V::store(out[i] + d0 + c * V::kLanes, acc[i][c]);
+  }
+}
+
+template <class V, typename T, int NQ>
+void value_chunks(const float* const* p, const T* const* value_tiles, int64_t t0, int64_t t1,
+                  int64_t head_dim, float* const* out) {
+  const int64_t vectors = head_dim / V::kLanes;
+  int64_t c = 0;
+  for (; c + kValueVectors <= vectors; c += kValueVectors) {
+    value_vectors<V, T, NQ, kValueVectors>(p, value_tiles, t0, t1, head_dim, c * V::kLanes, out);
+  }
+  for (; c < vectors; ++c)
+    value_vectors<V, T, NQ, 1>(p, value_tiles, t0, t1, head_dim, c * V::kLanes, out);
+  // Dimensions past the last whole vector: the same chain, one lane at a time.
+  for (int64_t d = vectors * V::kLanes; d < head_dim; ++d) {
+    for (int i = 0; i < NQ; ++i) {
+      float acc = out[i][d];
+      for (int64_t t = t0; t < t1; ++t) {
+        acc =
+            std::fma(p[i][t], V::scalar(value_tiles[t / kTile] + (t % kTile) * head_dim + d), acc);
+      }
+      out[i][d] = acc;
+    }
+  }
+}
+
+// One group of NQ queries: scores for every tile the longest needs, the softmax of each, then
+// the value chains, together over the keys all of them see and one by one beyond.
+template <class V, typename T, int NQ>
+void attend_group(const AttentionQuery* group, const KeyValueTiles<T>& tiles, int64_t head_dim,
+                  float scale, std::vector<float>& scratch) {
+  int64_t shortest = group[0].n_keys, longest = group[0].n_keys;
+  for (int i = 1; i < NQ; ++i) {
+    shortest = std::min(shortest, group[i].n_keys);
+    longest = std::max(longest, group[i].n_keys);
+  }
+  const int64_t stride = tiles_of(longest) * kTile;
+  if (scratch.size() < static_cast<std::size_t>(NQ * stride)) {
+    scratch.resize(static_cast<std::size_t>(NQ * stride));
+  }
+  const float* q[NQ];
+  float* scores[NQ];
+  float* out[NQ];
+  for (int i = 0; i < NQ; ++i) {
+    q[i] = group[i].q;
+    scores[i] = scratch.data() + i * stride;
+    out[i] = group[i].out;
+  }
+  score_group<V, T, NQ>(q, tiles.keys, tiles_of(longest), head_dim, scale, scores);
+  for (int i = 0; i < NQ; ++i) {
+    softmax<V>(scores[i], group[i].n_keys);
+    std::fill(out[i], out[i] + head_dim, 0.0f);
+  }
+  const float* const* p = scores;
+  value_chunks<V, T, NQ>(p, tiles.values, 0, shortest, head_dim, out);
+  for (int i = 0; i < NQ; ++i) {
+    if (group[i].n_keys > shortest) {
+      value_chunks<V, T, 1>(p + i, tiles.values, shortest, group[i].n_keys, head_dim, out + i);
+    }
+  }
+}
+
+template <class V, typename T>
+void attend(std::span<const AttentionQuery> queries, const KeyValueTiles<T>& tiles,
+            int64_t head_dim, float scale) {
+  thread_local std::vector<float> scratch;
+  std::size_t i = 0;
+  for (; i + kMaxGroup <= queries.size(); i += kMaxGroup) {
+    attend_group<V, T, kMaxGroup>(queries.data() + i, tiles, head_dim, scale, scratch);
+  }
+  switch (queries.size() - i) {
+    case 3:
+      attend_group<V, T, 3>(queries.data() + i, tiles, head_dim, scale, scratch);
+      break;
+    case 2:
+      attend_group<V, T, 2>(queries.data() + i, tiles, head_dim, scale, scratch);
+      break;
+    case 1:
+      attend_group<V, T, 1>(queries.data() + i, tiles, head_dim, scale, scratch);
+      break;
+    default:
+      break;
+  }
+}
+
+template <class V>
+inline constexpr AttentionKernels kKernels = {attend<V, float>, attend<V, uint16_t>};
+
+}  // namespace md::kernels::attention_tiles
