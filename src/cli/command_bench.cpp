@@ -283,7 +283,6 @@ std::unique_ptr<LanguageModel> open_model(const BenchOptions& options, std::stri
 struct PrefillFigure {
   int64_t tokens = 0;
   double seconds = 0;
-  std::size_t state_bytes = 0;
   double tokens_per_second() const { return static_cast<double>(tokens) / seconds; }
 };
 
@@ -308,7 +307,7 @@ std::vector<PrefillFigure> measure_prefills(LanguageModel& model,
                                               static_cast<std::size_t>(count)),
                     LogitRows::kLast, logits);
     }
-    figures.push_back({tokens, since(start), state->bytes()});
+    figures.push_back({tokens, since(start)});
     last = std::move(state);
   }
   return figures;
@@ -383,7 +382,7 @@ int run_bench(const BenchOptions& options) {
                                {"decode_weight_bytes_per_step", step_bytes},
                                {"resident_bytes", resident},
                                {"weight_bytes", model->weight_bytes()},
-                               {"live_state_bytes", prefills.back().state_bytes}};
+                               {"live_state_bytes", prefilled->bytes()}};
     nlohmann::ordered_json prefill = nlohmann::ordered_json::array();
     for (const PrefillFigure& f : prefills) {
       prefill.push_back(
@@ -448,7 +447,7 @@ int run_bench(const BenchOptions& options) {
                f.tokens_per_second());
   }
   double mib = 1 << 20;
-  std::size_t live_state = prefills.back().state_bytes;
+  std::size_t live_state = prefilled->bytes();
   fmt::print(
       "memory     {:.1f} MiB resident = weights {:.1f} + sequence state {:.1f} + other {:.1f} "
       "MiB\n",

@@ -1,8 +1,5 @@
 #include "kernels/attention.h"
 
-#include <algorithm>
-#include <vector>
-
 #include "kernels/attention_kernels.h"
 #include "kernels/isa.h"
 
@@ -31,34 +28,6 @@ const AttentionKernels& active() {
   return kernels;
 }
 
-// Keys held row by row, regrouped into the tiles of attention.h (zeros past the last key), and
-// value rows copied into whole tiles alike.
-template <typename T>
-void attend_rows(const float* q, const T* keys, const T* values, int64_t n_keys, int64_t stride,
-                 int64_t head_dim, float scale, float* out) {
-  const int64_t tiles = (n_keys + kAttentionTileKeys - 1) / kAttentionTileKeys;
-  const auto tile_elems = static_cast<std::size_t>(kAttentionTileKeys * head_dim);
-  std::vector<T> key_tiles(static_cast<std::size_t>(tiles) * tile_elems),
-      value_tiles(key_tiles.size());
-  std::vector<const T*> key_at(static_cast<std::size_t>(tiles)), value_at(key_at.size());
-  for (int64_t t = 0; t < n_keys; ++t) {
-    const std::size_t tile = static_cast<std::size_t>(t / kAttentionTileKeys) * tile_elems;
-    const int64_t slot = t % kAttentionTileKeys;
-    for (int64_t d = 0; d < head_dim; ++d) {
-      key_tiles[tile + static_cast<std::size_t>(d * kAttentionTileKeys + slot)] =
-          keys[t * stride + d];
-    }
-    std::copy_n(values + t * stride, head_dim,
-                value_tiles.begin() + static_cast<std::ptrdiff_t>(tile) + slot * head_dim);
-  }
-  for (std::size_t b = 0; b < key_at.size(); ++b) {
-    key_at[b] = key_tiles.data() + b * tile_elems;
-    value_at[b] = value_tiles.data() + b * tile_elems;
-  }
-  const AttentionQuery query{q, n_keys, out};
-  attend_tiles({&query, 1}, KeyValueTiles<T>{key_at.data(), value_at.data()}, head_dim, scale);
-}
-
 }  // namespace
 
 void attend_tiles(std::span<const AttentionQuery> queries, const KeyValueTiles<float>& tiles,
@@ -71,14 +40,49 @@ void attend_tiles(std::span<const AttentionQuery> queries, const KeyValueTiles<u
   active().bf16(queries, tiles, head_dim, scale);
 }
 
+template <typename T>
+RegroupedTiles<T>::RegroupedTiles(const T* keys, const T* values, int64_t n_keys, int64_t stride,
+                                  int64_t head_dim) {
+  const int64_t tiles = (n_keys + kAttentionTileKeys - 1) / kAttentionTileKeys;
+  const int64_t tile_elems = kAttentionTileKeys * head_dim;
+  keys_.resize(static_cast<std::size_t>(tiles * tile_elems));
+  values_.resize(keys_.size());
+  for (int64_t t = 0; t < n_keys; ++t) {
+    const int64_t tile = t / kAttentionTileKeys * tile_elems, slot = t % kAttentionTileKeys;
+    for (int64_t d = 0; d < head_dim; ++d) {
+      keys_[static_cast<std::size_t>(tile + d * kAttentionTileKeys + slot)] = keys[t * stride + d];
+      values_[static_cast<std::size_t>(tile + slot * head_dim + d)] = values[t * stride + d];
+    }
+  }
+  for (int64_t b = 0; b < tiles; ++b) {
+    key_at_.push_back(keys_.data() + b * tile_elems);
+    value_at_.push_back(values_.data() + b * tile_elems);
+  }
+}
+
+template class RegroupedTiles<float>;
+template class RegroupedTiles<uint16_t>;
+
+namespace {
+
+template <typename T>
+void attend_row_major(const float* q, const T* keys, const T* values, int64_t n_keys,
+                      int64_t stride, int64_t head_dim, float scale, float* out) {
+  const AttentionQuery query{q, n_keys, out};
+  attend_tiles({&query, 1}, RegroupedTiles<T>(keys, values, n_keys, stride, head_dim).view(),
+               head_dim, scale);
+}
+
+}  // namespace
+
 void attend(const float* q, const float* keys, const float* values, int64_t n_keys, int64_t stride,
             int64_t head_dim, float scale, float* out) {
-  attend_rows(q, keys, values, n_keys, stride, head_dim, scale, out);
+  attend_row_major(q, keys, values, n_keys, stride, head_dim, scale, out);
 }
 
 void attend(const float* q, const uint16_t* keys, const uint16_t* values, int64_t n_keys,
             int64_t stride, int64_t head_dim, float scale, float* out) {
-  attend_rows(q, keys, values, n_keys, stride, head_dim, scale, out);
+  attend_row_major(q, keys, values, n_keys, stride, head_dim, scale, out);
 }
 
 }  // namespace md::kernels

@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace md::kernels {
 
@@ -52,6 +53,19 @@ void attend_tiles(std::span<const AttentionQuery> queries, const KeyValueTiles<f
                   int64_t head_dim, float scale);
 void attend_tiles(std::span<const AttentionQuery> queries, const KeyValueTiles<uint16_t>& tiles,
                   int64_t head_dim, float scale);
+
+// Keys and values held row by row (key τ at τ · stride) copied into the tiles above, zeros past
+// the last key: for callers and tests whose keys are not in a KvCache.
+template <typename T>
+class RegroupedTiles {
+ public:
+  RegroupedTiles(const T* keys, const T* values, int64_t n_keys, int64_t stride, int64_t head_dim);
+  KeyValueTiles<T> view() const { return {key_at_.data(), value_at_.data()}; }
+
+ private:
+  std::vector<T> keys_, values_;
+  std::vector<const T*> key_at_, value_at_;
+};
 
 // out = the attention of q over n_keys keys and values held row by row, key τ at τ · stride:
 // regrouped into tiles first, then attend_tiles (so bitwise the tiled cache over the same keys).

@@ -4,10 +4,8 @@
 
 #include <immintrin.h>
 
-#include <cmath>
 #include <cstdint>
 
-#include "base/dtype.h"
 #include "kernels/attention_tiles.h"
 
 namespace md::kernels {
@@ -26,10 +24,9 @@ struct Avx2 {
     const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
   }
-  static float scalar(const float* p) { return *p; }
-  static float scalar(const uint16_t* p) { return bf16_to_f32(*p); }
   static void store(float* p, Vec v) { _mm256_storeu_ps(p, v); }
   static Vec fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+  static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
   static Vec mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
   static Vec sub(Vec a, Vec b) { return _mm256_sub_ps(a, b); }
   static Vec max(Vec a, Vec b) { return _mm256_max_ps(a, b); }
@@ -40,24 +37,15 @@ struct Avx2 {
     return _mm_cvtss_f32(m);
   }
 
-  // kernels::exp_nonpositive, operation for operation.
-  static Vec exp(Vec x) {
-    const Vec keep = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_GE_OQ);
-    const Vec xc = _mm256_blendv_ps(_mm256_set1_ps(-87.0f), x, keep);
-    const Vec magic = _mm256_set1_ps(12582912.0f);
-    const Vec n = _mm256_sub_ps(
-        _mm256_add_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504088896341f)), magic), magic);
-    const Vec r =
-        _mm256_sub_ps(_mm256_sub_ps(xc, _mm256_mul_ps(n, _mm256_set1_ps(0.693145751953125f))),
-                      _mm256_mul_ps(n, _mm256_set1_ps(1.428606765330187045e-06f)));
-    Vec p = _mm256_set1_ps(1.0f / 5040.0f);
-    for (float c : {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f}) {
-      p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(c));
-    }
-    const __m256i scale =
-        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_and_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(scale)), keep);
+  // The lane operations of kernels::exp_nonpositive_with (a mask is all-ones lanes).
+  using Mask = __m256;
+  static Mask at_least(Vec x, float c) { return _mm256_cmp_ps(x, broadcast(c), _CMP_GE_OQ); }
+  static Vec select(Mask m, Vec a, Vec b) { return _mm256_blendv_ps(b, a, m); }
+  static Vec pow2(Vec n) {
+    return _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23));
   }
+  static Vec zero_unless(Mask m, Vec v) { return _mm256_and_ps(v, m); }
 };
 
 }  // namespace

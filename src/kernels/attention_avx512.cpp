@@ -3,10 +3,8 @@
 // one register.
 #if defined(__x86_64__)
 
-#include <cmath>
 #include <cstdint>
 
-#include "base/dtype.h"
 #include "kernels/attention_tiles.h"
 #include "kernels/avx512_intrinsics.h"
 
@@ -27,33 +25,23 @@ struct Avx512 {
     const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16));
   }
-  static float scalar(const float* p) { return *p; }
-  static float scalar(const uint16_t* p) { return bf16_to_f32(*p); }
   static void store(float* p, Vec v) { _mm512_storeu_ps(p, v); }
   static Vec fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
+  static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
   static Vec mul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
   static Vec sub(Vec a, Vec b) { return _mm512_sub_ps(a, b); }
   static Vec max(Vec a, Vec b) { return _mm512_max_ps(a, b); }
   static float reduce_max(Vec v) { return _mm512_reduce_max_ps(v); }
 
-  // kernels::exp_nonpositive, operation for operation.
-  static Vec exp(Vec x) {
-    const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_GE_OQ);
-    const Vec xc = _mm512_mask_blend_ps(keep, _mm512_set1_ps(-87.0f), x);
-    const Vec magic = _mm512_set1_ps(12582912.0f);
-    const Vec n = _mm512_sub_ps(
-        _mm512_add_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)), magic), magic);
-    const Vec r =
-        _mm512_sub_ps(_mm512_sub_ps(xc, _mm512_mul_ps(n, _mm512_set1_ps(0.693145751953125f))),
-                      _mm512_mul_ps(n, _mm512_set1_ps(1.428606765330187045e-06f)));
-    Vec p = _mm512_set1_ps(1.0f / 5040.0f);
-    for (float c : {1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f}) {
-      p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(c));
-    }
-    const __m512i scale =
-        _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    return _mm512_maskz_mov_ps(keep, _mm512_mul_ps(p, _mm512_castsi512_ps(scale)));
+  // The lane operations of kernels::exp_nonpositive_with.
+  using Mask = __mmask16;
+  static Mask at_least(Vec x, float c) { return _mm512_cmp_ps_mask(x, broadcast(c), _CMP_GE_OQ); }
+  static Vec select(Mask m, Vec a, Vec b) { return _mm512_mask_blend_ps(m, b, a); }
+  static Vec pow2(Vec n) {
+    return _mm512_castsi512_ps(
+        _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23));
   }
+  static Vec zero_unless(Mask m, Vec v) { return _mm512_maskz_mov_ps(m, v); }
 };
 
 }  // namespace

@@ -11,24 +11,18 @@ namespace md::kernels {
 
 namespace {
 
-struct Scalar {
-  using Vec = float;
+// The arithmetic and the exp's lane operations are ScalarExpOps' (kernels/fast_exp.h).
+struct Scalar : ScalarExpOps {
   static constexpr int64_t kLanes = 1;
   static constexpr int tiles_for(int) { return 1; }
 
   static Vec zero() { return 0.0f; }
-  static Vec broadcast(float x) { return x; }
   static Vec load(const float* p) { return *p; }
   static Vec load(const uint16_t* p) { return bf16_to_f32(*p); }
-  static float scalar(const float* p) { return *p; }
-  static float scalar(const uint16_t* p) { return bf16_to_f32(*p); }
   static void store(float* p, Vec v) { *p = v; }
   static Vec fma(Vec a, Vec b, Vec c) { return std::fma(a, b, c); }
-  static Vec mul(Vec a, Vec b) { return a * b; }
-  static Vec sub(Vec a, Vec b) { return a - b; }
   static Vec max(Vec a, Vec b) { return std::max(a, b); }
   static float reduce_max(Vec v) { return v; }
-  static Vec exp(Vec v) { return exp_nonpositive(v); }
 };
 
 }  // namespace

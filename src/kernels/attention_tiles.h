@@ -6,8 +6,9 @@
 //   V::zero(), broadcast(x), load(p), load(bf16 p), store(p, v)
 //                             load of bf16 widens exactly (the bits shifted up)
 //   V::fma(a, b, c)           a · b + c rounded once
-//   V::mul(a, b), max(a, b), reduce_max(v)
-//   V::exp(v)                 kernels::exp_nonpositive on each lane, bit for bit
+//   V::add, sub, mul(a, b), max(a, b), reduce_max(v)
+//   V::Mask, at_least, select, pow2, zero_unless
+//                             the lane operations of kernels::exp_nonpositive_with
 //   V::tiles_for(queries)     key tiles scored together for that many queries (registers)
 //
 // Every file that instantiates it is compiled with -ffp-contract=off: the only fused operations
@@ -20,6 +21,7 @@
 #include <span>
 #include <vector>
 
+#include "base/dtype.h"
 #include "kernels/attention.h"
 #include "kernels/attention_kernels.h"
 #include "kernels/fast_exp.h"
@@ -33,6 +35,14 @@ constexpr int kValueVectors = 4;
 
 inline int64_t tiles_of(int64_t n_keys) {
   return (n_keys + kTile - 1) / kTile;
+}
+
+// One cached element as f32 (bf16 widens exactly).
+inline float widened(const float* p) {
+  return *p;
+}
+inline float widened(const uint16_t* p) {
+  return bf16_to_f32(*p);
 }
 
 // Scores of NQ queries (q[i], scores[i]) for NT consecutive tiles from `first`: scores[i][τ] =
@@ -106,7 +116,7 @@ void softmax(float* scores, int64_t n) {
   for (int64_t t = whole; t < n; ++t) top = std::max(top, scores[t]);
   const Vec top_v = V::broadcast(top);
   for (int64_t t = 0; t < whole; t += V::kLanes) {
-    V::store(scores + t, V::exp(V::sub(V::load(scores + t), top_v)));
+    V::store(scores + t, exp_nonpositive_with<V>(V::sub(V::load(scores + t), top_v)));
   }
   for (int64_t t = whole; t < n; ++t) scores[t] = exp_nonpositive(scores[t] - top);
   double lanes[8] = {};
@@ -118,11 +128,11 @@ void softmax(float* scores, int64_t n) {
   for (int j = 0; t < n; ++t, ++j) lanes[j] += static_cast<double>(scores[t]);
   const double total = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) +
                        ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
-  const Vec inv = V::broadcast(static_cast<float>(1.0 / total));
-  for (int64_t u = 0; u < whole; u += V::kLanes)
-    V::store(scores + u, V::mul(V::load(scores + u), inv));
-  const float inv_s = static_cast<float>(1.0 / total);
-  for (int64_t u = whole; u < n; ++u) scores[u] = scores[u] * inv_s;
+  const auto inv = static_cast<float>(1.0 / total);
+  for (int64_t u = 0; u < whole; u += V::kLanes) {
+    V::store(scores + u, V::mul(V::load(scores + u), V::broadcast(inv)));
+  }
+  for (int64_t u = whole; u < n; ++u) scores[u] = scores[u] * inv;
 }
 
 // out[i][d0 .. d0 + C·kLanes) continues its fma chain over keys [t0, t1) for NQ queries
@@ -171,8 +181,7 @@ void value_chunks(const float* const* p, const T* const* value_tiles, int64_t t0
     for (int i = 0; i < NQ; ++i) {
       float acc = out[i][d];
       for (int64_t t = t0; t < t1; ++t) {
-        acc =
-            std::fma(p[i][t], V::scalar(value_tiles[t / kTile] + (t % kTile) * head_dim + d), acc);
+        acc = std::fma(p[i][t], widened(value_tiles[t / kTile] + (t % kTile) * head_dim + d), acc);
       }
       out[i][d] = acc;
     }

@@ -55,32 +55,6 @@ std::vector<double> oracle(const Problem& p, const std::vector<float>& q, int64_
   return out;
 }
 
-// The problem's keys and values regrouped into the tiles attention.h reads.
-template <typename T>
-struct Tiles {
-  std::vector<T> keys, values;
-  std::vector<const T*> key_at, value_at;
-
-  Tiles(const Problem& p, const std::vector<T>& k, const std::vector<T>& v) {
-    const int64_t tiles = (p.n + kAttentionTileKeys - 1) / kAttentionTileKeys;
-    const int64_t tile = kAttentionTileKeys * p.head_dim;
-    keys.resize(static_cast<std::size_t>(tiles * tile));
-    values.resize(keys.size());
-    for (int64_t t = 0; t < p.n; ++t) {
-      const int64_t base = t / kAttentionTileKeys * tile, slot = t % kAttentionTileKeys;
-      for (int64_t d = 0; d < p.head_dim; ++d) {
-        keys[base + d * kAttentionTileKeys + slot] = k[t * p.stride + d];
-        values[base + slot * p.head_dim + d] = v[t * p.stride + d];
-      }
-    }
-    for (int64_t b = 0; b < tiles; ++b) {
-      key_at.push_back(keys.data() + b * tile);
-      value_at.push_back(values.data() + b * tile);
-    }
-  }
-  KeyValueTiles<T> view() const { return {key_at.data(), value_at.data()}; }
-};
-
 // Matches the double-precision oracle for f32 and bf16 caches, at key counts on and off tile
 // boundaries up to a context past 4,096, head sizes with and without a vector tail. Negative
 // controls: the same comparison fails for a wrong scale and for one key too few.
@@ -122,7 +96,7 @@ TEST(Attention, MatchesTheDoublePrecisionOracle) {
 template <typename T>
 void expect_every_path_and_grouping_alike(const std::vector<T>& keys, const std::vector<T>& values,
                                           const Problem& p) {
-  const Tiles<T> tiles(p, keys, values);
+  const RegroupedTiles<T> tiles(keys.data(), values.data(), p.n, p.stride, p.head_dim);
   const int64_t queries = 11;
   std::vector<float> q = test::random_floats(static_cast<std::size_t>(queries * p.head_dim), 3);
   std::vector<int64_t> n_keys;
