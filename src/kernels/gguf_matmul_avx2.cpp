@@ -9,8 +9,8 @@
 
 #include <cstring>
 
-#include "kernels/gguf_matmul_blocked.h"
 #include "kernels/gguf_matmul_kernels.h"
+#include "kernels/gguf_matmul_panels.h"
 
 namespace md::kernels {
 
@@ -23,11 +23,15 @@ struct Avx2 {
   // weights, of the 16 registers.
   static constexpr int kMaxGroup = 4;
   static constexpr int rows_for(int n) { return n <= 2 ? 2 : 1; }
+  // The many-row dense block (gguf_matmul_panels.h): R × N × 2 accumulators, R weight vectors.
+  static constexpr int kPanelRows = 2;
+  static constexpr int kPanelGroup = 3;
 
   static Vec zero() { return _mm256_setzero_ps(); }
   static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
   static Vec fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
   static Vec inputs(const float* p) { return _mm256_loadu_ps(p); }
+  static void store(float* p, Vec v) { _mm256_storeu_ps(p, v); }
 
   // Lanes l and l + 4, then l + 2, l + 1.
   static float sum(Vec v) {

@@ -9,8 +9,8 @@
 
 #include "kernels/avx512_intrinsics.h"
 #include "kernels/avx512_lane_sum.h"
-#include "kernels/gguf_matmul_blocked.h"
 #include "kernels/gguf_matmul_kernels.h"
+#include "kernels/gguf_matmul_panels.h"
 
 namespace md::kernels {
 
@@ -23,11 +23,15 @@ struct Avx512 {
   // unpacked weights, of the 32 registers.
   static constexpr int kMaxGroup = 8;
   static constexpr int rows_for(int n) { return n <= 2 ? 4 : n <= 4 ? 2 : 1; }
+  // The many-row dense block (gguf_matmul_panels.h): R × N × 2 accumulators, R weight vectors.
+  static constexpr int kPanelRows = 2;
+  static constexpr int kPanelGroup = 6;
 
   static Vec zero() { return _mm512_setzero_ps(); }
   static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
   static Vec fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
   static Vec inputs(const float* p) { return _mm512_loadu_ps(p); }
+  static void store(float* p, Vec v) { _mm512_storeu_ps(p, v); }
 
   static float sum(Vec v) { return avx512_lane_sum(v); }
 };

@@ -194,33 +194,4 @@ void tile(const GgufMatrix& w, int64_t row_begin, int64_t row_end, const float* 
   }
 }
 
-// The tile function of each GGUF type for one instruction set: `Formats` names that ISA's format
-// structs (Formats::Q4_0 ... Formats::F16). Null for types the kernels do not handle (BF16
-// goes to the bf16 kernels of matmul.h: one bf16 path whatever the container).
-template <class V, class Formats>
-GgufTileFn tile_for(GgmlType type) {
-  switch (type) {
-    case GgmlType::kQ4_0:
-      return tile<V, typename Formats::Q4_0>;
-    case GgmlType::kQ4_1:
-      return tile<V, typename Formats::Q4_1>;
-    case GgmlType::kQ8_0:
-      return tile<V, typename Formats::Q8_0>;
-    case GgmlType::kQ5_0:
-      return tile<V, typename Formats::Q5_0>;
-    case GgmlType::kQ4_K:
-      return tile<V, typename Formats::Q4_K>;
-    case GgmlType::kQ5_K:
-      return tile<V, typename Formats::Q5_K>;
-    case GgmlType::kQ6_K:
-      return tile<V, typename Formats::Q6_K>;
-    case GgmlType::kF32:
-      return tile<V, typename Formats::F32>;
-    case GgmlType::kF16:
-      return tile<V, typename Formats::F16>;
-    default:
-      return nullptr;
-  }
-}
-
 }  // namespace md::kernels::gguf_blocked

@@ -217,7 +217,7 @@ TEST_P(GgufMatmulIsa, MatchesDoubleReferenceForEveryFormat) {
   for (const TypeCase& tc : type_cases()) {
     ASSERT_NE(tile(tc.type), nullptr) << ggml_type_name(tc.type);
     for (int64_t cols : tc.cols) {
-      for (int64_t n : {1, 3, 8}) {
+      for (int64_t n : {1, 3, 8, 17}) {  // 17: the many-row panels (gguf_matmul_panels.h)
         for (bool accumulate : {false, true}) {
           const auto seed = static_cast<std::uint64_t>(cols * 131 + n * 7 + accumulate);
           const Weights w(tc.type, 13, cols, seed, true, accumulate ? 5 : 0);
@@ -279,17 +279,20 @@ TEST_P(GgufMatmulIsa, FollowsTheDocumentedReductionOrderBitwise) {
   for (const TypeCase& tc : type_cases()) {
     for (int64_t cols : tc.cols) {
       const Weights w(tc.type, 6, cols, static_cast<std::uint64_t>(cols) + 17);
-      const Inputs in(2, cols, 23);
-      std::vector<float> y(static_cast<std::size_t>(in.n * w.rows));
-      tile(tc.type)(w.matrix(), 0, w.rows, in.x(), in.stride, in.n,
-                    MatmulOut{y.data(), w.rows, false});
-      for (int64_t r = 0; r < w.rows; ++r) {
-        for (int64_t t = 0; t < in.n; ++t) {
-          const float expected = documented_order(GetParam(), w.row(r), in.row(t));
-          const float got = y[static_cast<std::size_t>(t * w.rows + r)];
-          ASSERT_EQ(0, std::memcmp(&got, &expected, sizeof(float)))
-              << label(GetParam(), tc.type, cols) << " row " << r << " input " << t << ": " << got
-              << " vs " << expected;
+      // 2 rows take the register-blocked GEMV, 13 the many-row panels (on the vector paths).
+      for (int64_t n : {2, 13}) {
+        const Inputs in(n, cols, 23);
+        std::vector<float> y(static_cast<std::size_t>(in.n * w.rows));
+        tile(tc.type)(w.matrix(), 0, w.rows, in.x(), in.stride, in.n,
+                      MatmulOut{y.data(), w.rows, false});
+        for (int64_t r = 0; r < w.rows; ++r) {
+          for (int64_t t = 0; t < in.n; ++t) {
+            const float expected = documented_order(GetParam(), w.row(r), in.row(t));
+            const float got = y[static_cast<std::size_t>(t * w.rows + r)];
+            ASSERT_EQ(0, std::memcmp(&got, &expected, sizeof(float)))
+                << label(GetParam(), tc.type, cols) << " row " << r << " input " << t << " of " << n
+                << ": " << got << " vs " << expected;
+          }
         }
       }
     }

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <variant>
 
+#include "base/cache_aligned.h"
 #include "base/error.h"
 #include "kernels/activations.h"
 #include "kernels/gguf_dequant.h"
@@ -17,9 +18,10 @@ namespace md {
 
 namespace {
 
-using Buffer = std::vector<float>;
-Buffer buffer(int64_t n) {
-  return Buffer(static_cast<std::size_t>(n));
+// `buffer` holding n floats (its contents left as they were; every user overwrites them).
+float* sized(CacheAligned<float>& buffer, int64_t n) {
+  buffer.resize(static_cast<std::size_t>(n));
+  return buffer.data();
 }
 
 // y = x / rms(x) · w for each of `rows` rows (GGUF norm weights are f32).
@@ -144,36 +146,39 @@ void LlamaGgufModel::attention(std::span<const Row> rows, const LlamaLayerWeight
                                int64_t layer_index, const float* x, float* hidden) {
   const LlamaConfig& c = config_;
   const int64_t hd = c.head_dim, n = static_cast<int64_t>(rows.size());
-  Buffer q = buffer(n * c.q_dim()), k = buffer(n * c.kv_dim()), v = buffer(n * c.kv_dim());
-  matmuls({{&layer.q, q.data()}, {&layer.k, k.data()}, {&layer.v, v.data()}}, x, n);
+  Activations& a = activations_;
+  float* const q = sized(a.q, n * c.q_dim());
+  float* const k = sized(a.k, n * c.kv_dim());
+  float* const v = sized(a.v, n * c.kv_dim());
+  matmuls({{&layer.q, q}, {&layer.k, k}, {&layer.v, v}}, x, n);
   const auto li = static_cast<std::size_t>(layer_index);
-  Buffer angles = buffer(hd);  // cos | sin
+  std::vector<float> angles(static_cast<std::size_t>(hd));  // cos | sin
   for (int64_t t = 0; t < n; ++t) {
     const Row& row = rows[static_cast<std::size_t>(t)];
     rope_.angles(row.position, angles.data(), angles.data() + hd / 2);
     for (int64_t h = 0; h < c.num_attention_heads; ++h) {
-      rope_.apply(q.data() + t * c.q_dim() + h * hd, angles.data(), angles.data() + hd / 2);
+      rope_.apply(q + t * c.q_dim() + h * hd, angles.data(), angles.data() + hd / 2);
     }
     for (int64_t g = 0; g < c.num_key_value_heads; ++g) {
-      float* key = k.data() + t * c.kv_dim() + g * hd;
+      float* key = k + t * c.kv_dim() + g * hd;
       rope_.apply(key, angles.data(), angles.data() + hd / 2);
-      row.state->kv[li].write(g, row.position, key, v.data() + t * c.kv_dim() + g * hd);
+      row.state->kv[li].write(g, row.position, key, v + t * c.kv_dim() + g * hd);
     }
   }
-  Buffer attended = buffer(n * c.q_dim());
+  float* const attended = sized(a.attended, n * c.q_dim());
   std::vector<kernels::AttentionRow> attending;
   for (const Row& row : rows) attending.push_back({&row.state->kv[li], row.position + 1});
   kernels::attend_rows({.heads = c.num_attention_heads,
                         .kv_heads = c.num_key_value_heads,
                         .head_dim = hd,
                         .scale = 1.0f / std::sqrt(static_cast<float>(hd)),
-                        .q = q.data(),
+                        .q = q,
                         .q_row_stride = c.q_dim(),
                         .q_head_stride = hd,
-                        .out = attended.data(),
+                        .out = attended,
                         .out_row_stride = c.q_dim()},
                        attending, pool_.get());
-  matmuls({{&layer.o, hidden, true}}, attended.data(), n);
+  matmuls({{&layer.o, hidden, true}}, attended, n);
 }
 
 void LlamaGgufModel::check_tokens(std::span<const int32_t> tokens) const {
@@ -189,27 +194,30 @@ void LlamaGgufModel::run(std::span<const Row> rows, std::span<const int32_t> tok
   const LlamaConfig& c = config_;
   const int64_t n = static_cast<int64_t>(rows.size()), h = c.hidden_size;
   const auto eps = static_cast<float>(c.rms_norm_eps);
-  Buffer hidden = buffer(n * h), normed = buffer(n * h);
+  Activations& a = activations_;
+  float* const hidden = sized(a.hidden, n * h);
+  float* const normed = sized(a.normed, n * h);
   for (int64_t t = 0; t < n; ++t) {
     const auto token = static_cast<int64_t>(tokens[static_cast<std::size_t>(t)]);
     const GgufMatrix& e = weights_.embedding;
-    (void)kernels::dequantize_row(e.type, e.row(token), hidden.data() + t * h, h);
+    (void)kernels::dequantize_row(e.type, e.row(token), hidden + t * h, h);
   }
-  Buffer gate = buffer(n * c.intermediate_size), up = buffer(n * c.intermediate_size);
+  const int64_t gated = n * c.intermediate_size;
+  float* const gate = sized(a.gate, gated);
+  float* const up = sized(a.up, gated);
   for (int64_t i = 0; i < c.num_layers; ++i) {
     const LlamaLayerWeights& layer = weights_.layers[static_cast<std::size_t>(i)];
-    rms_norm_rows(hidden.data(), layer.attn_norm, n, h, eps, normed.data());
-    attention(rows, layer, i, normed.data(), hidden.data());
-    rms_norm_rows(hidden.data(), layer.ffn_norm, n, h, eps, normed.data());
-    matmuls({{&layer.gate, gate.data()}, {&layer.up, up.data()}}, normed.data(), n);
-    for (std::size_t j = 0; j < gate.size(); ++j) gate[j] = kernels::silu(gate[j]) * up[j];
-    matmuls({{&layer.down, hidden.data(), true}}, gate.data(), n);
+    rms_norm_rows(hidden, layer.attn_norm, n, h, eps, normed);
+    attention(rows, layer, i, normed, hidden);
+    rms_norm_rows(hidden, layer.ffn_norm, n, h, eps, normed);
+    matmuls({{&layer.gate, gate}, {&layer.up, up}}, normed, n);
+    for (int64_t j = 0; j < gated; ++j) gate[j] = kernels::silu(gate[j]) * up[j];
+    matmuls({{&layer.down, hidden, true}}, gate, n);
   }
   const int64_t out_rows = n - first_logit_row;
-  rms_norm_rows(hidden.data() + first_logit_row * h, weights_.output_norm, out_rows, h, eps,
-                normed.data());
+  rms_norm_rows(hidden + first_logit_row * h, weights_.output_norm, out_rows, h, eps, normed);
   logits.resize(static_cast<std::size_t>(out_rows * c.vocab_size));
-  matmuls({{&weights_.output, logits.data()}}, normed.data(), out_rows);
+  matmuls({{&weights_.output, logits.data()}}, normed, out_rows);
 }
 
 void LlamaGgufModel::forward(SequenceState& sequence, std::span<const int32_t> tokens,
