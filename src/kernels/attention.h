@@ -15,9 +15,11 @@
 //   Σ   = ((l_0 + l_4) + (l_2 + l_6)) + ((l_1 + l_5) + (l_3 + l_7)) in double, where l_j adds the
 //         e_τ with τ ≡ j (mod 8) in increasing τ
 //   out_d = ((p_0·v_0d + 0) fma p_1·v_1d ...) with p_τ = e_τ · f32(1 / Σ), one fma per key in order
-// Prefill cost: a tile's keys and values are loaded once for up to kAttentionQueryGroup queries,
-// and the scores of a group (queries × keys) are the only scratch: no queries × context matrix
-// of a whole chunk exists at once.
+// Prefill cost: a tile's keys and values are loaded into registers once for up to
+// kAttentionQueryGroup queries, and every group of one call passes over a block of 512 keys
+// before the next block, so the block is read from L2 by all of them. The scores of the call's
+// queries (queries × keys) are the only scratch: callers pass a bounded number of queries
+// (kv_attention.h: one KV head of up to 8 rows), never a whole chunk against the context.
 #pragma once
 
 #include <cstdint>
