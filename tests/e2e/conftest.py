@@ -23,8 +23,9 @@ MODEL_DIR = os.environ.get("MD_E2E_MODEL_DIR", str(ROOT / "build/fixtures/tiny-q
 class Server:
     """A running `megadecode serve`; stop() sends SIGTERM and returns the exit code."""
 
-    def __init__(self, *args, model=None, wait_ready=True, timeout=120):
-        cmd = [BIN, "serve", "-m", model or MODEL_DIR, "--port", "0", "--threads", "1", *args]
+    def __init__(self, *args, model=None, wait_ready=True, timeout=120, threads=1):
+        cmd = [BIN, "serve", "-m", model or MODEL_DIR, "--port", "0", "--threads", str(threads),
+               *args]
         self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"md-e2e-{os.getpid()}-{time.monotonic_ns()}.log"
         self.log = open(self.log_path, "w+")
         self.proc = subprocess.Popen(cmd, stdout=self.log, stderr=subprocess.STDOUT)
