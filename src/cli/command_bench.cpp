@@ -9,9 +9,12 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "base/error.h"
+#include "cli/bench_matrix_tiles.h"
+#include "cli/bench_verify.h"
 #include "cli/commands.h"
 #include "cli/model_session.h"
 #include "cli/program_profile.h"
@@ -313,6 +316,27 @@ std::vector<PrefillFigure> measure_prefills(LanguageModel& model,
   return figures;
 }
 
+// Each executor's tokens/s at more rows against one row's, per round (both measured).
+struct BatchRatio {
+  std::string executor;
+  int rows = 0;
+  std::vector<double> per_round;
+  Spread ratio;
+};
+std::vector<BatchRatio> batch_ratios(const DecodeRounds& measured, const BenchOptions& options) {
+  std::vector<BatchRatio> out;
+  for (const std::string& executor : options.executors) {
+    const DecodeSeries* one = measured.find(executor, 1);
+    for (int rows : options.rows) {
+      const DecodeSeries* many = measured.find(executor, rows);
+      if (one == nullptr || many == nullptr || rows == 1) continue;
+      std::vector<double> per_round = DecodeRounds::ratios(*many, *one);
+      out.push_back({executor, rows, per_round, spread(per_round)});
+    }
+  }
+  return out;
+}
+
 int run_bench(const BenchOptions& options) {
   if (!options.model.empty() && !options.synthetic.empty())
     fail("--model and --synthetic exclude each other");
@@ -367,6 +391,12 @@ int run_bench(const BenchOptions& options) {
   std::unique_ptr<SequenceState> prefilled;
   const std::vector<PrefillFigure> prefills =
       measure_prefills(*model, options.prefill_tokens, prefilled);
+  const std::optional<MatrixTileFigure> tiles =
+      options.prefill_tokens.empty() ? std::nullopt
+                                     : measure_matrix_tiles(*model, threads, options.seconds / 2);
+  model->set_executor(ExecutorKind::kMega);
+  const std::optional<VerifyFigure> verify =
+      measure_verify(*model, 8, options.context, options.seconds / 2);
   std::size_t resident = resident_bytes();
   std::vector<SpecFigure> spec;
   if (!options.draft.empty()) spec = speculation_figures(*model, options);
@@ -389,6 +419,16 @@ int run_bench(const BenchOptions& options) {
           {{"tokens", f.tokens}, {"seconds", f.seconds}, {"tokens_per_s", f.tokens_per_second()}});
     }
     out["prefill"] = prefill;
+    if (tiles) {
+      out["matrix_tiles"] = {{"format", tiles->format},
+                             {"rows", tiles->rows},
+                             {"cols", tiles->cols},
+                             {"inputs", tiles->inputs},
+                             {"seconds", tiles->seconds},
+                             {"flops_per_s", tiles->flops_per_second()},
+                             {"fma_peak_flops_per_s", tiles->peak},
+                             {"fraction_of_peak", tiles->share_of_peak()}};
+    }
     nlohmann::ordered_json decode = nlohmann::ordered_json::array();
     for (const DecodeSeries& series : measured.series) {
       const DecodeFigure f = series.total();
@@ -403,6 +443,20 @@ int run_bench(const BenchOptions& options) {
                         {"fraction_of_bandwidth_per_round", fractions}});
     }
     out["decode"] = decode;
+    if (verify) {
+      out["verify"] = {{"rows", verify->rows},
+                       {"step_seconds", verify->verify_seconds},
+                       {"one_row_decode_step_seconds", verify->decode_seconds},
+                       {"ratio", verify->ratio()}};
+    }
+    nlohmann::ordered_json batch = nlohmann::ordered_json::array();
+    for (const BatchRatio& b : batch_ratios(measured, options)) {
+      batch.push_back({{"executor", b.executor},
+                       {"rows", b.rows},
+                       {"tokens_per_s_vs_one_row", b.ratio.median},
+                       {"per_round", b.per_round}});
+    }
+    out["batch_vs_one_row"] = batch;
     if (!spec.empty()) out["speculative"] = speculation_json(spec);
     fmt::print("{}\n", out.dump(2));
     return kExitOk;
@@ -440,11 +494,32 @@ int run_bench(const BenchOptions& options) {
                  rows, ratio.median, ratio.min, ratio.max);
     }
   }
-  fmt::print("\nprefill    (chunks of {} tokens, as the engine runs a prompt)\n",
-             engine::Generator::kPrefillChunk);
+  for (const BatchRatio& b : batch_ratios(measured, options)) {
+    fmt::print(
+        "{} rows / 1 row ({}): {:.2f}x the tokens/s (median of per-round ratios, "
+        "{:.2f}-{:.2f})\n",
+        b.rows, b.executor, b.ratio.median, b.ratio.min, b.ratio.max);
+  }
+  if (verify) {
+    fmt::print(
+        "verify     {} rows of one sequence: {:.3f} ms a step = {:.2f}x a 1-row decode step "
+        "({:.3f} ms; mega, medians, interleaved)\n",
+        verify->rows, verify->verify_seconds * 1e3, verify->ratio(), verify->decode_seconds * 1e3);
+  }
+  if (!prefills.empty()) {
+    fmt::print("\nprefill    (chunks of {} tokens, as the engine runs a prompt)\n",
+               engine::Generator::kPrefillChunk);
+  }
   for (const PrefillFigure& f : prefills) {
     fmt::print("  {:>6} tokens {:>10.1f} ms {:>10.1f} tok/s\n", f.tokens, f.seconds * 1e3,
                f.tokens_per_second());
+  }
+  if (tiles) {
+    fmt::print(
+        "tiles      {} {} x {} (the largest layer matrix) x {} rows: {:.1f} GFLOP/s = {:.0f}% of "
+        "the f32 fma peak ({:.1f} GFLOP/s with {} thread(s), measured now)\n",
+        tiles->format, tiles->rows, tiles->cols, tiles->inputs, tiles->flops_per_second() / 1e9,
+        100 * tiles->share_of_peak(), tiles->peak / 1e9, threads);
   }
   double mib = 1 << 20;
   std::size_t live_state = prefilled->bytes();

@@ -29,6 +29,18 @@ check bench-json 0 '"fraction_of_bandwidth"' '' -- "$bin" bench --synthetic qwen
 check bench-header 0 'kernels +(avx512|avx2|scalar) path, weights bf16; executors mega' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega --seconds 0.05 --prefill-tokens 8
 check bench-profile 0 'gate_up_silu +norm>gate\|up\+silu +8 +64 .*' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega,ops --seconds 0.05 --prefill-tokens 8 --profile
 check bench-verbose 0 'delta_net +L0\.delta_net +2 +0 +#2 per task' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega --seconds 0.05 --prefill-tokens 8 -v
+# Issue 19's many-row figures: rows vs one row, a verify step vs a decode step, the tiles' share of
+# the fma peak measured in the same run (text and JSON; one run of each).
+"$bin" bench --synthetic qwen38-tiny --rows 1,2 --executors mega --seconds 0.05 --prefill-tokens 8 -t 2 >"$work/many" 2>&1
+for re in '2 rows / 1 row \(mega\): [0-9.]+x the tokens/s' \
+          'verify +8 rows of one sequence: [0-9.]+ ms a step = [0-9.]+x a 1-row decode step' \
+          'tiles +bf16 [0-9]+ x [0-9]+ \(the largest layer matrix\) x 256 rows: [0-9.]+ GFLOP/s = [0-9]+% of the f32 fma peak'; do
+  grep -Eq -- "$re" "$work/many"; expect "bench-many-rows /$re/" $? "$(cat "$work/many")"
+done
+"$bin" bench --synthetic qwen38-tiny --rows 1,2 --executors mega --seconds 0.05 --prefill-tokens 8 --json >"$work/many.json" 2>&1
+for key in fraction_of_peak one_row_decode_step_seconds tokens_per_s_vs_one_row; do
+  grep -Eq "\"$key\": [0-9]" "$work/many.json"; expect "bench-json-$key" $? "$(cat "$work/many.json")"
+done
 check bench-bad-rows 1 '' 'outside 1..8' -- "$bin" bench --synthetic qwen38-tiny --rows 9
 check bench-bad-shape 1 '' 'unknown synthetic shape' -- "$bin" bench --synthetic nope
 # Speculative figures on a synthetic target need a synthetic drafter (forced τ 1..8, then the split).
