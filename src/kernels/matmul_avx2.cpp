@@ -27,6 +27,9 @@ struct Avx2 {
   // vectors + 1 input vector, of the 16 registers.
   static constexpr int kMaxGroup = 4;
   static constexpr int rows_for(int n) { return n == 1 ? 6 : n == 2 ? 4 : 3; }
+  // The many-row dense block (dense_panel.h): R × N accumulators, R weight vectors, 1 input.
+  static constexpr int kPanelRows = 3;
+  static constexpr int kPanelGroup = 3;
   static constexpr int64_t kRowBlock = 12;
   static constexpr int64_t kChunkBytes = 16 * 1024;
   // 1 KB ahead, up to 2 input rows: +10% there (measured); more rows are bound by the FMAs.

@@ -24,6 +24,11 @@ struct Avx512 {
   // vectors + 1 input vector + the widening index, of the 32 registers.
   static constexpr int kMaxGroup = 8;
   static constexpr int rows_for(int n) { return n <= 2 ? 8 : n == 3 ? 6 : n <= 6 ? 4 : 3; }
+  // The many-row dense block (dense_panel.h): R × N accumulators, R weight vectors, 1 input.
+  // 3 × 4 measured best of 3 × 8, 2 × 6, 3 × 4, 4 × 4 and 2 × 8 (106-118 GFLOP/s per thread at
+  // 576 and 1,024 columns; 3 × 8's inputs and weights overflow L1).
+  static constexpr int kPanelRows = 3;
+  static constexpr int kPanelGroup = 4;
   static constexpr int64_t kRowBlock = 24;
   static constexpr int64_t kChunkBytes = 16 * 1024;
   // 1 KB ahead, up to 4 input rows: +5-10% there (measured); more rows are bound by the FMAs.

@@ -40,7 +40,9 @@
 #include <type_traits>
 #include <utility>
 
+#include "base/dtype.h"
 #include "kernels/bf16_matrix.h"
+#include "kernels/dense_panel.h"
 #include "kernels/matmul.h"
 
 namespace md::kernels::blocked {
@@ -181,9 +183,36 @@ float dot(const uint16_t* w, const float* x, int64_t n) {
 // Within a pass, column chunks small enough that the inputs of the chunk stay in L1 across the
 // weight rows, and, when there are several groups, that the weights the first group pulls from
 // memory are still in L1 for the others.
+// Many input rows (a prefill chunk) with f32 inputs: panels of weight rows widened once into f32
+// (exactly) and the dense blocks of dense_panel.h over them, in this file's order (one
+// accumulator per output, column c to lane c % kLanes): the GEMV below re-widens each weight
+// vector for every pass of 16 input rows. Rows of whole vectors only (no tail).
+template <class V>
+bool panels_apply(const Bf16Matrix& w, int64_t n_rows) {
+  return n_rows > 2 * V::kMaxGroup && w.cols % V::kLanes == 0;
+}
+
+template <class V>
+void panels(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float* x,
+            int64_t x_stride, int64_t n_rows, const MatmulOut& out) {
+  dense::panels<V, 1, V::kPanelRows, V::kPanelGroup>(row_begin, row_end, w.cols, x, x_stride,
+                                                     n_rows, out.y, out.y_stride, out.accumulate,
+                                                     [&](int64_t r, float* dst) {
+                                                       const uint16_t* row = w.data + r * w.cols;
+                                                       for (int64_t c = 0; c < w.cols; ++c)
+                                                         dst[c] = bf16_to_f32(row[c]);
+                                                     });
+}
+
 template <class V>
 void tile(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float* x, int64_t x_stride,
           int64_t n_rows, const MatmulOut& out) {
+  if constexpr (!kStagedInputs<V>) {
+    if (panels_apply<V>(w, n_rows)) {
+      panels<V>(w, row_begin, row_end, x, x_stride, n_rows, out);
+      return;
+    }
+  }
   using Vec = typename V::Vec;
   using X = typename V::InputElement;
   constexpr int64_t kPass = 2 * V::kMaxGroup;
