@@ -59,10 +59,8 @@ struct Avx512Bf16 {
   static constexpr int rows_for(int n) { return n <= 2 ? 8 : n == 3 ? 6 : n <= 6 ? 4 : 3; }
   static constexpr int64_t kRowBlock = 24;
   static constexpr int64_t kChunkBytes = 16 * 1024;
-  // 1 KB ahead for every group size: with half the arithmetic per weight, 8 input rows are no
-  // longer bound by it, and the prefetches took n = 8 from 16 to 20 GB/s on one thread (measured).
+  // 1 KB ahead: the prefetches took n = 8 from 16 to 20 GB/s on one thread (measured).
   static constexpr int64_t kPrefetch = 512;
-  static constexpr int kPrefetchGroups = 8;
 
   static Vec zero() { return _mm512_setzero_ps(); }
   static Vec fma(Weights w, Inputs x, Vec acc) { return _mm512_dpbf16_ps(acc, w, x); }

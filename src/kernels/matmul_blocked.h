@@ -15,9 +15,9 @@
 //   rows_for(n)                       weight rows held at once with n input rows (R·n accumulators)
 //   kRowBlock                         weight rows per pass, a multiple of every rows_for(n)
 //   kChunkBytes                       L1 bytes a pass may keep (inputs, weights reused)
-//   kPrefetch, kPrefetchGroups        prefetch weights kPrefetch elements ahead in groups of up to
-//                                     kPrefetchGroups input rows (larger ones are bound by the
-//                                     FMAs, where prefetches only take issue slots)
+//   kPrefetch                         the first input-row group of a pass (the one that pulls the
+//                                     weights from memory) prefetches kPrefetch elements ahead,
+//                                     whatever its size
 //   zero(), fma(w, x, acc), sum(acc)  fma() adds the products of one step's columns into acc;
 //                                     sum() adds the lanes in a fixed tree
 //   weights(p), weights_tail(p, k)    kStep (or k < kStep, rest zero) bf16 weights
@@ -251,7 +251,7 @@ void tile(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float* 
         for (int64_t j0 = 0; j0 < ns; j0 += V::kMaxGroup) {
           const int group = static_cast<int>(ns - j0 < V::kMaxGroup ? ns - j0 : V::kMaxGroup);
           const int64_t block_rows = V::rows_for(group);
-          const bool prefetch = group <= V::kPrefetchGroups && n0 == 0 && j0 == 0;
+          const bool prefetch = n0 == 0 && j0 == 0;
           const auto& fns = kBlocks<V>.fn[prefetch][group - 1];
           if constexpr (kStagedInputs<V>) {
             chunk.x = staged + j0 * chunk.x_stride;
