@@ -16,12 +16,12 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <span>
 #include <vector>
 
-#include "base/dtype.h"
 #include "kernels/attention.h"
 #include "kernels/attention_kernels.h"
 #include "kernels/fast_exp.h"
@@ -33,16 +33,18 @@ constexpr int kMaxGroup = static_cast<int>(kAttentionQueryGroup);
 // Value-pass accumulators per query: head dimensions handled per pass over the keys.
 constexpr int kValueVectors = 4;
 
-inline int64_t tiles_of(int64_t n_keys) {
+// The helpers that are not templates of V have internal linkage: this header is compiled into
+// each ISA's file, and an inline function's one linked copy could come from the AVX-512 file.
+static inline int64_t tiles_of(int64_t n_keys) {
   return (n_keys + kTile - 1) / kTile;
 }
 
-// One cached element as f32 (bf16 widens exactly).
-inline float widened(const float* p) {
+// One cached element as f32 (bf16 widens exactly: it is the f32's top half).
+static inline float widened(const float* p) {
   return *p;
 }
-inline float widened(const uint16_t* p) {
-  return bf16_to_f32(*p);
+static inline float widened(const uint16_t* p) {
+  return std::bit_cast<float>(static_cast<uint32_t>(*p) << 16);
 }
 
 // Scores of NQ queries (q[i], scores[i]) for NT consecutive tiles from `first`: scores[i][τ] =
@@ -115,10 +117,13 @@ void softmax(float* scores, int64_t n) {
   }
   for (int64_t t = whole; t < n; ++t) top = std::max(top, scores[t]);
   const Vec top_v = V::broadcast(top);
-  for (int64_t t = 0; t < whole; t += V::kLanes) {
+  // The last partial vector is exponentiated whole: the row has room to its tile's end and the
+  // score pass wrote it; what lands past n is never read. The vector exp gives each lane the
+  // scalar one's bits, and no scalar exp is compiled into this ISA's file (see tiles_of).
+  const int64_t padded = (n + V::kLanes - 1) / V::kLanes * V::kLanes;
+  for (int64_t t = 0; t < padded; t += V::kLanes) {
     V::store(scores + t, exp_nonpositive_with<V>(V::sub(V::load(scores + t), top_v)));
   }
-  for (int64_t t = whole; t < n; ++t) scores[t] = exp_nonpositive(scores[t] - top);
   double lanes[8] = {};
   int64_t t = 0;
   for (; t + 8 <= n; t += 8) {

@@ -90,7 +90,10 @@ inline constexpr BlockTable<kRows, kGroup> kBlocks =
     make_blocks<V, A, kRows, kGroup>(std::make_integer_sequence<int, kRows * kGroup>());
 
 // A thread's panel, 64-byte aligned (an unaligned 64-byte load costs two: measured, fma with L1
-// operands ran at half speed), grown and never shrunk.
+// operands ran at half speed), grown and never shrunk. A template of V like everything here: a
+// plain class's inline members, compiled into each ISA's file, would be one symbol the linker may
+// take from the AVX-512 file for every caller.
+template <class V>
 class PanelScratch {
  public:
   float* floats(int64_t n) {
@@ -117,7 +120,7 @@ void panels(int64_t row_begin, int64_t row_end, int64_t cols, const float* x, in
             int64_t n_rows, float* out_y, int64_t y_stride, bool accumulate, Unpack&& unpack) {
   int64_t panel = kPanelBytes / (cols * static_cast<int64_t>(sizeof(float))) / kRows * kRows;
   if (panel < kRows) panel = kRows;
-  thread_local PanelScratch scratch;
+  thread_local PanelScratch<V> scratch;
   float* const unpacked = scratch.floats(panel * cols);
   float sums[kRows * kGroup];
   for (int64_t p0 = row_begin; p0 < row_end; p0 += panel) {

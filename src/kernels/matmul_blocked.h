@@ -36,11 +36,11 @@
 // function compiled with AVX-512 can be picked by the linker for code that runs on any CPU.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
 
-#include "base/dtype.h"
 #include "kernels/bf16_matrix.h"
 #include "kernels/dense_panel.h"
 #include "kernels/matmul.h"
@@ -195,13 +195,17 @@ bool panels_apply(const Bf16Matrix& w, int64_t n_rows) {
 template <class V>
 void panels(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float* x,
             int64_t x_stride, int64_t n_rows, const MatmulOut& out) {
+  // bf16 is an f32's top half (written out here: base's inline bf16_to_f32 compiled into an
+  // ISA's file could be the one copy every caller links to).
+  auto widen_row = [&](int64_t r, float* dst) {
+    const uint16_t* row = w.data + r * w.cols;
+    for (int64_t c = 0; c < w.cols; ++c) {
+      dst[c] = std::bit_cast<float>(static_cast<uint32_t>(row[c]) << 16);
+    }
+  };
   dense::panels<V, 1, V::kPanelRows, V::kPanelGroup>(row_begin, row_end, w.cols, x, x_stride,
                                                      n_rows, out.y, out.y_stride, out.accumulate,
-                                                     [&](int64_t r, float* dst) {
-                                                       const uint16_t* row = w.data + r * w.cols;
-                                                       for (int64_t c = 0; c < w.cols; ++c)
-                                                         dst[c] = bf16_to_f32(row[c]);
-                                                     });
+                                                     widen_row);
 }
 
 template <class V>
