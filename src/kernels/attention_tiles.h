@@ -19,8 +19,8 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <span>
-#include <vector>
 
 #include "kernels/attention.h"
 #include "kernels/attention_kernels.h"
@@ -202,6 +202,28 @@ struct Group {
   float* const* scores;       // size rows of scratch
 };
 
+// A thread's scratch of T, grown and never shrunk. A template of V, not a std::vector: the
+// members of a standard container instantiated here would be weak symbols compiled for this ISA,
+// one of which the linker may give every other user of that container.
+template <class V, class T>
+class Scratch {
+ public:
+  T* at_least(std::size_t n) {
+    if (n > size_) {
+      data_.reset(new T[n]);
+      size_ = n;
+    }
+    return data_.get();
+  }
+
+ private:
+  struct Delete {
+    void operator()(T* p) const { delete[] p; }
+  };
+  std::unique_ptr<T[], Delete> data_;
+  std::size_t size_ = 0;
+};
+
 // Calls f.template operator()<NQ>() with NQ = n, for the group sizes 1..kMaxGroup.
 template <class F>
 void with_size(int n, F&& f) {
@@ -272,33 +294,32 @@ void attend(std::span<const AttentionQuery> queries, const KeyValueTiles<T>& til
   int64_t longest = 0;
   for (const AttentionQuery& query : queries) longest = std::max(longest, query.n_keys);
   const int64_t stride = tiles_of(longest) * kTile;
-  thread_local std::vector<float> scratch;
-  thread_local std::vector<float*> rows;
-  thread_local std::vector<Group> groups;
-  if (scratch.size() < queries.size() * static_cast<std::size_t>(stride)) {
-    scratch.resize(queries.size() * static_cast<std::size_t>(stride));
-  }
-  rows.resize(queries.size());
-  for (std::size_t i = 0; i < queries.size(); ++i) {
-    rows[i] = scratch.data() + static_cast<int64_t>(i) * stride;
-  }
-  groups.clear();
-  for (std::size_t i = 0; i < queries.size(); i += kMaxGroup) {
-    const int size = static_cast<int>(std::min<std::size_t>(kMaxGroup, queries.size() - i));
-    Group g{queries.data() + i, size, queries[i].n_keys, queries[i].n_keys, rows.data() + i};
+  const std::size_t n = queries.size();
+  thread_local Scratch<V, float> score_rows;
+  thread_local Scratch<V, float*> row_starts;
+  thread_local Scratch<V, Group> group_list;
+  float* const scores = score_rows.at_least(n * static_cast<std::size_t>(stride));
+  float** const rows = row_starts.at_least(n);
+  Group* const groups = group_list.at_least((n + kMaxGroup - 1) / kMaxGroup);
+  for (std::size_t i = 0; i < n; ++i) rows[i] = scores + static_cast<int64_t>(i) * stride;
+  std::size_t group_count = 0;
+  for (std::size_t i = 0; i < n; i += kMaxGroup) {
+    const int size = static_cast<int>(std::min<std::size_t>(kMaxGroup, n - i));
+    Group g{queries.data() + i, size, queries[i].n_keys, queries[i].n_keys, rows + i};
     for (int j = 1; j < size; ++j) {
       g.shortest = std::min(g.shortest, queries[i + j].n_keys);
       g.longest = std::max(g.longest, queries[i + j].n_keys);
     }
-    groups.push_back(g);
+    groups[group_count++] = g;
   }
-  scores_by_block<V, T>(groups, tiles, head_dim, scale, longest);
+  const std::span<const Group> all_groups(groups, group_count);
+  scores_by_block<V, T>(all_groups, tiles, head_dim, scale, longest);
   for (std::size_t i = 0; i < queries.size(); ++i) {
     softmax<V>(rows[i], queries[i].n_keys);
     std::fill(queries[i].out, queries[i].out + head_dim, 0.0f);
   }
   for (int64_t k0 = 0; k0 < longest; k0 += kBlockKeys) {
-    for (const Group& g : groups) values_in<V, T>(g, tiles, head_dim, k0, k0 + kBlockKeys);
+    for (const Group& g : all_groups) values_in<V, T>(g, tiles, head_dim, k0, k0 + kBlockKeys);
   }
 }
 
