@@ -392,9 +392,7 @@ int run_bench(const BenchOptions& options) {
   const std::vector<PrefillFigure> prefills =
       measure_prefills(*model, options.prefill_tokens, prefilled);
   const std::optional<MatrixTileFigure> tiles =
-      options.prefill_tokens.empty() ? std::nullopt
-                                     : measure_matrix_tiles(*model, threads, options.seconds / 2);
-  model->set_executor(ExecutorKind::kMega);
+      measure_matrix_tiles(*model, threads, options.seconds / 2);
   const std::optional<VerifyFigure> verify =
       measure_verify(*model, 8, options.context, options.seconds / 2);
   std::size_t resident = resident_bytes();
@@ -506,10 +504,8 @@ int run_bench(const BenchOptions& options) {
         "({:.3f} ms; mega, medians, interleaved)\n",
         verify->rows, verify->verify_seconds * 1e3, verify->ratio(), verify->decode_seconds * 1e3);
   }
-  if (!prefills.empty()) {
-    fmt::print("\nprefill    (chunks of {} tokens, as the engine runs a prompt)\n",
-               engine::Generator::kPrefillChunk);
-  }
+  fmt::print("\nprefill    (chunks of {} tokens, as the engine runs a prompt)\n",
+             engine::Generator::kPrefillChunk);
   for (const PrefillFigure& f : prefills) {
     fmt::print("  {:>6} tokens {:>10.1f} ms {:>10.1f} tok/s\n", f.tokens, f.seconds * 1e3,
                f.tokens_per_second());

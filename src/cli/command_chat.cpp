@@ -3,7 +3,6 @@
 // and Ctrl-D ends the chat. With stdin not a terminal it reads lines from the pipe, so it can be
 // scripted.
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <functional>
@@ -127,7 +126,7 @@ int run_chat(const ChatFlags& flags) {
   ModelSession session = open_model_session(flags.model);
   const SamplingFlags sampling = chat_sampling(flags.sampling, session.model_sets_sampling);
   ChatSession chat(session, sampling, ChatOptions{flags.system, !flags.no_think});
-  PrefillProgressLine progress(stderr, isatty(fileno(stderr)) != 0);
+  PrefillProgressLine progress = PrefillProgressLine::on_stderr();
   chat.set_prefill_progress(std::ref(progress));
   bool color = stdout_supports_color(flags.no_color);
   ChatPrinter printer(stdout, color);

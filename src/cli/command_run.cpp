@@ -1,7 +1,6 @@
 // `megadecode run`: one prompt in, streamed text out, a stats line on stderr; optionally the
 // prompt's and the answer's log-probabilities as JSON for verification.
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -101,7 +100,7 @@ int run(const RunOptions& options) {
   }
   engine::Generator generator(*session.model, *session.tokenizer, session.context);
   session.attach(generator);
-  PrefillProgressLine progress(stderr, isatty(fileno(stderr)) != 0);
+  PrefillProgressLine progress = PrefillProgressLine::on_stderr();
   if (!options.quiet_stats) generator.set_prefill_progress(std::ref(progress));
   InterruptScope interrupt;
   engine::GenerationResult result = generator.generate(

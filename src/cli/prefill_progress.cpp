@@ -1,6 +1,7 @@
 #include "cli/prefill_progress.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <chrono>
 
@@ -9,11 +10,16 @@ namespace md::cli {
 namespace {
 
 constexpr double kQuietSeconds = 1.0;  // prefills shorter than this print nothing
+constexpr double kLogSeconds = 1.0;    // a log (not a terminal) gets a line this often
 
 }  // namespace
 
 PrefillProgressLine::PrefillProgressLine(std::FILE* out, bool terminal, Seconds now)
     : out_(out), terminal_(terminal), now_(std::move(now)) {}
+
+PrefillProgressLine PrefillProgressLine::on_stderr() {
+  return PrefillProgressLine(stderr, isatty(fileno(stderr)) != 0);
+}
 
 double PrefillProgressLine::steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -37,7 +43,7 @@ void PrefillProgressLine::operator()(int64_t done, int64_t total) {
     return;
   }
   if (elapsed < kQuietSeconds) return;
-  if (!terminal_ && printed_ && now - last_print_ < 1.0) return;
+  if (!terminal_ && printed_ && now - last_print_ < kLogSeconds) return;
   print(done, total, elapsed);
   std::fflush(out_);
   last_print_ = now;

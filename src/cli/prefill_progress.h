@@ -14,6 +14,8 @@ class PrefillProgressLine {
   using Seconds = std::function<double()>;  // a monotonic clock, for tests to replace
 
   PrefillProgressLine(std::FILE* out, bool terminal, Seconds now = steady_seconds);
+  // On stderr, rewritten in place when stderr is a terminal (`run` and `chat`).
+  static PrefillProgressLine on_stderr();
 
   // engine::Generator::PrefillProgress: (0, total) starts a prefill.
   void operator()(int64_t done, int64_t total);

@@ -19,12 +19,12 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
-#include <memory>
 #include <span>
 
 #include "kernels/attention.h"
 #include "kernels/attention_kernels.h"
 #include "kernels/fast_exp.h"
+#include "kernels/isa_scratch.h"
 
 namespace md::kernels::attention_tiles {
 
@@ -117,9 +117,10 @@ void softmax(float* scores, int64_t n) {
   }
   for (int64_t t = whole; t < n; ++t) top = std::max(top, scores[t]);
   const Vec top_v = V::broadcast(top);
-  // The last partial vector is exponentiated whole: the row has room to its tile's end and the
-  // score pass wrote it; what lands past n is never read. The vector exp gives each lane the
-  // scalar one's bits, and no scalar exp is compiled into this ISA's file (see tiles_of).
+  // The last partial vector is exponentiated (and normalised) whole: the row has room to its
+  // tile's end and the score pass wrote it; what lands past n is never read. The vector exp gives
+  // each lane the scalar one's bits, and no scalar exp is compiled into this ISA's file (see
+  // tiles_of).
   const int64_t padded = (n + V::kLanes - 1) / V::kLanes * V::kLanes;
   for (int64_t t = 0; t < padded; t += V::kLanes) {
     V::store(scores + t, exp_nonpositive_with<V>(V::sub(V::load(scores + t), top_v)));
@@ -133,11 +134,10 @@ void softmax(float* scores, int64_t n) {
   for (int j = 0; t < n; ++t, ++j) lanes[j] += static_cast<double>(scores[t]);
   const double total = ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) +
                        ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
-  const auto inv = static_cast<float>(1.0 / total);
-  for (int64_t u = 0; u < whole; u += V::kLanes) {
-    V::store(scores + u, V::mul(V::load(scores + u), V::broadcast(inv)));
+  const Vec inv = V::broadcast(static_cast<float>(1.0 / total));
+  for (int64_t u = 0; u < padded; u += V::kLanes) {
+    V::store(scores + u, V::mul(V::load(scores + u), inv));
   }
-  for (int64_t u = whole; u < n; ++u) scores[u] = scores[u] * inv;
 }
 
 // out[i][d0 .. d0 + C·kLanes) continues its fma chain over keys [t0, t1) for NQ queries
@@ -199,29 +199,7 @@ struct Group {
   const AttentionQuery* queries;
   int size;
   int64_t shortest, longest;  // keys
-  float* const* scores;       // size rows of scratch
-};
-
-// A thread's scratch of T, grown and never shrunk. A template of V, not a std::vector: the
-// members of a standard container instantiated here would be weak symbols compiled for this ISA,
-// one of which the linker may give every other user of that container.
-template <class V, class T>
-class Scratch {
- public:
-  T* at_least(std::size_t n) {
-    if (n > size_) {
-      data_.reset(new T[n]);
-      size_ = n;
-    }
-    return data_.get();
-  }
-
- private:
-  struct Delete {
-    void operator()(T* p) const { delete[] p; }
-  };
-  std::unique_ptr<T[], Delete> data_;
-  std::size_t size_ = 0;
+  float* scores[kMaxGroup];   // size rows of scratch
 };
 
 // Calls f.template operator()<NQ>() with NQ = n, for the group sizes 1..kMaxGroup.
@@ -294,28 +272,29 @@ void attend(std::span<const AttentionQuery> queries, const KeyValueTiles<T>& til
   int64_t longest = 0;
   for (const AttentionQuery& query : queries) longest = std::max(longest, query.n_keys);
   const int64_t stride = tiles_of(longest) * kTile;
-  const std::size_t n = queries.size();
-  thread_local Scratch<V, float> score_rows;
-  thread_local Scratch<V, float*> row_starts;
-  thread_local Scratch<V, Group> group_list;
+  const std::size_t n = queries.size(), group_count = (n + kMaxGroup - 1) / kMaxGroup;
+  thread_local IsaScratch<V, float> score_rows;
+  thread_local IsaScratch<V, Group> group_list;
   float* const scores = score_rows.at_least(n * static_cast<std::size_t>(stride));
-  float** const rows = row_starts.at_least(n);
-  Group* const groups = group_list.at_least((n + kMaxGroup - 1) / kMaxGroup);
-  for (std::size_t i = 0; i < n; ++i) rows[i] = scores + static_cast<int64_t>(i) * stride;
-  std::size_t group_count = 0;
-  for (std::size_t i = 0; i < n; i += kMaxGroup) {
-    const int size = static_cast<int>(std::min<std::size_t>(kMaxGroup, n - i));
-    Group g{queries.data() + i, size, queries[i].n_keys, queries[i].n_keys, rows + i};
-    for (int j = 1; j < size; ++j) {
-      g.shortest = std::min(g.shortest, queries[i + j].n_keys);
-      g.longest = std::max(g.longest, queries[i + j].n_keys);
+  Group* const groups = group_list.at_least(group_count);
+  for (std::size_t k = 0; k < group_count; ++k) {
+    const std::size_t first = k * kMaxGroup;
+    Group& g = groups[k];
+    g = {queries.data() + first,
+         static_cast<int>(std::min<std::size_t>(kMaxGroup, n - first)),
+         queries[first].n_keys,
+         queries[first].n_keys,
+         {}};
+    for (int j = 0; j < g.size; ++j) {
+      g.shortest = std::min(g.shortest, g.queries[j].n_keys);
+      g.longest = std::max(g.longest, g.queries[j].n_keys);
+      g.scores[j] = scores + static_cast<int64_t>(first + j) * stride;
     }
-    groups[group_count++] = g;
   }
   const std::span<const Group> all_groups(groups, group_count);
   scores_by_block<V, T>(all_groups, tiles, head_dim, scale, longest);
-  for (std::size_t i = 0; i < queries.size(); ++i) {
-    softmax<V>(rows[i], queries[i].n_keys);
+  for (std::size_t i = 0; i < n; ++i) {
+    softmax<V>(scores + static_cast<int64_t>(i) * stride, queries[i].n_keys);
     std::fill(queries[i].out, queries[i].out + head_dim, 0.0f);
   }
   for (int64_t k0 = 0; k0 < longest; k0 += kBlockKeys) {

@@ -13,9 +13,9 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
-#include <new>
 #include <utility>
+
+#include "kernels/isa_scratch.h"
 
 namespace md::kernels::dense {
 
@@ -89,29 +89,6 @@ template <class V, int A, int kRows, int kGroup>
 inline constexpr BlockTable<kRows, kGroup> kBlocks =
     make_blocks<V, A, kRows, kGroup>(std::make_integer_sequence<int, kRows * kGroup>());
 
-// A thread's panel, 64-byte aligned (an unaligned 64-byte load costs two: measured, fma with L1
-// operands ran at half speed), grown and never shrunk. A template of V like everything here: a
-// plain class's inline members, compiled into each ISA's file, would be one symbol the linker may
-// take from the AVX-512 file for every caller.
-template <class V>
-class PanelScratch {
- public:
-  float* floats(int64_t n) {
-    if (n > size_) {
-      data_.reset(new (std::align_val_t{64}) float[static_cast<std::size_t>(n)]);
-      size_ = n;
-    }
-    return data_.get();
-  }
-
- private:
-  struct AlignedDelete {
-    void operator()(float* p) const { ::operator delete[](p, std::align_val_t{64}); }
-  };
-  std::unique_ptr<float[], AlignedDelete> data_;
-  int64_t size_ = 0;
-};
-
 // Weight rows in panels of about kPanelBytes, a multiple of kRows: `unpack(r, dst)` writes row r
 // (cols f32) into the panel, then every group of activation rows runs the dense blocks over it;
 // y[n][r] (+)= the sums, at out_y[n * y_stride + r].
@@ -120,8 +97,8 @@ void panels(int64_t row_begin, int64_t row_end, int64_t cols, const float* x, in
             int64_t n_rows, float* out_y, int64_t y_stride, bool accumulate, Unpack&& unpack) {
   int64_t panel = kPanelBytes / (cols * static_cast<int64_t>(sizeof(float))) / kRows * kRows;
   if (panel < kRows) panel = kRows;
-  thread_local PanelScratch<V> scratch;
-  float* const unpacked = scratch.floats(panel * cols);
+  thread_local IsaScratch<V, float> scratch;
+  float* const unpacked = scratch.at_least(static_cast<std::size_t>(panel * cols));
   float sums[kRows * kGroup];
   for (int64_t p0 = row_begin; p0 < row_end; p0 += panel) {
     const int64_t p1 = row_end - p0 < panel ? row_end : p0 + panel;

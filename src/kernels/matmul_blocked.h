@@ -179,10 +179,6 @@ float dot(const uint16_t* w, const float* x, int64_t n) {
   }
 }
 
-// Loop nest: kRowBlock weight rows × up to kPass input rows per pass, in groups of kMaxGroup.
-// Within a pass, column chunks small enough that the inputs of the chunk stay in L1 across the
-// weight rows, and, when there are several groups, that the weights the first group pulls from
-// memory are still in L1 for the others.
 // Many input rows (a prefill chunk) with f32 inputs: panels of weight rows widened once into f32
 // (exactly) and the dense blocks of dense_panel.h over them, in this file's order (one
 // accumulator per output, column c to lane c % kLanes): the GEMV below re-widens each weight
@@ -208,6 +204,10 @@ void panels(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float
                                                      widen_row);
 }
 
+// Loop nest (fewer rows, or staged inputs): kRowBlock weight rows × up to kPass input rows per
+// pass, in groups of kMaxGroup. Within a pass, column chunks small enough that the inputs of the
+// chunk stay in L1 across the weight rows, and, when there are several groups, that the weights
+// the first group pulls from memory are still in L1 for the others.
 template <class V>
 void tile(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float* x, int64_t x_stride,
           int64_t n_rows, const MatmulOut& out) {

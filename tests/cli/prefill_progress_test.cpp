@@ -3,29 +3,45 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace md::cli {
 namespace {
 
+// A progress line on an in-memory file with a clock the test sets; text() is what it wrote.
+struct Captured {
+  explicit Captured(bool terminal)
+      : out(open_memstream(&buffer, &size)), line(out, terminal, [this] { return now; }) {}
+  ~Captured() {
+    if (out != nullptr) std::fclose(out);
+    std::free(buffer);
+  }
+  std::string text() {
+    std::fclose(out);
+    out = nullptr;
+    return std::string(buffer, size);
+  }
+
+  char* buffer = nullptr;  // (declared before `out`, which open_memstream writes them through)
+  std::size_t size = 0;
+  std::FILE* out;
+  double now = 0;
+  PrefillProgressLine line;
+};
+
 // What a progress line writes for a prefill whose chunks end at `times` (seconds after its
 // start), 256 tokens each.
 std::string written(bool terminal, const std::vector<double>& times) {
-  char* buffer = nullptr;
-  std::size_t size = 0;
-  std::FILE* out = open_memstream(&buffer, &size);
-  double now = 0;
-  PrefillProgressLine line(out, terminal, [&] { return now; });
+  Captured captured(terminal);
   const auto total = static_cast<int64_t>(times.size()) * 256;
-  line(0, total);
+  captured.line(0, total);
   for (std::size_t i = 0; i < times.size(); ++i) {
-    now = times[i];
-    line(static_cast<int64_t>(i + 1) * 256, total);
+    captured.now = times[i];
+    captured.line(static_cast<int64_t>(i + 1) * 256, total);
   }
-  std::fclose(out);
-  std::string text(buffer, size);
-  std::free(buffer);
-  return text;
+  return captured.text();
 }
 
 TEST(PrefillProgress, APrefillWithinASecondPrintsNothing) {
@@ -51,26 +67,20 @@ TEST(PrefillProgress, ALogGetsALinePerSecondAndTheLast) {
 
 // A second prefill (the next chat turn) starts its own second of quiet.
 TEST(PrefillProgress, EachPrefillStartsAgain) {
-  char* buffer = nullptr;
-  std::size_t size = 0;
-  std::FILE* out = open_memstream(&buffer, &size);
-  double now = 0;
-  PrefillProgressLine line(out, false, [&] { return now; });
-  line(0, 512);
-  now = 5;
-  line(256, 512);
-  now = 6;
-  line(512, 512);
-  line(0, 512);
-  now = 6.5;
-  line(256, 512);
-  now = 6.9;
-  line(512, 512);
-  std::fclose(out);
-  EXPECT_EQ(std::string(buffer, size),
+  Captured c(false);
+  c.line(0, 512);
+  c.now = 5;
+  c.line(256, 512);
+  c.now = 6;
+  c.line(512, 512);
+  c.line(0, 512);
+  c.now = 6.5;
+  c.line(256, 512);
+  c.now = 6.9;
+  c.line(512, 512);
+  EXPECT_EQ(c.text(),
             "prefill 256 / 512 tokens (50%), 51 tok/s, 5.0 s\n"
             "prefill 512 / 512 tokens (100%), 85 tok/s, 6.0 s\n");
-  std::free(buffer);
 }
 
 }  // namespace
