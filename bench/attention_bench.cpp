@@ -1,14 +1,17 @@
 // One KV head's attention over n cached positions (kernels::KvCache, the default model's head
 // shape: head_dim 64, three query heads per KV head), f32 and bf16 caches:
 //   decode   one query over n keys (a decode step's task)
-//   prefill  the last 256 rows of an n-position prompt, 3 heads each, as one call (a prefill
-//            chunk's task for one KV head: the rows share each tile load)
+//   prefill  the last 256 rows of an n-position prompt, 3 heads each, in calls of the second
+//            argument's rows (kernels/kv_attention.cpp hands a task 8 rows of one KV head; the
+//            rows of a call share each tile load)
 // Items are (query, key) pairs, so the two read alike: what a score costs on each. Run with
 // --benchmark_repetitions and compare medians (this VM's noise is ±15 %).
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
+#include <span>
 #include <type_traits>
 #include <vector>
 
@@ -70,8 +73,12 @@ void prefill(benchmark::State& state) {
       pairs += n_keys;
     }
   }
+  const auto per_call = static_cast<std::size_t>(state.range(1) * kGroup);
   for (auto _ : state) {
-    cache.attend(0, queries, 0.125f);
+    for (std::size_t first = 0; first < queries.size(); first += per_call) {
+      const std::size_t count = std::min(per_call, queries.size() - first);
+      cache.attend(0, std::span<const AttentionQuery>(queries).subspan(first, count), 0.125f);
+    }
     benchmark::DoNotOptimize(out.data());
   }
   state.SetItemsProcessed(state.iterations() * pairs);
@@ -79,7 +86,8 @@ void prefill(benchmark::State& state) {
 
 BENCHMARK_TEMPLATE(decode, KvCacheType::kF32)->Arg(256)->Arg(4096)->Arg(32768);
 BENCHMARK_TEMPLATE(decode, KvCacheType::kBf16)->Arg(256)->Arg(4096)->Arg(32768);
-BENCHMARK_TEMPLATE(prefill, KvCacheType::kBf16)->Arg(256)->Arg(4096)->Arg(8192);
+BENCHMARK_TEMPLATE(prefill, KvCacheType::kF32)->ArgsProduct({{256, 4096, 8192}, {8, 32}});
+BENCHMARK_TEMPLATE(prefill, KvCacheType::kBf16)->ArgsProduct({{256, 4096, 8192}, {8, 32}});
 
 }  // namespace
 

@@ -81,6 +81,10 @@ void add_serve_flags(CLI::App& sub, ServeFlags& f) {
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 32));
   sub.add_option("--max-messages", o.max_messages, "Most chat messages per request")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20));
+  sub.add_option("--responses-kept", o.responses_kept,
+                 "Responses the Responses API keeps in memory for previous_response_id and GET "
+                 "/v1/responses/{id} (the oldest is dropped first; 0: none)")
+      ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 20));
   sub.add_option("--default-max-tokens", o.default_max_tokens,
                  "max_tokens when a request gives none (default: chat → the rest of the "
                  "context, completions → 16)");

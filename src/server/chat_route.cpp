@@ -1,6 +1,7 @@
 // POST /v1/chat/completions (§2.2, §3.1, §3.5, §6.2, §11, §12).
 #include "engine/choice_decoder.h"
 #include "server/chat_prompt.h"
+#include "server/chat_run.h"
 #include "server/generation_route.h"
 #include "server/json_body.h"
 #include "server/prompt_logprobs.h"
@@ -203,17 +204,17 @@ class ChatFormatter : public ResponseFormatter {
 
 }  // namespace
 
-void handle_chat(ServerContext& context, const HttpRequest& req, HttpResponse& res) {
-  auto arrival = std::chrono::steady_clock::now();
-  json body = parse_json_body(req.body);
-  context.require_ready();
-  ChatRequest request = parse_chat_request(body, context.limits);
-  ChatPrompt prompt = render_chat_prompt(request, context.model.chat_template,
-                                         *context.model.tokenizer, context.tool_format);
+ChatRun start_chat_run(ServerContext& context, const HttpRequest& req, const ChatRequest& request,
+                       const std::string& id, std::string_view prompt_param,
+                       std::string_view endpoint, std::chrono::steady_clock::time_point arrival) {
+  ChatRun out;
+  out.prompt = render_chat_prompt(request, context.model.chat_template, *context.model.tokenizer,
+                                  context.tool_format);
+  const ChatPrompt& prompt = out.prompt;
   auto prompt_tokens = static_cast<int64_t>(prompt.ids.size());
   req.log->prompt_tokens = prompt_tokens;
   if (prompt_tokens > context.max_prompt_tokens()) {
-    throw context_length_exceeded("messages", prompt_tokens, context.max_prompt_tokens(),
+    throw context_length_exceeded(prompt_param, prompt_tokens, context.max_prompt_tokens(),
                                   context.model.context);
   }
   int64_t max_tokens = effective_max_tokens(request, prompt_tokens, context.model.context,
@@ -221,8 +222,8 @@ void handle_chat(ServerContext& context, const HttpRequest& req, HttpResponse& r
   if (request.min_tokens > max_tokens) {
     throw invalid_value_message("min_tokens", "'min_tokens' must not exceed 'max_tokens'.");
   }
-  engine::GenerationRequest engine_request = make_engine_request(
-      request, context.model, prompt.ids, max_tokens, request.logprobs, request.top_logprobs);
+  out.engine_request = make_engine_request(request, context.model, prompt.ids, max_tokens,
+                                           request.logprobs, request.top_logprobs);
   uint64_t seed = request_seed(request);
   ChoiceConfig config;
   config.split_reasoning = context.options.reasoning_parser && context.reasoning_markers;
@@ -236,7 +237,7 @@ void handle_chat(ServerContext& context, const HttpRequest& req, HttpResponse& r
   std::vector<ChoiceConfig> configs;
   for (int64_t j = 0; j < request.n; ++j) {
     engine::ChoiceWork work;
-    work.request = engine_request;
+    work.request = out.engine_request;
     work.seed = engine::choice_seed(seed, 0, j);
     work.choice = static_cast<int32_t>(j);
     if (j == 0 && request.prompt_logprobs) {
@@ -246,13 +247,23 @@ void handle_chat(ServerContext& context, const HttpRequest& req, HttpResponse& r
     works.push_back(std::move(work));
     configs.push_back(config);
   }
-  std::string id = random_id("chatcmpl-");
-  context.metrics.request_received("chat");
+  context.metrics.request_received(endpoint);
   context.metrics.observe_request_prompt_tokens(prompt_tokens);
-  auto run = std::make_shared<RequestRun>(context, id, std::move(works), std::move(configs),
-                                          prompt_tokens, arrival);
-  auto formatter = std::make_shared<ChatFormatter>(context, request, id, prompt.ids);
-  respond(req, res, std::move(run), std::move(formatter), request.stream, request.include_usage);
+  out.run = std::make_shared<RequestRun>(context, id, std::move(works), std::move(configs),
+                                         prompt_tokens, arrival);
+  return out;
+}
+
+void handle_chat(ServerContext& context, const HttpRequest& req, HttpResponse& res) {
+  auto arrival = std::chrono::steady_clock::now();
+  json body = parse_json_body(req.body);
+  context.require_ready();
+  ChatRequest request = parse_chat_request(body, context.limits);
+  std::string id = random_id("chatcmpl-");
+  ChatRun chat = start_chat_run(context, req, request, id, "messages", "chat", arrival);
+  auto formatter = std::make_shared<ChatFormatter>(context, request, id, chat.prompt.ids);
+  respond(req, res, std::move(chat.run), std::move(formatter), request.stream,
+          request.include_usage);
 }
 
 }  // namespace md::server

@@ -11,10 +11,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr std::chrono::seconds kPingInterval{15};
 
-std::string sse_event(const nlohmann::ordered_json& payload) {
-  return "data: " + dump_json(payload) + "\n\n";
-}
-
 ApiError error_for(const std::string& engine_error) {
   if (engine_error == kShutdownMessage) return unavailable(Unavailable::kShuttingDown);
   return internal_error(engine_error);
@@ -57,23 +53,27 @@ class GenerationBody : public DeferredBody {
 
  private:
   bool pump_stream(std::string& out) {
+    ResponseFormatter& f = *formatter_;
     if (!opened_) {
       opened_ = true;
-      for (const auto& chunk : formatter_->opening_chunks()) out += sse_event(chunk);
+      for (const auto& chunk : f.opening_chunks()) out += f.sse_event(chunk);
     }
     for (ChoiceUpdate& update : run_->poll()) {
       if (update.error) {
         run_->cancel("error");
-        out += sse_event(in_band_error(*update.error, request_id_));
-        out += "data: [DONE]\n\n";
+        for (const auto& chunk : f.error_chunks(in_band_error(*update.error, request_id_))) {
+          out += f.sse_event(chunk);
+        }
+        if (f.ends_with_done()) out += "data: [DONE]\n\n";
         return true;
       }
-      for (const auto& chunk : formatter_->chunks(update)) out += sse_event(chunk);
+      for (const auto& chunk : f.chunks(update)) out += f.sse_event(chunk);
     }
     if (run_->done()) {
       log_->completion_tokens = run_->completion_tokens();
-      if (include_usage_) out += sse_event(formatter_->usage_chunk(*run_));
-      out += "data: [DONE]\n\n";
+      for (const auto& chunk : f.closing_chunks(*run_)) out += f.sse_event(chunk);
+      if (include_usage_) out += f.sse_event(f.usage_chunk(*run_));
+      if (f.ends_with_done()) out += "data: [DONE]\n\n";
       return true;
     }
     // A comment now and then keeps proxies and clients from timing out a queued request.
@@ -108,6 +108,19 @@ class GenerationBody : public DeferredBody {
 };
 
 }  // namespace
+
+std::string ResponseFormatter::sse_event(const nlohmann::ordered_json& payload) {
+  return "data: " + dump_json(payload) + "\n\n";
+}
+
+std::vector<nlohmann::ordered_json> ResponseFormatter::closing_chunks(const RequestRun&) {
+  return {};
+}
+
+std::vector<nlohmann::ordered_json> ResponseFormatter::error_chunks(
+    nlohmann::ordered_json error_body) {
+  return {std::move(error_body)};
+}
 
 int64_t effective_max_tokens(const CommonFields& fields, int64_t prompt_tokens, int64_t context,
                              std::optional<int64_t> server_default, bool chat) {

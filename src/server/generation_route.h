@@ -47,6 +47,16 @@ class ResponseFormatter {
   // The chunk that carries the usage (choices: []).
   virtual nlohmann::ordered_json usage_chunk(const RequestRun& run) = 0;
 
+  // Stream framing. The defaults are chat's and completions': `data:` lines, the usage chunk
+  // when asked, then `data: [DONE]`; an error after the stream started is the error object.
+  // The Responses API (§14) names each event's type and ends with its own final event.
+  virtual std::string sse_event(const nlohmann::ordered_json& payload);
+  // Events after the last choice finished, before the usage chunk.
+  virtual std::vector<nlohmann::ordered_json> closing_chunks(const RequestRun& run);
+  // The events that report a failure after the stream started (`error_body`: {"error": {...}}).
+  virtual std::vector<nlohmann::ordered_json> error_chunks(nlohmann::ordered_json error_body);
+  virtual bool ends_with_done() const { return true; }
+
  protected:
   // The response's "created": when the request was admitted (Unix seconds), shared by all its
   // chunks as OpenAI's are.

@@ -144,7 +144,7 @@ void ServerMetrics::LabelCounts::add(std::string_view value) {
 
 ServerMetrics::ServerMetrics(MetricsConfig config)
     : config_(std::move(config)),
-      endpoints_({"chat", "completions"}),
+      endpoints_({"chat", "completions", "responses"}),
       finished_reasons_({"stop", "length", "tool_calls", "abort", "error"}),
       ttft_(ttft_bounds()),
       inter_token_(inter_token_bounds()),

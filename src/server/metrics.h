@@ -42,7 +42,7 @@ class ServerMetrics {
   // All recording methods are thread-safe. Negative counts are treated as 0 (counters never go
   // down). A label value outside the documented set still counts, as a new series.
 
-  // A generation request passed validation; endpoint is "chat" or "completions".
+  // A generation request passed validation; endpoint is "chat", "completions" or "responses".
   void request_received(std::string_view endpoint);
   // A choice finished; reason is stop | length | tool_calls | abort | error.
   void choice_finished(std::string_view reason);

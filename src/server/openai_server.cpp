@@ -22,7 +22,7 @@ using Handler = void (*)(ServerContext&, const HttpRequest&, HttpResponse&);
 
 struct Route {
   std::vector<std::string> paths;  // the /v1 path first, then its aliases
-  const char* method;
+  const char* method;              // or a list, "GET, DELETE" (as the Allow header lists it)
   Handler handler;
   bool authenticated;
   bool inline_probe = false;  // quick and never blocking: answered on the event loop
@@ -40,11 +40,27 @@ const std::vector<Route>& route_table() {
       {{"/detokenize"}, "POST", &handle_detokenize, true},
       {{"/v1/completions", "/completions"}, "POST", &handle_completions, true},
       {{"/v1/chat/completions", "/chat/completions"}, "POST", &handle_chat, true},
+      {{"/v1/responses", "/responses"}, "POST", &handle_responses, true},
+      {{"/v1/responses/([^/]+)", "/responses/([^/]+)"},
+       "GET, DELETE",
+       &handle_response_by_id,
+       true},
       {{"/version"}, "GET", &handle_version, true},
       {{"/props"}, "GET", &handle_props, true},
       {{"/slots"}, "GET", &handle_slots, true},
   };
   return routes;
+}
+
+// Whether the route takes `method` (one of the methods its list names).
+bool allows(const Route& route, std::string_view method) {
+  std::string_view list = route.method;
+  while (!list.empty()) {
+    const std::size_t comma = list.find(", ");
+    if (list.substr(0, comma) == method) return true;
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 2);
+  }
+  return false;
 }
 
 // Whether `path` matches a route path: literal, or ending in "([^/]+)" (one non-empty segment,
@@ -236,7 +252,7 @@ bool OpenAiServer::admit(HttpRequest& req, HttpResponse& res) {
     }
     return false;
   }
-  if (req.method != route->method) {
+  if (!allows(*route, req.method)) {
     res.set_header("Allow", route->method);
     return reject(method_not_allowed(req.method, req.path));
   }

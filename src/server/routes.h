@@ -7,6 +7,9 @@
 namespace md::server {
 
 void handle_chat(ServerContext& context, const HttpRequest& req, HttpResponse& res);
+void handle_responses(ServerContext& context, const HttpRequest& req, HttpResponse& res);
+// GET or DELETE /v1/responses/{id}.
+void handle_response_by_id(ServerContext& context, const HttpRequest& req, HttpResponse& res);
 void handle_completions(ServerContext& context, const HttpRequest& req, HttpResponse& res);
 void handle_tokenize(ServerContext& context, const HttpRequest& req, HttpResponse& res);
 void handle_detokenize(ServerContext& context, const HttpRequest& req, HttpResponse& res);

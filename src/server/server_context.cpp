@@ -19,7 +19,8 @@ ServerContext::ServerContext(ServerOptions opts, BuildInfo info,
                             .revision = build.revision,
                             .executor = executor,
                             .num_rows = options.max_batch,
-                            .draft_positions = 0}) {}
+                            .draft_positions = 0}),
+      responses(options.responses_kept) {}
 
 void ServerContext::require_ready() const {
   switch (state.load()) {

@@ -16,6 +16,7 @@
 #include "server/generation_request.h"
 #include "server/http_message.h"
 #include "server/metrics.h"
+#include "server/response_store.h"
 #include "server/served_model.h"
 #include "server/server_options.h"
 #include "text/tool_call_parser.h"
@@ -48,6 +49,8 @@ struct ServerContext {
   ToolCallFormat tool_format = ToolCallFormat::kJson;
   bool reasoning_markers = false;  // the template emits <think>
   std::unique_ptr<engine::BatchScheduler> scheduler;
+  // The Responses API's stored responses (--responses-kept of them).
+  ResponseStore responses;
 
   int64_t max_prompt_tokens() const { return model.context - 1; }
   // Throws the 503 of §1.1 unless generation requests can be served now.

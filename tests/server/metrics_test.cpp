@@ -331,7 +331,7 @@ TEST(ServerMetricsTest, StartsAtZero) {
 TEST(ServerMetricsTest, KnownLabelValuesArePreCreated) {
   ServerMetrics m(config());
   const Exposition e = scrape(m);
-  for (const char* endpoint : {"chat", "completions"}) {
+  for (const char* endpoint : {"chat", "completions", "responses"}) {
     EXPECT_EQ(value(e, "megadecode_requests_received_total", {{"endpoint", endpoint}}), 0);
   }
   for (const char* reason : {"stop", "length", "tool_calls", "abort", "error"}) {

@@ -13,6 +13,7 @@
 #include "server/api_error.h"
 #include "server/generation_request.h"
 #include "server/json_body.h"
+#include "server/responses_request.h"
 
 namespace md::server {
 namespace {
@@ -25,13 +26,30 @@ const char* kSeeds[] = {
     R"({"prompt":[[1,2,3],[4]],"n":3,"seed":9223372036854775807})",
     R"({"messages":[{"role":"user","content":"hi"}],"add_generation_prompt":false,"continue_final_message":true,"return_token_strs":true})",
     R"({"tokens":[0,1,2,511]})",
+    R"({"model":"m","instructions":"be brief","previous_response_id":"resp_a","input":[{"role":"user","content":[{"type":"input_text","text":"hi"}]},{"type":"reasoning","content":[{"type":"reasoning_text","text":"hm"}],"summary":[]},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"yes"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"r"}],"tools":[{"type":"function","name":"f","parameters":{"type":"object"},"strict":true}],"tool_choice":{"type":"function","name":"f"},"max_output_tokens":5,"reasoning":{"effort":"low"},"text":{"format":{"type":"text"}},"store":false,"truncation":"disabled","metadata":{"k":"v"},"stream":true})",
 };
 
 json random_value(std::mt19937& rng) {
-  static const std::vector<json> pool = {
-      nullptr, true, false, 0, -1, 1.5, 1e300, -1e300, 2147483648LL, "", "x", "10",
-      json::array(), json::object(), json::array({1, "a", nullptr}), json{{"type", "image_url"}},
-      json{{"role", "wizard"}}, std::string(2000, 'a'), "\xc3\xa9", 9223372036854775807LL};
+  static const std::vector<json> pool = {nullptr,
+                                         true,
+                                         false,
+                                         0,
+                                         -1,
+                                         1.5,
+                                         1e300,
+                                         -1e300,
+                                         2147483648LL,
+                                         "",
+                                         "x",
+                                         "10",
+                                         json::array(),
+                                         json::object(),
+                                         json::array({1, "a", nullptr}),
+                                         json{{"type", "image_url"}},
+                                         json{{"role", "wizard"}},
+                                         std::string(2000, 'a'),
+                                         "\xc3\xa9",
+                                         9223372036854775807LL};
   return pool[std::uniform_int_distribution<std::size_t>(0, pool.size() - 1)(rng)];
 }
 
@@ -57,7 +75,8 @@ void mutate_structure(json& node, std::mt19937& rng, int depth = 0) {
 
 std::string mutate_bytes(std::string text, std::mt19937& rng) {
   std::uniform_int_distribution<int> action(0, 3);
-  std::size_t at = text.empty() ? 0 : std::uniform_int_distribution<std::size_t>(0, text.size() - 1)(rng);
+  std::size_t at =
+      text.empty() ? 0 : std::uniform_int_distribution<std::size_t>(0, text.size() - 1)(rng);
   switch (action(rng)) {
     case 0:
       if (!text.empty()) text[at] = static_cast<char>(rng() & 0xFF);
@@ -75,16 +94,38 @@ std::string mutate_bytes(std::string text, std::mt19937& rng) {
   return text;
 }
 
+// What previous_response_id "resp_a" names.
+const ResponseStore& stored_responses() {
+  static ResponseStore store(4);
+  static const bool filled = [] {
+    store.put("resp_a", {json::object(), json::array({json{{"role", "user"}, {"content", "x"}}})});
+    return true;
+  }();
+  (void)filled;
+  return store;
+}
+
 void parse_all_ways(const std::string& body, const RequestLimits& limits) {
   try {
     json parsed = parse_json_body(body);
-    for (int route = 0; route < 4; ++route) {
+    for (int route = 0; route < 5; ++route) {
       try {
         switch (route) {
-          case 0: (void)parse_chat_request(parsed, limits); break;
-          case 1: (void)parse_completion_request(parsed, limits); break;
-          case 2: (void)parse_tokenize_request(parsed, limits); break;
-          default: (void)parse_detokenize_request(parsed, limits); break;
+          case 0:
+            (void)parse_chat_request(parsed, limits);
+            break;
+          case 1:
+            (void)parse_completion_request(parsed, limits);
+            break;
+          case 2:
+            (void)parse_tokenize_request(parsed, limits);
+            break;
+          case 3:
+            (void)parse_responses_request(parsed, limits, stored_responses());
+            break;
+          default:
+            (void)parse_detokenize_request(parsed, limits);
+            break;
         }
       } catch (const ApiError& e) {
         ASSERT_GE(e.status, 400) << body;
@@ -116,7 +157,7 @@ TEST(RequestFuzz, MutatedBodiesParseOrGiveAClientError) {
       if (::testing::Test::HasFatalFailure()) return;
     }
   }
-  EXPECT_EQ(iterations, 15000);
+  EXPECT_EQ(iterations, 18000);
 }
 
 TEST(RequestFuzz, DeepNestingIsRefusedNotACrash) {

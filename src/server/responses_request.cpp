@@ -1,0 +1,287 @@
+#include "server/responses_request.h"
+
+#include <fmt/format.h>
+
+#include <limits>
+#include <string_view>
+#include <utility>
+
+#include "server/api_error.h"
+#include "server/request_fields.h"
+
+namespace md::server {
+namespace {
+
+std::string at(std::string_view base, std::size_t index) {
+  return fmt::format("{}[{}]", base, index);
+}
+
+// The text of a content array's parts ("input_text", "output_text", "text"; the summary and
+// reasoning items' "summary_text" / "reasoning_text"), as chat text parts.
+Json text_parts(const Json& parts, const std::string& path,
+                std::initializer_list<std::string_view> kinds) {
+  Json out = Json::array();
+  const Json& list = as_array(parts, path);
+  for (std::size_t j = 0; j < list.size(); ++j) {
+    const std::string part_path = at(path, j);
+    const FieldReader part(as_object(list[j], part_path), part_path + ".");
+    const std::string kind = part.string("type").value_or("");
+    bool known = false;
+    for (std::string_view k : kinds) known = known || kind == k;
+    if (!known)
+      throw unsupported_value(part.path("type"),
+                              list[j].contains("type") ? list[j]["type"] : Json(nullptr));
+    out.push_back(
+        Json{{"type", "text"}, {"text", as_string(part.required("text"), part.path("text"))}});
+  }
+  return out;
+}
+
+std::string joined_text(const Json& parts) {
+  std::string text;
+  for (const Json& part : parts) text += part["text"].get<std::string>();
+  return text;
+}
+
+// Input items → chat messages. Function calls join the assistant message just before them (one
+// assistant turn with content and calls, as the chat templates expect); a reasoning item's text
+// goes to the next assistant message.
+class InputMessages {
+ public:
+  Json take() { return std::move(messages_); }
+
+  void add(const Json& item, const std::string& path) {
+    const FieldReader r(as_object(item, path), path + ".");
+    const std::string type = r.string("type").value_or("message");
+    if (type == "message") return message(r);
+    if (type == "function_call") return function_call(r);
+    if (type == "function_call_output") return call_output(r);
+    if (type == "reasoning") return reasoning(r, item);
+    throw unsupported_value(r.path("type"), item["type"]);
+  }
+
+  void user_text(const std::string& text) {
+    messages_.push_back(Json{{"role", "user"}, {"content", text}});
+  }
+
+ private:
+  void message(const FieldReader& r) {
+    const std::string role = as_string(r.required("role"), r.path("role"));
+    if (role != "user" && role != "system" && role != "developer" && role != "assistant") {
+      throw invalid_choice(r.path("role"), {"user", "system", "developer", "assistant"});
+    }
+    const Json& content = r.required("content");
+    Json text = content.is_string()
+                    ? content
+                    : text_parts(content, r.path("content"), {"input_text", "output_text", "text"});
+    if (content.is_array()) text = joined_text(text);
+    Json message{{"role", role}, {"content", std::move(text)}};
+    if (role == "assistant") attach_reasoning(message);
+    messages_.push_back(std::move(message));
+  }
+
+  void function_call(const FieldReader& r) {
+    Json call{
+        {"id", as_string(r.required("call_id"), r.path("call_id"))},
+        {"type", "function"},
+        {"function", Json{{"name", as_string(r.required("name"), r.path("name"))},
+                          {"arguments", as_string(r.required("arguments"), r.path("arguments"))}}}};
+    if (messages_.empty() || messages_.back()["role"] != "assistant") {
+      Json message{{"role", "assistant"}, {"content", nullptr}};
+      attach_reasoning(message);
+      messages_.push_back(std::move(message));
+    }
+    Json& last = messages_.back();
+    if (!last.contains("tool_calls")) last["tool_calls"] = Json::array();
+    last["tool_calls"].push_back(std::move(call));
+  }
+
+  void call_output(const FieldReader& r) {
+    const Json& output = r.required("output");
+    Json text = output.is_string()
+                    ? output
+                    : Json(joined_text(text_parts(output, r.path("output"),
+                                                  {"input_text", "output_text", "text"})));
+    messages_.push_back(Json{{"role", "tool"},
+                             {"tool_call_id", as_string(r.required("call_id"), r.path("call_id"))},
+                             {"content", std::move(text)}});
+  }
+
+  void reasoning(const FieldReader& r, const Json& item) {
+    // The reasoning text itself, or else its summary.
+    if (r.has("content")) {
+      pending_reasoning_ +=
+          joined_text(text_parts(item["content"], r.path("content"), {"reasoning_text", "text"}));
+    } else if (r.has("summary")) {
+      pending_reasoning_ +=
+          joined_text(text_parts(item["summary"], r.path("summary"), {"summary_text", "text"}));
+    }
+  }
+
+  void attach_reasoning(Json& message) {
+    if (pending_reasoning_.empty()) return;
+    message["reasoning_content"] = std::exchange(pending_reasoning_, {});
+  }
+
+  Json messages_ = Json::array();
+  std::string pending_reasoning_;
+};
+
+// A function tool of the Responses form ({"type":"function","name",...}) in the chat form.
+Json chat_tool(const Json& tool, const std::string& path) {
+  const FieldReader r(as_object(tool, path), path + ".");
+  const std::string type = as_string(r.required("type"), r.path("type"));
+  if (type != "function") throw unsupported_value(r.path("type"), tool["type"]);
+  Json function{{"name", as_string(r.required("name"), r.path("name"))}};
+  if (r.has("description")) function["description"] = tool["description"];
+  if (r.has("parameters")) function["parameters"] = tool["parameters"];
+  if (r.has("strict")) function["strict"] = tool["strict"];
+  return Json{{"type", "function"}, {"function", std::move(function)}};
+}
+
+Json chat_tool_choice(const Json& choice) {
+  if (!choice.is_object()) return choice;  // "none" | "auto" | "required", checked by chat
+  const FieldReader r(choice, "tool_choice.");
+  const std::string type = as_string(r.required("type"), r.path("type"));
+  if (type != "function") throw unsupported_value(r.path("type"), choice["type"]);
+  return Json{{"type", "function"},
+              {"function", Json{{"name", as_string(r.required("name"), r.path("name"))}}}};
+}
+
+void refuse_unsupported(const FieldReader& r, const Json& body) {
+  if (r.boolean("background").value_or(false)) {
+    throw unsupported_value("background", body["background"]);
+  }
+  if (const std::optional<std::string> truncation = r.string("truncation");
+      truncation && *truncation != "disabled") {
+    throw unsupported_value("truncation", body["truncation"]);
+  }
+  if (const Json* text = r.object("text")) {
+    const FieldReader t(*text, "text.");
+    if (const Json* format = t.object("format")) {
+      const FieldReader f(*format, "text.format.");
+      if (f.string("type").value_or("text") != "text") {
+        throw unsupported_value("text.format.type", (*format)["type"]);
+      }
+    }
+  }
+  for (const char* key : {"conversation", "prompt"}) {
+    if (r.has(key)) throw unsupported_parameter(key);
+  }
+}
+
+constexpr IntegerRule kMaxOutputTokensRule{1, std::numeric_limits<int32_t>::max(),
+                                           "an integer between 1 and 2147483647"};
+
+// The chat fields that keep their names (extensions like seed and top_k included).
+constexpr const char* kSharedFields[] = {"model",
+                                         "temperature",
+                                         "top_p",
+                                         "parallel_tool_calls",
+                                         "seed",
+                                         "top_k",
+                                         "min_p",
+                                         "presence_penalty",
+                                         "frequency_penalty",
+                                         "stop",
+                                         "logit_bias",
+                                         "repetition_penalty",
+                                         "min_tokens",
+                                         "ignore_eos",
+                                         "stop_token_ids",
+                                         "chat_template_kwargs",
+                                         "enable_thinking",
+                                         "skip_special_tokens"};
+
+// A chat-side error reported in the Responses request's terms.
+ApiError in_responses_terms(ApiError error) {
+  auto rename = [&](std::string_view from, std::string_view to) {
+    if (!error.param || !error.param->starts_with(from)) return;
+    const std::string old_param = *error.param;
+    std::string new_param = std::string(to) + old_param.substr(from.size());
+    if (from == "messages") new_param = std::string(to);  // indices differ: name the field
+    for (std::size_t p = error.message.find(old_param); p != std::string::npos;
+         p = error.message.find(old_param, p + new_param.size())) {
+      error.message.replace(p, old_param.size(), new_param);
+    }
+    error.param = new_param;
+  };
+  rename("max_completion_tokens", "max_output_tokens");
+  rename("reasoning_effort", "reasoning.effort");
+  rename("messages", "input");
+  return error;
+}
+
+}  // namespace
+
+ResponsesRequest parse_responses_request(const Json& body, const RequestLimits& limits,
+                                         const ResponseStore& store) {
+  const FieldReader r(body);
+  ResponsesRequest out;
+  refuse_unsupported(r, body);
+
+  InputMessages input;
+  const Json& raw_input = r.required("input");
+  if (raw_input.is_string()) {
+    input.user_text(raw_input.get<std::string>());
+  } else {
+    const Json& items = as_array(raw_input, "input");
+    for (std::size_t i = 0; i < items.size(); ++i) input.add(items[i], at("input", i));
+  }
+  out.instructions = r.string("instructions");
+  out.max_output_tokens = r.integer("max_output_tokens", kMaxOutputTokensRule);
+  out.previous_response_id = r.string("previous_response_id");
+  out.store = r.boolean("store").value_or(true);
+  if (const Json* metadata = r.object("metadata")) out.metadata = *metadata;
+  if (const std::optional<std::string> user = r.string("user")) out.user = *user;
+
+  Json chat{{"messages", Json::array()}};
+  for (const char* key : kSharedFields) {
+    if (r.has(key)) chat[key] = body[key];
+  }
+  if (const Json* tools = r.array("tools")) {
+    out.tools = *tools;
+    Json chat_tools = Json::array();
+    for (std::size_t i = 0; i < tools->size(); ++i) {
+      chat_tools.push_back(chat_tool((*tools)[i], at("tools", i)));
+    }
+    chat["tools"] = std::move(chat_tools);
+  }
+  if (r.has("tool_choice")) {
+    out.tool_choice = body["tool_choice"];
+    chat["tool_choice"] = chat_tool_choice(body["tool_choice"]);
+  }
+  if (const Json* reasoning = r.object("reasoning")) {
+    const FieldReader rr(*reasoning, "reasoning.");
+    if (const std::optional<std::string> effort = rr.string("effort")) {
+      out.reasoning_effort = *effort;
+      chat["reasoning_effort"] = *effort;
+    }
+  }
+  if (out.max_output_tokens) chat["max_completion_tokens"] = *out.max_output_tokens;
+  chat["stream"] = r.boolean("stream").value_or(false);
+
+  if (out.previous_response_id) {
+    std::optional<StoredResponse> previous = store.get(*out.previous_response_id);
+    if (!previous) {
+      throw invalid_value_message(
+          "previous_response_id",
+          fmt::format("Previous response with id '{}' not found.", *out.previous_response_id));
+    }
+    out.conversation = std::move(previous->conversation);
+  }
+  for (Json& message : input.take()) out.conversation.push_back(std::move(message));
+  if (out.instructions) {
+    chat["messages"].push_back(Json{{"role", "system"}, {"content", *out.instructions}});
+  }
+  for (const Json& message : out.conversation) chat["messages"].push_back(message);
+
+  try {
+    out.chat = parse_chat_request(chat, limits);
+  } catch (const ApiError& e) {
+    throw in_responses_terms(e);
+  }
+  return out;
+}
+
+}  // namespace md::server
