@@ -32,6 +32,7 @@ struct Route {
 const std::vector<Route>& route_table() {
   static const std::vector<Route> routes = {
       {{"/health", "/v1/health", "/ping"}, "GET", &handle_health, false, true},
+      {{"/"}, "GET", &handle_chat_page, false, true},
       {{"/metrics"}, "GET", &handle_metrics, false, true},
       // §0 promises /v1/models within 100 ms under load too: it only lists names.
       {{"/v1/models", "/models"}, "GET", &handle_models, true, true},

@@ -13,6 +13,7 @@ void handle_response_by_id(ServerContext& context, const HttpRequest& req, HttpR
 void handle_completions(ServerContext& context, const HttpRequest& req, HttpResponse& res);
 void handle_tokenize(ServerContext& context, const HttpRequest& req, HttpResponse& res);
 void handle_detokenize(ServerContext& context, const HttpRequest& req, HttpResponse& res);
+void handle_chat_page(ServerContext& context, const HttpRequest& req, HttpResponse& res);
 void handle_health(ServerContext& context, const HttpRequest& req, HttpResponse& res);
 void handle_models(ServerContext& context, const HttpRequest& req, HttpResponse& res);
 void handle_model(ServerContext& context, const HttpRequest& req, HttpResponse& res);

@@ -171,6 +171,19 @@ def test_previous_response_id_continues_the_conversation(client, http):
     assert any(m["content"] for m in messages if m["role"] == "assistant"), "an answer to carry"
 
 
+def test_resending_the_output_items_equals_previous_response_id(client):
+    """Clients that keep the history themselves send the previous output back as input items
+    (as the SDK returns them, nulls included)."""
+    first = create(client, input="The capital of France is", max_output_tokens=64)
+    items = [{"role": "user", "content": "The capital of France is"}]
+    items += [o.model_dump() for o in first.output]
+    items.append({"role": "user", "content": "And then?"})
+    resent = create(client, input=items, store=False)
+    chained = create(client, input="And then?", previous_response_id=first.id)
+    assert resent.usage.input_tokens == chained.usage.input_tokens
+    assert texts(resent) == texts(chained)
+
+
 def test_retrieve_and_delete(client, http):
     r = create(client, input="Hello", metadata={"k": "v"})
     got = client.responses.retrieve(r.id)
