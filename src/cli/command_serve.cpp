@@ -85,6 +85,10 @@ void add_serve_flags(CLI::App& sub, ServeFlags& f) {
                  "Responses the Responses API keeps in memory for previous_response_id and GET "
                  "/v1/responses/{id} (the oldest is dropped first; 0: none)")
       ->check(CLI::Range(std::size_t{0}, std::size_t{1} << 20));
+  sub.add_option("--responses-memory", o.responses_memory_bytes,
+                 "Memory the kept responses may take, e.g. 256M (the default); the oldest are "
+                 "dropped first")
+      ->transform(CLI::AsSizeValue(false));
   sub.add_option("--default-max-tokens", o.default_max_tokens,
                  "max_tokens when a request gives none (default: chat → the rest of the "
                  "context, completions → 16)");

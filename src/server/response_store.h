@@ -1,14 +1,15 @@
-// The Responses API's memory (docs/openai-api.md §14): the last N responses created with
+// The Responses API's memory (docs/openai-api.md §14.4): the last responses created with
 // store=true, each with the conversation that produced it, so that a request naming it as
 // previous_response_id continues that conversation, and GET / DELETE /v1/responses/{id} find it.
-// Held in memory only (a restart forgets them); the oldest is dropped beyond the capacity.
+// Held in memory only (a restart forgets them), bounded by a count and by bytes: the oldest go
+// first, and one larger than the whole byte budget is not kept.
 #pragma once
 
 #include <cstddef>
 #include <list>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -24,26 +25,32 @@ struct StoredResponse {
 
 class ResponseStore {
  public:
-  // capacity 0: nothing is kept (previous_response_id then never resolves).
-  explicit ResponseStore(std::size_t capacity) : capacity_(capacity) {}
+  // capacity 0 or max_bytes 0: nothing is kept (previous_response_id then never resolves).
+  ResponseStore(std::size_t capacity, std::size_t max_bytes)
+      : capacity_(capacity), max_bytes_(max_bytes) {}
 
   void put(const std::string& id, StoredResponse stored);
-  std::optional<StoredResponse> get(const std::string& id) const;
+  // Shared, never copied: a lookup holds the entry even if it is evicted meanwhile.
+  std::shared_ptr<const StoredResponse> get(const std::string& id) const;
   bool erase(const std::string& id);
   std::size_t size() const;
-  std::size_t capacity() const { return capacity_; }
+  std::size_t bytes() const;
 
  private:
   using Order = std::list<std::string>;  // oldest first
   struct Entry {
-    StoredResponse stored;
+    std::shared_ptr<const StoredResponse> stored;
+    std::size_t bytes;
     Order::iterator position;
   };
+  void drop(std::unordered_map<std::string, Entry>::iterator it);
 
   const std::size_t capacity_;
+  const std::size_t max_bytes_;
   mutable std::mutex mutex_;
   Order order_;
   std::unordered_map<std::string, Entry> entries_;
+  std::size_t bytes_ = 0;
 };
 
 }  // namespace md::server

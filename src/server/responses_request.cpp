@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <limits>
+#include <memory>
 #include <string_view>
 #include <utility>
 
@@ -45,7 +46,7 @@ std::string joined_text(const Json& parts) {
 
 // Input items → chat messages. Function calls join the assistant message just before them (one
 // assistant turn with content and calls, as the chat templates expect); a reasoning item's text
-// goes to the next assistant message.
+// goes to the assistant message or call right after it (nothing else in between).
 class InputMessages {
  public:
   Json take() { return std::move(messages_); }
@@ -76,7 +77,11 @@ class InputMessages {
                     : text_parts(content, r.path("content"), {"input_text", "output_text", "text"});
     if (content.is_array()) text = joined_text(text);
     Json message{{"role", role}, {"content", std::move(text)}};
-    if (role == "assistant") attach_reasoning(message);
+    if (role == "assistant") {
+      attach_reasoning(message);
+    } else {
+      pending_reasoning_.clear();  // reasoning belongs to the assistant turn right after it
+    }
     messages_.push_back(std::move(message));
   }
 
@@ -97,6 +102,7 @@ class InputMessages {
   }
 
   void call_output(const FieldReader& r) {
+    pending_reasoning_.clear();
     const Json& output = r.required("output");
     Json text = output.is_string()
                     ? output
@@ -173,6 +179,24 @@ void refuse_unsupported(const FieldReader& r, const Json& body) {
 constexpr IntegerRule kMaxOutputTokensRule{1, std::numeric_limits<int32_t>::max(),
                                            "an integer between 1 and 2147483647"};
 
+// OpenAI's limits on metadata (it is stored with the response): at most 16 pairs, keys up to 64
+// characters, string values up to 512.
+Json checked_metadata(const Json& metadata) {
+  if (metadata.size() > 16) {
+    throw invalid_value_message("metadata", "'metadata' has at most 16 key-value pairs.");
+  }
+  for (const auto& [key, value] : metadata.items()) {
+    const std::string path = "metadata." + key;
+    if (key.size() > 64) {
+      throw invalid_value_message("metadata", "A 'metadata' key has at most 64 characters.");
+    }
+    if (as_string(value, path).size() > 512) {
+      throw invalid_value_message(path, "A 'metadata' value has at most 512 characters.");
+    }
+  }
+  return metadata;
+}
+
 // The chat fields that keep their names (extensions like seed and top_k included).
 constexpr const char* kSharedFields[] = {"model",
                                          "temperature",
@@ -209,6 +233,19 @@ ApiError in_responses_terms(ApiError error) {
   rename("max_completion_tokens", "max_output_tokens");
   rename("reasoning_effort", "reasoning.effort");
   rename("messages", "input");
+  // tools[i].function.x → tools[i].x: the Responses form has no "function" level.
+  if (error.param && error.param->starts_with("tools[")) {
+    const std::string old_param = *error.param;
+    if (const std::size_t at_fn = old_param.find("].function"); at_fn != std::string::npos) {
+      std::string new_param = old_param;
+      new_param.erase(at_fn + 1, std::string_view(".function").size());
+      for (std::size_t p = error.message.find(old_param); p != std::string::npos;
+           p = error.message.find(old_param, p + new_param.size())) {
+        error.message.replace(p, old_param.size(), new_param);
+      }
+      error.param = new_param;
+    }
+  }
   return error;
 }
 
@@ -232,7 +269,7 @@ ResponsesRequest parse_responses_request(const Json& body, const RequestLimits& 
   out.max_output_tokens = r.integer("max_output_tokens", kMaxOutputTokensRule);
   out.previous_response_id = r.string("previous_response_id");
   out.store = r.boolean("store").value_or(true);
-  if (const Json* metadata = r.object("metadata")) out.metadata = *metadata;
+  if (const Json* metadata = r.object("metadata")) out.metadata = checked_metadata(*metadata);
   if (const std::optional<std::string> user = r.string("user")) out.user = *user;
 
   Json chat{{"messages", Json::array()}};
@@ -262,13 +299,13 @@ ResponsesRequest parse_responses_request(const Json& body, const RequestLimits& 
   chat["stream"] = r.boolean("stream").value_or(false);
 
   if (out.previous_response_id) {
-    std::optional<StoredResponse> previous = store.get(*out.previous_response_id);
+    std::shared_ptr<const StoredResponse> previous = store.get(*out.previous_response_id);
     if (!previous) {
       throw invalid_value_message(
           "previous_response_id",
           fmt::format("Previous response with id '{}' not found.", *out.previous_response_id));
     }
-    out.conversation = std::move(previous->conversation);
+    out.conversation = previous->conversation;
   }
   for (Json& message : input.take()) out.conversation.push_back(std::move(message));
   if (out.instructions) {

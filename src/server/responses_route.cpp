@@ -28,6 +28,7 @@ struct OutputItem {
   std::string text;  // reasoning or message text
   ToolCall call;     // function calls
   bool done = false;
+  bool cut = false;  // the token limit ended it
 };
 
 bool blank(const std::string& text) {
@@ -45,7 +46,7 @@ json text_part(const OutputItem& item) {
 
 // The item as it stands; an open item's content is empty (its part is announced separately).
 json item_json(const OutputItem& item) {
-  const char* status = item.done ? "completed" : "in_progress";
+  const char* status = !item.done ? "in_progress" : item.cut ? "incomplete" : "completed";
   switch (item.kind) {
     case ItemKind::kReasoning:
       return json{{"id", item.id},
@@ -165,9 +166,12 @@ class ResponsesFormatter : public ResponseFormatter {
     for (ToolCall& call : delta.tool_calls) function_call(std::move(call), out);
     if (delta.finished) {
       finish_reason_ = delta.finish_reason;
-      // Without an answer or a call the output still ends in a message (what clients read as
-      // output_text): the held whitespace, or empty.
-      if (!has(ItemKind::kMessage) && !has(ItemKind::kFunctionCall)) {
+      if (finish_reason_ == "length") {
+        // The item the limit cut is incomplete, and nothing follows it.
+        if (open_) items_.back().cut = true;
+      } else if (!has(ItemKind::kMessage) && !has(ItemKind::kFunctionCall)) {
+        // Without an answer or a call the output still ends in a message (what clients read
+        // as output_text): the held whitespace, or empty.
         append_text(ItemKind::kMessage, std::exchange(held_, {}), out);
       }
       close_open(out);
@@ -209,7 +213,7 @@ class ResponsesFormatter : public ResponseFormatter {
 
   void open(ItemKind kind, std::vector<json>* out) {
     close_open(out);
-    OutputItem item{kind, random_id(kind == ItemKind::kReasoning ? "rs_" : "msg_"), {}, {}, false};
+    OutputItem item{kind, random_id(kind == ItemKind::kReasoning ? "rs_" : "msg_"), {}, {}};
     items_.push_back(std::move(item));
     open_ = true;
     const std::size_t index = items_.size() - 1;
@@ -368,7 +372,7 @@ void handle_response_by_id(ServerContext& context, const HttpRequest& req, HttpR
     send_json(res, json{{"id", id}, {"object", "response.deleted"}, {"deleted", true}});
     return;
   }
-  std::optional<StoredResponse> stored = context.responses.get(id);
+  std::shared_ptr<const StoredResponse> stored = context.responses.get(id);
   if (!stored) throw response_not_found(id);
   send_json(res, stored->response);
 }

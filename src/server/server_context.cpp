@@ -20,7 +20,7 @@ ServerContext::ServerContext(ServerOptions opts, BuildInfo info,
                             .executor = executor,
                             .num_rows = options.max_batch,
                             .draft_positions = 0}),
-      responses(options.responses_kept) {}
+      responses(options.responses_kept, options.responses_memory_bytes) {}
 
 void ServerContext::require_ready() const {
   switch (state.load()) {

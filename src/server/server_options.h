@@ -21,7 +21,9 @@ struct ServerOptions {
   int64_t max_choices = 64;                     // n × prompts per request
   std::size_t max_body_bytes = 16u << 20;
   std::size_t max_messages = 4096;
-  std::size_t responses_kept = 100;  // Responses API: stored responses for previous_response_id
+  // Responses API: stored responses for previous_response_id, by count and by bytes.
+  std::size_t responses_kept = 100;
+  std::size_t responses_memory_bytes = std::size_t{256} << 20;
   std::optional<int64_t> default_max_tokens;
   // Small, so that the budget can bound the stall on slow models, at a small cost in prefill
   // speed (docs/DECISIONS.md: the default model, one thread, 114 tok/s in chunks of 256, 108 in

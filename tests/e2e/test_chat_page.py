@@ -33,10 +33,10 @@ def browser():
         b.close()
 
 
-def open_page(browser, url, sent=None, long=False, **context):
+def open_page(browser, url, sent=None, long=False, bypass_csp=True, **context):
     # The page's Content-Security-Policy forbids string evaluation, which Playwright's
-    # wait_for_function uses; the page itself needs none (test_serves_one_self_contained_file).
-    page = browser.new_context(bypass_csp=True, **context).new_page()
+    # wait_for_function uses; the page itself needs none (test_works_under_its_own_policy).
+    page = browser.new_context(bypass_csp=bypass_csp, **context).new_page()
 
     def on_chat(route):
         body = json.loads(route.request.post_data)
@@ -65,6 +65,20 @@ def test_serves_one_self_contained_file(http):
     for reference in ["http://", "https://", "src=", "<link"]:
         assert reference not in r.text
     assert http.get("/", headers={"Authorization": "Bearer wrong"}).status_code == 200
+
+
+def test_works_under_its_own_policy(browser, server):
+    page = open_page(browser, server.url, bypass_csp=False)
+    console = []
+    page.on("console", lambda m: console.append(m.text))
+    page.reload()
+    page.locator("#model", has_text=MODEL).wait_for()
+    page.get_by_label("Message").fill("Hello")
+    page.keyboard.press("Enter")
+    page.locator(".turn.assistant .stats").wait_for()
+    assert page.locator(".turn.error").count() == 0
+    assert not [m for m in console if "Content Security Policy" in m], console
+    page.context.close()
 
 
 def test_streams_an_answer_and_stops_one(browser, server, http):

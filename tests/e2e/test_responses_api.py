@@ -55,7 +55,11 @@ def test_plain_response_equals_the_chat_answer(client):
         assert text == (message.content or "")
         assert (r.status == "incomplete") == (c.choices[0].finish_reason == "length")
         assert all(re.fullmatch(r"(rs|msg)_[A-Za-z0-9]{24}", o.id) for o in r.output)
-        assert r.output[-1].type == "message" and r.output[-1].status == "completed"
+        if r.status == "completed":
+            assert r.output[-1].type == "message" and r.output[-1].status == "completed"
+        else:  # the item the limit cut
+            assert r.output[-1].status == "incomplete"
+            assert all(o.status == "completed" for o in r.output[:-1])
 
 
 def test_length_is_incomplete_with_the_reason(client):
@@ -65,6 +69,8 @@ def test_length_is_incomplete_with_the_reason(client):
     assert r.usage.output_tokens == 5
     assert r.max_output_tokens == 5
     assert r.output[0].type == "reasoning" and r.output[0].content[0].text
+    # Cut while reasoning: the reasoning item is incomplete and no message follows.
+    assert [(o.type, o.status) for o in r.output] == [("reasoning", "incomplete")]
 
 
 def collect_events(stream):
@@ -74,7 +80,8 @@ def collect_events(stream):
 
 
 def test_stream_events_build_the_same_response(client):
-    for prompt in ["Hello", "The capital of France is"]:
+    seen = set()
+    for prompt in ["Hello there", "Hello", "The capital of France is"]:
         full = create(client, input=prompt, max_output_tokens=32)
         with client.responses.stream(model=MODEL, input=prompt, temperature=0,
                                      max_output_tokens=32) as stream:
@@ -97,7 +104,8 @@ def test_stream_events_build_the_same_response(client):
             elif e.type == "response.output_text.delta":
                 deltas["message"] += e.delta
             elif e.type == "response.output_item.done":
-                assert e.item.status == "completed" and kind_at[e.output_index] == e.item.type
+                assert e.item.status == full.output[e.output_index].status
+                assert kind_at[e.output_index] == e.item.type
         assert sorted(kind_at) == list(range(len(full.output)))
         assert [kind_at[i] for i in sorted(kind_at)] == [o.type for o in full.output]
         reasoning, text = texts(full)
@@ -108,6 +116,10 @@ def test_stream_events_build_the_same_response(client):
         assert last.usage.output_tokens == full.usage.output_tokens
         if final is not None:
             assert final.output_text == text
+        seen.add(full.status)
+        seen.add("text" if text else "no text")
+    # The prompts cover a completed response (get_final_response) and streamed answer text.
+    assert {"completed", "incomplete", "text"} <= seen, seen
 
 
 def test_function_call_round_trip(client):

@@ -96,7 +96,7 @@ std::string mutate_bytes(std::string text, std::mt19937& rng) {
 
 // What previous_response_id "resp_a" names.
 const ResponseStore& stored_responses() {
-  static ResponseStore store(4);
+  static ResponseStore store(4, 1 << 20);
   static const bool filled = [] {
     store.put("resp_a", {json::object(), json::array({json{{"role", "user"}, {"content", "x"}}})});
     return true;

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 
 #include "server/api_error.h"
@@ -22,11 +23,12 @@ RequestLimits test_limits() {
   return limits;
 }
 
-ResponsesRequest parse(std::string_view body, const ResponseStore& store = ResponseStore(4)) {
+ResponsesRequest parse(std::string_view body,
+                       const ResponseStore& store = ResponseStore(4, 1 << 20)) {
   return parse_responses_request(parse_json_body(body), test_limits(), store);
 }
 
-ApiError error(std::string_view body, const ResponseStore& store = ResponseStore(4)) {
+ApiError error(std::string_view body, const ResponseStore& store = ResponseStore(4, 1 << 20)) {
   try {
     parse(body, store);
   } catch (const ApiError& e) {
@@ -112,7 +114,7 @@ TEST(ResponsesRequest, SamplingAndExtensionsPassThrough) {
 }
 
 TEST(ResponsesRequest, PreviousResponseConversationComesFirst) {
-  ResponseStore store(4);
+  ResponseStore store(4, 1 << 20);
   store.put("resp_1", {Json::object(), Json::parse(R"([{"role":"user","content":"one"},
                                                        {"role":"assistant","content":"two"}])")});
   const ResponsesRequest r =
@@ -162,7 +164,7 @@ TEST(ResponsesRequest, ErrorsNameTheResponsesFields) {
 }
 
 TEST(ResponseStore, KeepsTheNewestWithinItsCapacity) {
-  ResponseStore store(2);
+  ResponseStore store(2, 1 << 20);
   store.put("a", {Json(1), Json::array()});
   store.put("b", {Json(2), Json::array()});
   store.put("c", {Json(3), Json::array()});
@@ -174,9 +176,58 @@ TEST(ResponseStore, KeepsTheNewestWithinItsCapacity) {
   EXPECT_FALSE(store.erase("b"));
   store.put("d", {Json(4), Json::array()});
   EXPECT_TRUE(store.get("c")) << "erasing made room: c stays";
-  ResponseStore none(0);
+  ResponseStore none(0, 1 << 20);
   none.put("a", {Json(1), Json::array()});
   EXPECT_FALSE(none.get("a"));
+}
+
+TEST(ResponseStore, KeepsTheNewestWithinItsBytes) {
+  // Each entry: a 100-character string response ("…" + quotes) and "[]" = 104 bytes.
+  const Json hundred = std::string(100, 'x');
+  ResponseStore store(100, 350);
+  for (const char* id : {"a", "b", "c", "d"}) store.put(id, {hundred, Json::array()});
+  EXPECT_FALSE(store.get("a"));
+  EXPECT_TRUE(store.get("b") && store.get("c") && store.get("d"));
+  EXPECT_EQ(store.bytes(), 3u * 104u);
+  // One entry over the whole budget is not kept, and evicts nothing.
+  store.put("big", {std::string(400, 'y'), Json::array()});
+  EXPECT_FALSE(store.get("big"));
+  EXPECT_EQ(store.size(), 3u);
+  // A lookup keeps its entry alive after eviction.
+  const std::shared_ptr<const StoredResponse> held = store.get("b");
+  store.put("e", {hundred, Json::array()});
+  EXPECT_FALSE(store.get("b"));
+  EXPECT_EQ(held->response, hundred);
+}
+
+TEST(ResponsesRequest, ReasoningOnlyJoinsTheAssistantTurnRightAfterIt) {
+  const ResponsesRequest r = parse(R"({"input":[
+      {"type":"reasoning","summary":[{"type":"summary_text","text":"stale"}]},
+      {"role":"user","content":"q"},
+      {"role":"assistant","content":"a"},
+      {"type":"reasoning","content":[{"type":"reasoning_text","text":"r"}]}]})");
+  ASSERT_EQ(r.chat.messages.size(), 2u);
+  EXPECT_FALSE(r.chat.messages[1].contains("reasoning_content")) << r.chat.messages.dump();
+}
+
+TEST(ResponsesRequest, MetadataWithinOpenAiLimits) {
+  EXPECT_EQ(parse(R"({"input":"x","metadata":{"k":"v"}})").metadata, Json::parse(R"({"k":"v"})"));
+  std::string many = R"({"input":"x","metadata":{)";
+  for (int i = 0; i < 17; ++i)
+    many += (i ? "," : "") + std::string("\"k") + std::to_string(i) + "\":\"v\"";
+  many += "}}";
+  EXPECT_EQ(error(many).param, "metadata");
+  EXPECT_EQ(error(R"({"input":"x","metadata":{"k":1}})").param, "metadata.k");
+  const std::string long_value =
+      R"({"input":"x","metadata":{"k":")" + std::string(513, 'v') + "\"}}";
+  EXPECT_EQ(error(long_value).param, "metadata.k");
+}
+
+TEST(ResponsesRequest, ToolErrorsNameTheResponsesPath) {
+  const ApiError e =
+      error(R"({"input":"x","tools":[{"type":"function","name":"f","parameters":5}]})");
+  EXPECT_EQ(e.param, "tools[0].parameters") << e.message;
+  EXPECT_EQ(e.message.find(".function"), std::string::npos) << e.message;
 }
 
 }  // namespace
