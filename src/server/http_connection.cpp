@@ -245,9 +245,16 @@ void HttpConnection::on_handled() {
 
 void HttpConnection::start_deferred() {
   watch_client();
+  // The wake runs on the engine's thread inside the stream's lock (RequestStream::push), so it
+  // must never own the connection: had it locked the weak pointer, the connection's last
+  // reference could drop there once the strand finished with it, and its destructor (the run's,
+  // which takes the stream's lock to remove this listener) would deadlock the engine. It posts
+  // to the strand, which locks the pointer itself.
   std::weak_ptr<HttpConnection> weak = weak_from_this();
-  response_.deferred->start([weak] {
-    if (auto self = weak.lock()) net::post(self->socket_.get_executor(), [self] { self->pump(); });
+  response_.deferred->start([weak, strand = socket_.get_executor()] {
+    net::post(strand, [weak] {
+      if (auto self = weak.lock()) self->pump();
+    });
   });
   tick();
   if (response_.streamed) return write_stream_head();
