@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 #include <memory>
 #include <string_view>
@@ -17,31 +18,29 @@ std::string at(std::string_view base, std::size_t index) {
   return fmt::format("{}[{}]", base, index);
 }
 
-// The text of a content array's parts ("input_text", "output_text", "text"; the summary and
-// reasoning items' "summary_text" / "reasoning_text"), as chat text parts.
-Json text_parts(const Json& parts, const std::string& path,
-                std::initializer_list<std::string_view> kinds) {
-  Json out = Json::array();
+// The joined text of a content array's parts ("input_text", "output_text", "text"; the summary
+// and reasoning items' "summary_text" / "reasoning_text"); any other part type is refused.
+std::string parts_text(const Json& parts, const std::string& path,
+                       std::initializer_list<std::string_view> kinds) {
+  std::string text;
   const Json& list = as_array(parts, path);
   for (std::size_t j = 0; j < list.size(); ++j) {
     const std::string part_path = at(path, j);
     const FieldReader part(as_object(list[j], part_path), part_path + ".");
-    const std::string kind = part.string("type").value_or("");
-    bool known = false;
-    for (std::string_view k : kinds) known = known || kind == k;
-    if (!known)
+    if (std::ranges::find(kinds, part.string("type").value_or("")) == kinds.end()) {
       throw unsupported_value(part.path("type"),
                               list[j].contains("type") ? list[j]["type"] : Json(nullptr));
-    out.push_back(
-        Json{{"type", "text"}, {"text", as_string(part.required("text"), part.path("text"))}});
+    }
+    text += as_string(part.required("text"), part.path("text"));
   }
-  return out;
+  return text;
 }
 
-std::string joined_text(const Json& parts) {
-  std::string text;
-  for (const Json& part : parts) text += part["text"].get<std::string>();
-  return text;
+// A string, or text parts joined.
+Json text_content(const Json& content, const std::string& path) {
+  return content.is_string()
+             ? content
+             : Json(parts_text(content, path, {"input_text", "output_text", "text"}));
 }
 
 // Input items → chat messages. Function calls join the assistant message just before them (one
@@ -71,12 +70,8 @@ class InputMessages {
     if (role != "user" && role != "system" && role != "developer" && role != "assistant") {
       throw invalid_choice(r.path("role"), {"user", "system", "developer", "assistant"});
     }
-    const Json& content = r.required("content");
-    Json text = content.is_string()
-                    ? content
-                    : text_parts(content, r.path("content"), {"input_text", "output_text", "text"});
-    if (content.is_array()) text = joined_text(text);
-    Json message{{"role", role}, {"content", std::move(text)}};
+    Json message{{"role", role},
+                 {"content", text_content(r.required("content"), r.path("content"))}};
     if (role == "assistant") {
       attach_reasoning(message);
     } else {
@@ -103,24 +98,19 @@ class InputMessages {
 
   void call_output(const FieldReader& r) {
     pending_reasoning_.clear();
-    const Json& output = r.required("output");
-    Json text = output.is_string()
-                    ? output
-                    : Json(joined_text(text_parts(output, r.path("output"),
-                                                  {"input_text", "output_text", "text"})));
     messages_.push_back(Json{{"role", "tool"},
                              {"tool_call_id", as_string(r.required("call_id"), r.path("call_id"))},
-                             {"content", std::move(text)}});
+                             {"content", text_content(r.required("output"), r.path("output"))}});
   }
 
   void reasoning(const FieldReader& r, const Json& item) {
     // The reasoning text itself, or else its summary.
     if (r.has("content")) {
       pending_reasoning_ +=
-          joined_text(text_parts(item["content"], r.path("content"), {"reasoning_text", "text"}));
+          parts_text(item["content"], r.path("content"), {"reasoning_text", "text"});
     } else if (r.has("summary")) {
       pending_reasoning_ +=
-          joined_text(text_parts(item["summary"], r.path("summary"), {"summary_text", "text"}));
+          parts_text(item["summary"], r.path("summary"), {"summary_text", "text"});
     }
   }
 
@@ -217,34 +207,34 @@ constexpr const char* kSharedFields[] = {"model",
                                          "enable_thinking",
                                          "skip_special_tokens"};
 
+// Names `new_param` where the error named `old_param`, in its param and its message.
+void rename_param(ApiError& error, const std::string& old_param, const std::string& new_param) {
+  for (std::size_t p = error.message.find(old_param); p != std::string::npos;
+       p = error.message.find(old_param, p + new_param.size())) {
+    error.message.replace(p, old_param.size(), new_param);
+  }
+  error.param = new_param;
+}
+
 // A chat-side error reported in the Responses request's terms.
 ApiError in_responses_terms(ApiError error) {
-  auto rename = [&](std::string_view from, std::string_view to) {
-    if (!error.param || !error.param->starts_with(from)) return;
-    const std::string old_param = *error.param;
-    std::string new_param = std::string(to) + old_param.substr(from.size());
-    if (from == "messages") new_param = std::string(to);  // indices differ: name the field
-    for (std::size_t p = error.message.find(old_param); p != std::string::npos;
-         p = error.message.find(old_param, p + new_param.size())) {
-      error.message.replace(p, old_param.size(), new_param);
+  if (!error.param) return error;
+  const std::string param = *error.param;
+  constexpr std::pair<std::string_view, std::string_view> kRenamed[] = {
+      {"max_completion_tokens", "max_output_tokens"}, {"reasoning_effort", "reasoning.effort"}};
+  for (const auto& [chat_name, name] : kRenamed) {
+    if (param.starts_with(chat_name)) {
+      rename_param(error, param, std::string(name) + param.substr(chat_name.size()));
+      return error;
     }
-    error.param = new_param;
-  };
-  rename("max_completion_tokens", "max_output_tokens");
-  rename("reasoning_effort", "reasoning.effort");
-  rename("messages", "input");
-  // tools[i].function.x → tools[i].x: the Responses form has no "function" level.
-  if (error.param && error.param->starts_with("tools[")) {
-    const std::string old_param = *error.param;
-    if (const std::size_t at_fn = old_param.find("].function"); at_fn != std::string::npos) {
-      std::string new_param = old_param;
-      new_param.erase(at_fn + 1, std::string_view(".function").size());
-      for (std::size_t p = error.message.find(old_param); p != std::string::npos;
-           p = error.message.find(old_param, p + new_param.size())) {
-        error.message.replace(p, old_param.size(), new_param);
-      }
-      error.param = new_param;
-    }
+  }
+  if (param.starts_with("messages")) {
+    rename_param(error, param, "input");  // indices differ: name the field
+  } else if (const std::size_t fn = param.find("].function");
+             param.starts_with("tools[") && fn != std::string::npos) {
+    // tools[i].function.x → tools[i].x: the Responses form has no "function" level.
+    rename_param(error, param,
+                 std::string(param).erase(fn + 1, std::string_view(".function").size()));
   }
   return error;
 }

@@ -158,6 +158,12 @@ class ResponsesFormatter : public ResponseFormatter {
   json position(std::size_t index) const {
     return json{{"item_id", items_[index].id}, {"output_index", index}};
   }
+  // An item's only content part (its text).
+  json content_position(std::size_t index) const {
+    json at = position(index);
+    at["content_index"] = 0;
+    return at;
+  }
 
   // One poll's output for the only choice, in the order the model wrote it.
   void apply(ChoiceDelta& delta, std::vector<json>* out) {
@@ -204,8 +210,7 @@ class ResponsesFormatter : public ResponseFormatter {
     if (text.empty()) return;
     json e = event(kind == ItemKind::kReasoning ? "response.reasoning_text.delta"
                                                 : "response.output_text.delta",
-                   position(index));
-    e["content_index"] = 0;
+                   content_position(index));
     e["delta"] = text;
     if (kind == ItemKind::kMessage) e["logprobs"] = json::array();
     emit(out, std::move(e));
@@ -219,8 +224,7 @@ class ResponsesFormatter : public ResponseFormatter {
     const std::size_t index = items_.size() - 1;
     emit(out, event("response.output_item.added",
                     {{"output_index", index}, {"item", item_json(items_[index])}}));
-    json part = event("response.content_part.added", position(index));
-    part["content_index"] = 0;
+    json part = event("response.content_part.added", content_position(index));
     part["part"] = text_part(items_[index]);
     emit(out, std::move(part));
   }
@@ -233,13 +237,11 @@ class ResponsesFormatter : public ResponseFormatter {
     item.done = true;
     json done = event(item.kind == ItemKind::kReasoning ? "response.reasoning_text.done"
                                                         : "response.output_text.done",
-                      position(index));
-    done["content_index"] = 0;
+                      content_position(index));
     done["text"] = item.text;
     if (item.kind == ItemKind::kMessage) done["logprobs"] = json::array();
     emit(out, std::move(done));
-    json part = event("response.content_part.done", position(index));
-    part["content_index"] = 0;
+    json part = event("response.content_part.done", content_position(index));
     part["part"] = text_part(item);
     emit(out, std::move(part));
     emit(out,
