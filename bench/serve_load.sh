@@ -12,6 +12,9 @@
 #   bench/serve_load.sh --stall [model] [serve flags...]     (default: the default model)
 #     A stream runs while a ~2,600-token prompt arrives: the stream's inter-token gap before and
 #     during that prefill (mean, worst) and the server's worst gap between decode steps.
+#   bench/serve_load.sh --prefix [model] [requests] [serve flags...] (default: the default
+#     model, 16) Chat requests sharing a ~1,500-token system prompt, alternating between a server
+#     with the prefix cache and one without: TTFT p50/p90 of each, their ratio, the hit ratio.
 #   bench/serve_load.sh --choices [model] [n] [serve flags...] (default: the default model, 8)
 #     One request with n choices of a ~1,100-token prompt: the server's peak RSS growth, its RSS
 #     after, and the KV block pool's peak.
@@ -25,6 +28,10 @@ fi
 if [[ "${1:-}" == "--choices" ]]; then
   shift
   exec .venv/bin/python bench/serve_choices_memory.py "$@"
+fi
+if [[ "${1:-}" == "--prefix" ]]; then
+  shift
+  exec .venv/bin/python bench/serve_prefix.py "$@"
 fi
 if [[ "${1:-}" == "--stall" ]]; then
   shift

@@ -109,6 +109,18 @@ void add_serve_flags(CLI::App& sub, ServeFlags& f) {
                  "once, e.g. 4G or 512M (default: half of this machine's memory; 0: no limit). "
                  "A request waits for memory in the queue; one that could never fit is a 400")
       ->transform(CLI::AsSizeValue(false));
+  sub.add_option("--prefix-cache-memory", o.prefix_cache_bytes,
+                 "Memory for states kept after requests, from which later prompts that start "
+                 "the same way resume instead of prefilling again, e.g. 1G (the default); the "
+                 "least recently used go first")
+      ->transform(CLI::AsSizeValue(false));
+  sub.add_flag_callback(
+      "--no-prefix-cache", [&o] { o.prefix_cache_bytes = 0; },
+      "Keep no states across requests (every prompt is prefilled from its first token)");
+  sub.add_option("--prefix-cache-interval", o.prefix_cache_interval,
+                 "Prompt tokens between the states a prompt leaves in the prefix cache, on models "
+                 "that cannot rewind a state (hybrids); rounded up to whole prefill chunks")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   sub.add_option("--shutdown-grace", o.shutdown_grace_seconds,
                  "Seconds running requests get to finish after SIGTERM")
       ->check(CLI::Range(0.0, 86400.0));

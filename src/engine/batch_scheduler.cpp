@@ -27,6 +27,13 @@ BatchScheduler::BatchScheduler(LanguageModel& model, const Tokenizer& tokenizer,
     rounds_ = std::make_unique<SpeculativeRounds>(model_, block);
     model_.set_tap_layers(options_.drafter->tap_layers());
   }
+  if (options_.prefix_cache_memory > 0) {
+    if (rounds_) {
+      log::info("prefix cache off: a drafter's context is not cached");
+    } else {
+      prefix_cache_ = std::make_unique<PrefixCache>(model_, options_.prefix_cache_memory);
+    }
+  }
   rows_.resize(static_cast<std::size_t>(options_.rows));
   slots_.resize(rows_.size());
   for (std::size_t i = 0; i < rows_.size(); ++i) {
@@ -121,6 +128,7 @@ SchedulerSnapshot BatchScheduler::snapshot() const {
   s.state_memory_reserved = reserved_;
   s.state_memory_budget = options_.state_memory_budget;
   s.slots = slots_;
+  if (prefix_cache_) s.prefix_cache = prefix_cache_->stats();
   return s;
 }
 
@@ -243,13 +251,19 @@ void BatchScheduler::admit() {
     Row& row = rows_[index];
     // Its state was reset when the row was freed (free_row).
     row.prefilled = 0;
+    row.prefill_start = 0;
     row.decoding = false;
     row.prompt_scores.clear();
     row.speculation = SpeculationStats{};
+    row.emitted.clear();
     if (row.drafter) row.drafter->truncate_context(0);
     row.admitted = ++admissions_;
     running_.fetch_add(1);
-    row.stream->push(StreamEvent::of(StreamEvent::Kind::kRowAssigned, row.work.choice));
+    // A follower's prompt is its leader's: it gets the leader's state, resumed or not.
+    row.cached = row.leader != nullptr ? row.leader->cached : resume_from_cache(row);
+    StreamEvent assigned = StreamEvent::of(StreamEvent::Kind::kRowAssigned, row.work.choice);
+    assigned.cached_tokens = row.cached;
+    row.stream->push(std::move(assigned));
     try {
       row.decoder = std::make_unique<ChoiceDecoder>(row.work.request, eos_ids_, vocab_, tokenizer_,
                                                     row.work.seed, options_.context);
@@ -257,6 +271,49 @@ void BatchScheduler::admit() {
       fail_row(row, e.what());
     }
   }
+}
+
+int64_t BatchScheduler::resume_from_cache(Row& row) {
+  const std::vector<int32_t>& prompt = row.work.request.prompt;
+  // Scored prompts need every position's logits; and at least the prompt's last token is
+  // prefilled, for the logits of the first output token.
+  if (!prefix_cache_ || row.work.prompt_top_logprobs >= 0 || prompt.size() < 2) return 0;
+  PrefixCache::Hit hit = prefix_cache_->lookup(prompt, static_cast<int64_t>(prompt.size()) - 1);
+  if (!hit.state) return 0;
+  row.state = std::move(hit.state);
+  row.prefilled = hit.tokens;
+  row.prefill_start = hit.tokens;
+  return hit.tokens;
+}
+
+void BatchScheduler::checkpoint_prefill(Row& row) {
+  if (!prefix_cache_) return;
+  // A model whose bits depend on how a prompt is split is resumed only where every prefill
+  // splits it alike: at whole chunks counted from the prompt's start.
+  const int64_t chunk = options_.prefill_chunk;
+  const bool invariant = model_.split_invariant();
+  if (!invariant && (row.prefill_start % chunk != 0 || row.prefilled % chunk != 0)) return;
+  const auto length = static_cast<int64_t>(row.work.request.prompt.size());
+  const int64_t last = invariant ? length : length / chunk * chunk;
+  const int64_t interval =
+      (std::max<int64_t>(options_.prefix_cache_interval, 1) + chunk - 1) / chunk * chunk;
+  const bool wanted =
+      row.prefilled == last || (!prefix_cache_->rewinds() && row.prefilled % interval == 0);
+  if (!wanted) return;
+  std::span<const int32_t> tokens(row.work.request.prompt.data(),
+                                  static_cast<std::size_t>(row.prefilled));
+  prefix_cache_->insert(tokens, *row.state);
+}
+
+void BatchScheduler::checkpoint_turn(Row& row) {
+  // Answer tokens were decoded one by one, which a cold prefill of the next turn's prompt
+  // reproduces only on a split-invariant model.
+  if (!prefix_cache_ || !model_.split_invariant()) return;
+  std::vector<int32_t> tokens = row.work.request.prompt;
+  tokens.insert(tokens.end(), row.emitted.begin(), row.emitted.end());
+  // The last token sampled was never fed.
+  tokens.resize(static_cast<std::size_t>(row.state->position()));
+  prefix_cache_->insert(tokens, *row.state);
 }
 
 BatchScheduler::Row* BatchScheduler::prefill_leader_for(const Queued& queued) {
@@ -317,6 +374,7 @@ bool BatchScheduler::prefill_chunk() {
     prefill_tokens_.fetch_add(static_cast<int64_t>(end - begin));
     row.prefilled = static_cast<int64_t>(end);
     if (scoring) score_prompt_rows(row, begin, end);
+    checkpoint_prefill(row);
   } catch (const std::exception& e) {
     fail_row(row, e.what());
     return true;
@@ -333,6 +391,7 @@ bool BatchScheduler::prefill_chunk() {
     follower.state = row.state->clone();
     if (row.drafter) follower.drafter = row.drafter->clone();
     follower.prefilled = row.prefilled;
+    follower.prefill_start = row.prefill_start;
     follower.prompt_scores = row.prompt_scores;
     std::vector<float> copy = last;
     finish_prefill(follower, copy);
@@ -461,10 +520,14 @@ void BatchScheduler::run_round(Row& row) {
   }
   const TokenOutcome& last = round.outcomes.back();
   row.next_token = last.token.id;
+  for (const TokenOutcome& outcome : round.outcomes) row.emitted.push_back(outcome.token.id);
   // As in sample_into: the row is free before the event that ends its choice goes out.
   std::shared_ptr<RequestStream> stream = row.stream;
   const int32_t choice = row.work.choice;
-  if (last.finished) free_row(row);
+  if (last.finished) {
+    checkpoint_turn(row);
+    free_row(row);
+  }
   const SteadyClock::time_point at = SteadyClock::now();
   for (TokenOutcome& outcome : round.outcomes) {
     StreamEvent event = StreamEvent::of(StreamEvent::Kind::kToken, choice);
@@ -488,10 +551,14 @@ void BatchScheduler::sample_into(Row& row, std::span<float> logits) {
     StreamEvent event = StreamEvent::of(StreamEvent::Kind::kToken, row.work.choice);
     event.outcome = row.decoder->next(logits, row.state->position());
     row.next_token = event.outcome.token.id;
+    row.emitted.push_back(row.next_token);
     // A finished row is freed before its last event goes out: whoever sees the end of a request
     // also sees its row free (metrics, the next admission).
     std::shared_ptr<RequestStream> stream = row.stream;
-    if (event.outcome.finished) free_row(row);
+    if (event.outcome.finished) {
+      checkpoint_turn(row);
+      free_row(row);
+    }
     stream->push(std::move(event));
   } catch (const std::exception& e) {
     fail_row(row, e.what());

@@ -28,6 +28,7 @@
 #include "engine/batch_scheduler_testing.h"
 #include "engine/choice_decoder.h"
 #include "engine/generation_request.h"
+#include "engine/prefix_cache.h"
 #include "engine/request_stream.h"
 #include "engine/speculative_round.h"
 #include "models/language_model.h"
@@ -72,6 +73,16 @@ struct SchedulerOptions {
   // are the same either way (verify rows equal decode steps bitwise), so only speed depends on
   // the load. Sampled rows always speculate: their tokens depend on the acceptance draws.
   int64_t spec_max_rows = 1;
+  // Bytes of sequence states kept after requests end so that later prompts sharing a prefix
+  // resume from them (engine/prefix_cache.h); 0: no prefix cache. Not with a drafter (its
+  // context is not cached).
+  std::size_t prefix_cache_memory = 0;
+  // Prompt tokens between the states a prompt's prefill leaves in the cache, rounded up to
+  // whole prefill chunks. Besides these, a prompt leaves the last state a later prompt can
+  // resume from exactly (its end, or its last chunk boundary where the model is not split
+  // invariant) and a finished answer its end (split-invariant models). A model that can rewind
+  // needs no others: any longer state serves.
+  int64_t prefix_cache_interval = 256;
   // Called on the step thread after every verify round that carried drafts (metrics).
   std::function<void(int64_t drafted, int64_t accepted)> on_round;
   testing::SchedulerHooks test_hooks;  // test seam (batch_scheduler_testing.h): off by default
@@ -104,6 +115,7 @@ struct SchedulerSnapshot {
   // running stream waited at worst (prefill, admission, speculation rounds in between).
   double worst_decode_gap_seconds = 0;
   std::vector<SlotInfo> slots;
+  std::optional<PrefixCacheStats> prefix_cache;  // null: no prefix cache
 };
 
 class BatchScheduler {
@@ -160,6 +172,11 @@ class BatchScheduler {
     // (freed with the last of them).
     std::shared_ptr<const std::size_t> prompt_reserved;
     std::vector<ScoredToken> prompt_scores;
+    // The prefix cache: prompt tokens resumed from it, where this row's prefill began, and the
+    // tokens it generated (what it fed beyond the prompt is their prefix).
+    int64_t cached = 0;
+    int64_t prefill_start = 0;
+    std::vector<int32_t> emitted;
     std::unique_ptr<SpeculativeDrafter> drafter;  // null: no speculation
     SpeculationStats speculation;
     std::size_t reserved = 0;  // state memory held against the budget
@@ -174,6 +191,12 @@ class BatchScheduler {
   // The row whose prefill a queued choice will share, if any: a sibling with the same prompt and
   // prompt scoring that is neither decoding nor itself a follower.
   Row* prefill_leader_for(const Queued& queued);
+  // Resumes the row's prompt from the prefix cache's deepest fitting state; the tokens reused.
+  int64_t resume_from_cache(Row& row);
+  // After a prefill chunk: keeps the row's state if a later prompt can resume from it exactly.
+  void checkpoint_prefill(Row& row);
+  // A row that finished normally: keeps its state (prompt and answer) for the next turn.
+  void checkpoint_turn(Row& row);
   // The prompt is in: scores, then the first token (or the end of a prompt-only choice).
   void finish_prefill(Row& row, std::span<const float> last_logits);
   void reap_cancelled();
@@ -224,6 +247,7 @@ class BatchScheduler {
   std::atomic<double> worst_decode_gap_{0};
   std::vector<float> logits_;
   std::unique_ptr<SpeculativeRounds> rounds_;  // null: no speculation
+  std::unique_ptr<PrefixCache> prefix_cache_;  // null: none
   std::atomic<int64_t> spec_rounds_{0};
   std::atomic<int64_t> spec_drafted_{0};
   std::atomic<int64_t> spec_accepted_{0};

@@ -38,6 +38,8 @@ struct StreamEvent {
   // drafts and correction). They all carry the same `at`, so latency metrics count the step once
   // and spread its time over its tokens.
   int32_t step_tokens = 1;
+  // kRowAssigned: the prompt's first tokens the choice resumed from the prefix cache.
+  int64_t cached_tokens = 0;
 
   static StreamEvent of(Kind kind, int32_t choice) {
     StreamEvent event;

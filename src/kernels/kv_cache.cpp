@@ -75,6 +75,14 @@ std::size_t KvCache::bytes() const {
   return held;
 }
 
+void KvCache::append_blocks(std::vector<std::pair<const void*, std::size_t>>& out) const {
+  for (int64_t b = 0; b < block_count(); ++b) {
+    if (const Block* block = blocks_[b].load(std::memory_order_relaxed)) {
+      out.emplace_back(block, block_bytes());
+    }
+  }
+}
+
 KvCache::Block* KvCache::new_block() const {
   auto block = std::make_unique<Block>();
   block->data = pool_->allocate(block_bytes());

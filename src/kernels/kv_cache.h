@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "kernels/attention.h"
@@ -47,6 +48,9 @@ class KvCache {
   std::size_t bytes() const;
   // Bytes of one block: kBlockPositions positions of every head, keys and values.
   std::size_t block_bytes() const;
+  // Appends an identity of each block this cache holds (the same for every cache sharing the
+  // block) with its bytes: memory shared between copies is counted once by whoever dedupes.
+  void append_blocks(std::vector<std::pair<const void*, std::size_t>>& out) const;
 
   // The f32 cache's elements as [kv heads][capacity][head_dim], zeros where never written (empty
   // for a bf16 cache): for exactness tests.

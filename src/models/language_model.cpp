@@ -27,6 +27,10 @@ void LanguageModel::decode_each(std::span<SequenceState* const> states,
   }
 }
 
+void LanguageModel::rewind(SequenceState&, int64_t) const {
+  fail("{} cannot rewind a sequence's state", description());
+}
+
 namespace {
 
 [[noreturn]] void no_speculation(const LanguageModel& model) {
@@ -38,9 +42,17 @@ namespace {
 void LanguageModel::verify(SequenceState&, std::span<const int32_t>, std::vector<float>&) {
   no_speculation(*this);
 }
-void LanguageModel::commit(SequenceState&, int64_t) { no_speculation(*this); }
-void LanguageModel::set_tap_layers(std::vector<int64_t>) { no_speculation(*this); }
-const std::vector<float>& LanguageModel::last_taps() const { no_speculation(*this); }
-TargetView LanguageModel::target_view() const { no_speculation(*this); }
+void LanguageModel::commit(SequenceState&, int64_t) {
+  no_speculation(*this);
+}
+void LanguageModel::set_tap_layers(std::vector<int64_t>) {
+  no_speculation(*this);
+}
+const std::vector<float>& LanguageModel::last_taps() const {
+  no_speculation(*this);
+}
+TargetView LanguageModel::target_view() const {
+  no_speculation(*this);
+}
 
 }  // namespace md

@@ -8,6 +8,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/bf16_matrix.h"
@@ -45,6 +46,11 @@ class SequenceState {
   // either side writes into one (kernels::KvCache copies on write).
   virtual std::unique_ptr<SequenceState> clone() const = 0;
   virtual std::size_t bytes() const = 0;
+  // The KV blocks among bytes() (kernels::KvCache::append_blocks), which copies share: a holder
+  // of many copies counts each block once. None by default (then all of bytes() is its own).
+  virtual void append_blocks(std::vector<std::pair<const void*, std::size_t>>& out) const {
+    (void)out;
+  }
 
  protected:
   SequenceState(int64_t capacity) : capacity_(capacity) {}
@@ -82,6 +88,18 @@ class LanguageModel {
   // megakernel program run all rows in one step.
   virtual void decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
                       std::vector<float>& logits);
+
+  // Whether a token sequence's state and logits have the same bits however it is split into
+  // forward() calls and decode() steps: then a prefix cache may resume a prompt from a state
+  // taken anywhere (the end of an earlier prompt or answer). Otherwise only from states taken
+  // at the same prefill-chunk boundaries a cold prefill has (engine/prefix_cache.h).
+  virtual bool split_invariant() const { return false; }
+  // Whether rewind() works: a state can go back to an earlier position (a KV cache can; a
+  // recurrent state holds no earlier positions).
+  virtual bool can_rewind() const { return false; }
+  // Forgets the tokens at positions >= `position` (0..state.position()), so that the sequence
+  // continues from there. Throws md::Error where !can_rewind().
+  virtual void rewind(SequenceState& state, int64_t position) const;
 
   // Switches how decode steps run; false when the family has no such executor (every family
   // has the reference).

@@ -150,7 +150,7 @@ class ChatFormatter : public ResponseFormatter {
     return json{{"prompt_tokens", run.prompt_tokens()},
                 {"completion_tokens", completion},
                 {"total_tokens", run.prompt_tokens() + completion},
-                {"prompt_tokens_details", json{{"cached_tokens", 0}}},
+                {"prompt_tokens_details", json{{"cached_tokens", run.cached_tokens()}}},
                 {"completion_tokens_details", json{{"reasoning_tokens", run.reasoning_tokens()}}}};
   }
 

@@ -23,6 +23,7 @@ struct ChoiceConfig {
   nlohmann::ordered_json tools = nullptr;
   bool parallel_tool_calls = true;
   std::string forced_prefix;  // forced tool-call prefix: the start of the output
+  int32_t prompt = 0;         // which of the request's prompts (completions take several)
 };
 
 struct ChoiceDelta {

@@ -166,7 +166,7 @@ class CompletionFormatter : public ResponseFormatter {
     return json{{"prompt_tokens", run.prompt_tokens()},
                 {"completion_tokens", completion},
                 {"total_tokens", run.prompt_tokens() + completion},
-                {"prompt_tokens_details", json{{"cached_tokens", 0}}}};
+                {"prompt_tokens_details", json{{"cached_tokens", run.cached_tokens()}}}};
   }
 
   json usage_chunk(const RequestRun& run) override {
@@ -302,6 +302,9 @@ void handle_completions(ServerContext& context, const HttpRequest& req, HttpResp
   }
   req.log->prompt_tokens = prompt_tokens;
   std::vector<ChoiceConfig> configs(works.size());
+  for (std::size_t i = 0; i < works.size(); ++i) {
+    configs[i].prompt = static_cast<int32_t>(works[i].choice / request.n);
+  }
   std::string id = random_id("cmpl-");
   context.metrics.request_received("completions");
   auto run = std::make_shared<RequestRun>(context, id, std::move(works), std::move(configs),

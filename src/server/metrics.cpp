@@ -207,6 +207,11 @@ void ServerMetrics::set_kv_pool(std::size_t blocks, std::size_t bytes, std::size
   kv_pool_peak_bytes_.store(peak_bytes, std::memory_order_relaxed);
 }
 
+void ServerMetrics::set_prefix_cache(const engine::PrefixCacheStats& stats) {
+  std::lock_guard lock(prefix_cache_mu_);
+  prefix_cache_ = stats;
+}
+
 void ServerMetrics::set_kv_cache_usage(double ratio) {
   kv_cache_usage_.store(ratio, std::memory_order_relaxed);
 }
@@ -275,6 +280,7 @@ std::string ServerMetrics::render() const {
   render_requests(w);
   render_tokens(w);
   render_gauges(w);
+  render_prefix_cache(w);
   render_latencies(w);
   render_spec(w);
   render_status(w);
@@ -342,6 +348,39 @@ void ServerMetrics::render_gauges(Writer& w) const {
           fmt::format("{}", kv_pool_peak_bytes_.load(std::memory_order_relaxed)));
   w.gauge("megadecode_kv_cache_usage_ratio", "Fraction of sequence-state memory in use, 0-1.",
           format_double(kv_cache_usage_.load(std::memory_order_relaxed)));
+}
+
+void ServerMetrics::render_prefix_cache(Writer& w) const {
+  engine::PrefixCacheStats s;
+  {
+    std::lock_guard lock(prefix_cache_mu_);
+    s = prefix_cache_;
+  }
+  auto ratio = [](int64_t part, int64_t whole) {
+    return format_double(whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0);
+  };
+  w.counter("megadecode_prefix_cache_lookups_total", "Prompts looked up in the prefix cache.",
+            static_cast<uint64_t>(s.lookups));
+  w.counter("megadecode_prefix_cache_hits_total",
+            "Prompts that resumed from a state in the prefix cache.",
+            static_cast<uint64_t>(s.hits));
+  w.gauge("megadecode_prefix_cache_hit_ratio", "Prefix cache hits per lookup, since start.",
+          ratio(s.hits, s.lookups));
+  w.gauge("megadecode_prefix_cache_token_hit_ratio",
+          "Prompt tokens resumed from the prefix cache per prompt token looked up, since start.",
+          ratio(s.reused_tokens, s.looked_up_tokens));
+  w.counter("megadecode_prefix_cache_stored_total", "States the prefix cache has kept.",
+            static_cast<uint64_t>(s.stored));
+  w.counter("megadecode_prefix_cache_evictions_total",
+            "States the prefix cache dropped to stay within its memory budget.",
+            static_cast<uint64_t>(s.evicted));
+  w.gauge("megadecode_prefix_cache_states", "States the prefix cache holds now.",
+          fmt::format("{}", s.checkpoints));
+  w.gauge("megadecode_prefix_cache_bytes", "Memory charged to the states the prefix cache holds.",
+          fmt::format("{}", s.bytes));
+  w.gauge("megadecode_prefix_cache_budget_bytes",
+          "The prefix cache's memory budget (--prefix-cache-memory; 0: off).",
+          fmt::format("{}", s.budget));
 }
 
 void ServerMetrics::render_latencies(Writer& w) const {

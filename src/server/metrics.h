@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/prefix_cache.h"
 #include "server/histogram.h"
 
 namespace md::server {
@@ -62,6 +63,8 @@ class ServerMetrics {
   void set_state_memory(std::size_t reserved, std::size_t budget);
   // The KV block pool now: blocks and bytes held by sequences, and the most bytes ever held.
   void set_kv_pool(std::size_t blocks, std::size_t bytes, std::size_t peak_bytes);
+  // The prefix cache's counts and memory now (engine/prefix_cache.h); all 0 without one.
+  void set_prefix_cache(const engine::PrefixCacheStats& stats);
 
   // Latencies in seconds, from a monotonic clock.
   void observe_ttft(double s);
@@ -119,6 +122,7 @@ class ServerMetrics {
   void render_requests(Writer& w) const;
   void render_tokens(Writer& w) const;
   void render_gauges(Writer& w) const;
+  void render_prefix_cache(Writer& w) const;
   void render_latencies(Writer& w) const;
   void render_spec(Writer& w) const;
   void render_status(Writer& w) const;
@@ -144,6 +148,8 @@ class ServerMetrics {
   std::atomic<std::size_t> kv_pool_blocks_{0};
   std::atomic<std::size_t> kv_pool_bytes_{0};
   std::atomic<std::size_t> kv_pool_peak_bytes_{0};
+  mutable std::mutex prefix_cache_mu_;
+  engine::PrefixCacheStats prefix_cache_;
   std::atomic<bool> ready_{false};
 
   Histogram ttft_;

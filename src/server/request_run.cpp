@@ -1,6 +1,7 @@
 #include "server/request_run.h"
 
 #include <algorithm>
+#include <map>
 
 namespace md::server {
 namespace {
@@ -21,7 +22,11 @@ RequestRun::RequestRun(ServerContext& context, std::string id,
       open_choices_(static_cast<int64_t>(works.size())),
       arrival_(arrival) {
   choices_.reserve(configs.size());
-  for (ChoiceConfig& config : configs) choices_.push_back({ChoiceAssembler(std::move(config))});
+  for (ChoiceConfig& config : configs) {
+    const int32_t prompt = config.prompt;
+    choices_.push_back({ChoiceAssembler(std::move(config))});
+    choices_.back().prompt = prompt;
+  }
   switch (context_.scheduler->submit(stream_, std::move(works))) {
     case engine::BatchScheduler::Admission::kAccepted:
       break;
@@ -48,6 +53,17 @@ RequestRun::~RequestRun() {
 
 void RequestRun::on_output(std::function<void()> wake) {
   stream_->set_listener(std::move(wake));
+}
+
+int64_t RequestRun::cached_tokens() const {
+  std::map<int32_t, int64_t> per_prompt;
+  for (const ChoiceState& c : choices_) {
+    int64_t& cached = per_prompt[c.prompt];
+    cached = std::max(cached, c.cached);
+  }
+  int64_t total = 0;
+  for (const auto& [prompt, cached] : per_prompt) total += cached;
+  return total;
 }
 
 int64_t RequestRun::completion_tokens() const {
@@ -94,10 +110,14 @@ void RequestRun::apply(engine::StreamEvent& event, std::vector<ChoiceUpdate>& up
   if (!state.open) return;  // output after a cancel or a parser-ended choice
   using Kind = engine::StreamEvent::Kind;
   switch (event.kind) {
-    case Kind::kRowAssigned:
+    case Kind::kRowAssigned: {
       state.assigned = event.at;
+      const int64_t before = cached_tokens();
+      state.cached = event.cached_tokens;
+      context_.metrics.prompt_tokens(0, cached_tokens() - before);
       context_.metrics.observe_queue(seconds(event.at - arrival_));
       return;
+    }
     case Kind::kPromptLogprobs:
       update_for(event.choice, updates).prompt_scores = std::move(event.prompt_logprobs);
       return;

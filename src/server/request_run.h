@@ -47,6 +47,8 @@ class RequestRun {
   void cancel(const char* reason);
 
   int64_t prompt_tokens() const { return prompt_tokens_; }
+  // Prompt tokens resumed from the prefix cache, once per prompt (its choices share one state).
+  int64_t cached_tokens() const;
   int64_t completion_tokens() const;
   int64_t reasoning_tokens() const;
   const std::string& id() const { return id_; }
@@ -55,6 +57,8 @@ class RequestRun {
   struct ChoiceState {
     ChoiceAssembler assembler;
     bool open = true;
+    int32_t prompt = 0;
+    int64_t cached = 0;  // prompt tokens its row resumed from the prefix cache
     bool first_token_seen = false;
     Clock::time_point assigned{};
     Clock::time_point first_token{};

@@ -113,7 +113,7 @@ class ResponsesFormatter : public ResponseFormatter {
   json usage(const RequestRun& run) override {
     const int64_t output = run.completion_tokens();
     return json{{"input_tokens", run.prompt_tokens()},
-                {"input_tokens_details", json{{"cached_tokens", 0}}},
+                {"input_tokens_details", json{{"cached_tokens", run.cached_tokens()}}},
                 {"output_tokens", output},
                 {"output_tokens_details", json{{"reasoning_tokens", run.reasoning_tokens()}}},
                 {"total_tokens", run.prompt_tokens() + output}};

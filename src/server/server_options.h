@@ -34,6 +34,11 @@ struct ServerOptions {
   // (engine SchedulerOptions::state_memory_budget); 0: no limit. serve's default: half of the
   // machine's memory.
   std::size_t kv_memory_bytes = 0;
+  // States kept after requests for later prompts that share a prefix (engine/prefix_cache.h),
+  // within this many bytes; 0: no prefix cache.
+  std::size_t prefix_cache_bytes = std::size_t{1} << 30;
+  // Tokens between the states a prompt leaves in the cache (on models that cannot rewind one).
+  int64_t prefix_cache_interval = 256;
   // With a drafter: greedy rows speculate while at most this many rows generate (engine
   // SchedulerOptions::spec_max_rows); sampled rows always do.
   int64_t spec_max_rows = 1;

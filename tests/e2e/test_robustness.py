@@ -395,7 +395,8 @@ def test_a_finished_long_request_gives_its_memory_back():
     """A row's KV pages stayed resident after its request ended (the default model's f32 KV is
     ~46 KiB per position: a 600-token request left ~27 MiB behind, 1,690 tokens 75 MiB); a freed
     row now gives them back to the system."""
-    s = Server("--max-batch", "1", model=str(ROOT / ".models/SmolLM2-135M-Instruct.Q4_1.gguf"))
+    s = Server("--max-batch", "1", "--no-prefix-cache",  # which would keep it, by design
+               model=str(ROOT / ".models/SmolLM2-135M-Instruct.Q4_1.gguf"))
     try:
         warm = httpx.post(s.url + "/v1/completions", json={"prompt": "hi", "max_tokens": 4},
                           timeout=60)
@@ -523,8 +524,9 @@ def test_n_choices_share_their_prompts_kv_blocks():
     """KV memory comes in 16-position blocks from one pool; the n choices of a prompt share its
     blocks copy-on-write, so n=8 on a long prompt holds the prompt's blocks once plus a block or
     two per choice (a full copy per choice would be 8 times one choice's). The pool's peak
-    after one choice is the baseline; everything is given back after each request."""
-    s = Server("--max-batch", "8")
+    after one choice is the baseline; everything is given back after each request (without the
+    prefix cache, which would keep the prompt's blocks)."""
+    s = Server("--max-batch", "8", "--no-prefix-cache")
     try:
         prompt = " ".join(f"w{i}" for i in range(400))
         body = {"prompt": prompt, "max_tokens": 4, "temperature": 1.0, "seed": 3}

@@ -264,6 +264,15 @@ const std::map<std::string, std::string>& expected_families() {
       {"megadecode_kv_pool_blocks", "gauge"},
       {"megadecode_kv_pool_used_bytes", "gauge"},
       {"megadecode_kv_pool_peak_bytes", "gauge"},
+      {"megadecode_prefix_cache_lookups_total", "counter"},
+      {"megadecode_prefix_cache_hits_total", "counter"},
+      {"megadecode_prefix_cache_hit_ratio", "gauge"},
+      {"megadecode_prefix_cache_token_hit_ratio", "gauge"},
+      {"megadecode_prefix_cache_stored_total", "counter"},
+      {"megadecode_prefix_cache_evictions_total", "counter"},
+      {"megadecode_prefix_cache_states", "gauge"},
+      {"megadecode_prefix_cache_bytes", "gauge"},
+      {"megadecode_prefix_cache_budget_bytes", "gauge"},
       {"megadecode_kv_cache_usage_ratio", "gauge"},
       {"megadecode_time_to_first_token_seconds", "histogram"},
       {"megadecode_inter_token_latency_seconds", "histogram"},
@@ -474,6 +483,34 @@ TEST(ServerMetricsTest, GaugesReadTheLastValueSet) {
   m.set_ready(false);
   e = scrape(m);
   EXPECT_EQ(value(e, "megadecode_ready"), 0);
+}
+
+TEST(ServerMetricsTest, PrefixCacheCountsAndRatios) {
+  ServerMetrics m(config());
+  engine::PrefixCacheStats stats;
+  stats.lookups = 8;
+  stats.hits = 6;
+  stats.looked_up_tokens = 1000;
+  stats.reused_tokens = 750;
+  stats.checkpoints = 3;
+  stats.stored = 5;
+  stats.evicted = 2;
+  stats.bytes = 12345;
+  stats.budget = 1 << 20;
+  m.set_prefix_cache(stats);
+  Exposition e = scrape(m);
+  EXPECT_EQ(value(e, "megadecode_prefix_cache_lookups_total"), 8);
+  EXPECT_EQ(value(e, "megadecode_prefix_cache_hits_total"), 6);
+  EXPECT_EQ(value(e, "megadecode_prefix_cache_hit_ratio"), 0.75);
+  EXPECT_EQ(value(e, "megadecode_prefix_cache_token_hit_ratio"), 0.75);
+  EXPECT_EQ(value(e, "megadecode_prefix_cache_stored_total"), 5);
+  EXPECT_EQ(value(e, "megadecode_prefix_cache_evictions_total"), 2);
+  EXPECT_EQ(value(e, "megadecode_prefix_cache_states"), 3);
+  EXPECT_EQ(value(e, "megadecode_prefix_cache_bytes"), 12345);
+  EXPECT_EQ(value(e, "megadecode_prefix_cache_budget_bytes"), 1 << 20);
+  stats.reused_tokens = 250;
+  m.set_prefix_cache(stats);
+  EXPECT_EQ(value(scrape(m), "megadecode_prefix_cache_token_hit_ratio"), 0.25);
 }
 
 TEST(ServerMetricsTest, DoublesRoundTrip) {

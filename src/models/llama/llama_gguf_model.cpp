@@ -104,6 +104,13 @@ std::unique_ptr<SequenceState> LlamaGgufModel::new_sequence(int64_t capacity) co
   return std::make_unique<LlamaState>(config_, capacity);
 }
 
+void LlamaGgufModel::rewind(SequenceState& state, int64_t position) const {
+  if (position < 0 || position > state.position()) {
+    fail("cannot rewind a sequence of {} tokens to position {}", state.position(), position);
+  }
+  dynamic_cast<LlamaState&>(state).rewind(position);
+}
+
 namespace {
 
 // Threads split the output rows at multiples of this: a multiple of every kernel path's register

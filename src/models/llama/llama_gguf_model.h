@@ -54,6 +54,11 @@ class LlamaGgufModel final : public LanguageModel {
               std::vector<float>& logits) override;
   // Greedy tokens of the last decode run by a step program (computed inside the step).
   const std::vector<int32_t>& last_greedy() const { return last_greedy_; }
+  // Every row's arithmetic is its own, in one order whatever the rows beside it (prefill chunk,
+  // decode step or reference forward: tested bitwise), and a KV cache can go back.
+  bool split_invariant() const override { return true; }
+  bool can_rewind() const override { return true; }
+  void rewind(SequenceState& state, int64_t position) const override;
   bool set_executor(ExecutorKind executor) override {
     executor_ = executor;
     return true;

@@ -32,8 +32,14 @@ class LlamaState final : public SequenceState, public program::StepState {
     for (const kernels::KvCache& cache : kv) total += cache.bytes();
     return total;
   }
+  void append_blocks(std::vector<std::pair<const void*, std::size_t>>& out) const override {
+    for (const kernels::KvCache& cache : kv) cache.append_blocks(out);
+  }
   kernels::KvCache& kv_cache(int64_t layer) override { return kv[static_cast<std::size_t>(layer)]; }
   void advance(int64_t n) { position_ += n; }
+  // Positions >= `position` are forgotten: the next token goes there, and a block this state
+  // shares is copied before it is written (kernels::KvCache), so a copy keeps what it had.
+  void rewind(int64_t position) { position_ = position; }
 
   std::vector<kernels::KvCache> kv;  // per layer
 };

@@ -46,6 +46,9 @@ class Qwen38Model final : public LanguageModel {
   // one step, chaining the delta-net state and keeping a snapshot after every row; logits for
   // every row. The sequence holds all rows until commit() keeps the first `rows_kept`.
   bool supports_verify() const override { return true; }
+  // The chunked delta rule (prefill's default) equals the recurrent one only up to rounding, so
+  // a state depends on how its tokens were split unless the option turns it off.
+  bool split_invariant() const override { return !options_.chunked_delta_rule; }
   void verify(SequenceState& state, std::span<const int32_t> tokens,
               std::vector<float>& logits) override;
   void commit(SequenceState& state, int64_t rows_kept) override;

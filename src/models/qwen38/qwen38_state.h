@@ -26,6 +26,9 @@ class Qwen38State final : public SequenceState, public program::StepState {
   void reset() override;
   std::unique_ptr<SequenceState> clone() const override;
   std::size_t bytes() const override;
+  void append_blocks(std::vector<std::pair<const void*, std::size_t>>& out) const override {
+    for (const kernels::KvCache& cache : kv_) cache.append_blocks(out);
+  }
 
   KvCacheType kv_type() const { return kv_type_; }
   kernels::KvCache& kv(int64_t attention_ordinal) {

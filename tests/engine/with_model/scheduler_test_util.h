@@ -26,6 +26,7 @@ struct ChoiceResult {
   std::string error;
   std::vector<engine::ScoredToken> prompt_scores;
   bool scored = false;
+  int64_t cached = 0;  // prompt tokens resumed from the prefix cache
   engine::SteadyClock::time_point assigned{}, finished{};  // row assigned; the choice ended
 };
 
@@ -68,6 +69,7 @@ inline std::vector<ChoiceResult> collect(
           break;
         case StreamEvent::Kind::kRowAssigned:
           r.assigned = e.at;
+          r.cached = e.cached_tokens;
           break;
       }
       if (done != done_before) r.finished = e.at;
