@@ -114,9 +114,9 @@ void add_serve_flags(CLI::App& sub, ServeFlags& f) {
                  "the same way resume instead of prefilling again, e.g. 1G (the default); the "
                  "least recently used go first")
       ->transform(CLI::AsSizeValue(false));
-  sub.add_flag_callback(
-      "--no-prefix-cache", [&o] { o.prefix_cache_bytes = 0; },
-      "Keep no states across requests (every prompt is prefilled from its first token)");
+  sub.add_flag("--prefix-cache,!--no-prefix-cache", o.prefix_cache,
+               "Keep states across requests so that prompts sharing a prefix resume (on by "
+               "default); --no-prefix-cache prefills every prompt from its first token");
   sub.add_option("--prefix-cache-interval", o.prefix_cache_interval,
                  "Prompt tokens between the states a prompt leaves in the prefix cache, on models "
                  "that cannot rewind a state (hybrids); rounded up to whole prefill chunks")

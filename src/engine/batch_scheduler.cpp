@@ -259,11 +259,9 @@ void BatchScheduler::admit() {
     if (row.drafter) row.drafter->truncate_context(0);
     row.admitted = ++admissions_;
     running_.fetch_add(1);
-    // A follower's prompt is its leader's: it gets the leader's state, resumed or not.
-    row.cached = row.leader != nullptr ? row.leader->cached : resume_from_cache(row);
-    StreamEvent assigned = StreamEvent::of(StreamEvent::Kind::kRowAssigned, row.work.choice);
-    assigned.cached_tokens = row.cached;
-    row.stream->push(std::move(assigned));
+    // A follower gets its leader's state when the prompt is in (and what it resumed from).
+    row.cached = row.leader != nullptr ? 0 : resume_from_cache(row);
+    row.stream->push(StreamEvent::of(StreamEvent::Kind::kRowAssigned, row.work.choice));
     try {
       row.decoder = std::make_unique<ChoiceDecoder>(row.work.request, eos_ids_, vocab_, tokenizer_,
                                                     row.work.seed, options_.context);
@@ -278,7 +276,14 @@ int64_t BatchScheduler::resume_from_cache(Row& row) {
   // Scored prompts need every position's logits; and at least the prompt's last token is
   // prefilled, for the logits of the first output token.
   if (!prefix_cache_ || row.work.prompt_top_logprobs >= 0 || prompt.size() < 2) return 0;
-  PrefixCache::Hit hit = prefix_cache_->lookup(prompt, static_cast<int64_t>(prompt.size()) - 1);
+  PrefixCache::Hit hit;
+  try {
+    hit = prefix_cache_->lookup(prompt, static_cast<int64_t>(prompt.size()) - 1);
+  } catch (const std::exception& e) {
+    // The cache only saves work: a failure there (memory) costs this prompt a full prefill.
+    log::warn("prefix cache lookup failed: {}", e.what());
+    return 0;
+  }
   if (!hit.state) return 0;
   row.state = std::move(hit.state);
   row.prefilled = hit.tokens;
@@ -286,7 +291,15 @@ int64_t BatchScheduler::resume_from_cache(Row& row) {
   return hit.tokens;
 }
 
-void BatchScheduler::checkpoint_prefill(Row& row) {
+void BatchScheduler::checkpoint(Row& row, std::span<const int32_t> tokens) {
+  try {
+    prefix_cache_->insert(tokens, *row.state);
+  } catch (const std::exception& e) {
+    log::warn("prefix cache could not keep a state: {}", e.what());
+  }
+}
+
+void BatchScheduler::checkpoint_prefill(Row& row, int64_t begin) {
   if (!prefix_cache_) return;
   // A model whose bits depend on how a prompt is split is resumed only where every prefill
   // splits it alike: at whole chunks counted from the prompt's start.
@@ -294,15 +307,20 @@ void BatchScheduler::checkpoint_prefill(Row& row) {
   const bool invariant = model_.split_invariant();
   if (!invariant && (row.prefill_start % chunk != 0 || row.prefilled % chunk != 0)) return;
   const auto length = static_cast<int64_t>(row.work.request.prompt.size());
+  const int64_t end = row.prefilled;
+  // The prompt's end (its last chunk boundary where the split matters) serves longer prompts
+  // that start with it; the same prompt again resumes at most one token before its end, which a
+  // model that cannot rewind needs a state for: the boundary before the last chunk.
   const int64_t last = invariant ? length : length / chunk * chunk;
+  const bool before_last_chunk = end < length && end + chunk >= length;
   const int64_t interval =
       (std::max<int64_t>(options_.prefix_cache_interval, 1) + chunk - 1) / chunk * chunk;
+  const bool crossed_interval = end / interval != begin / interval;
   const bool wanted =
-      row.prefilled == last || (!prefix_cache_->rewinds() && row.prefilled % interval == 0);
+      end == last || (!prefix_cache_->rewinds() && (before_last_chunk || crossed_interval));
   if (!wanted) return;
-  std::span<const int32_t> tokens(row.work.request.prompt.data(),
-                                  static_cast<std::size_t>(row.prefilled));
-  prefix_cache_->insert(tokens, *row.state);
+  checkpoint(
+      row, std::span<const int32_t>(row.work.request.prompt.data(), static_cast<std::size_t>(end)));
 }
 
 void BatchScheduler::checkpoint_turn(Row& row) {
@@ -313,7 +331,7 @@ void BatchScheduler::checkpoint_turn(Row& row) {
   tokens.insert(tokens.end(), row.emitted.begin(), row.emitted.end());
   // The last token sampled was never fed.
   tokens.resize(static_cast<std::size_t>(row.state->position()));
-  prefix_cache_->insert(tokens, *row.state);
+  checkpoint(row, tokens);
 }
 
 BatchScheduler::Row* BatchScheduler::prefill_leader_for(const Queued& queued) {
@@ -374,7 +392,7 @@ bool BatchScheduler::prefill_chunk() {
     prefill_tokens_.fetch_add(static_cast<int64_t>(end - begin));
     row.prefilled = static_cast<int64_t>(end);
     if (scoring) score_prompt_rows(row, begin, end);
-    checkpoint_prefill(row);
+    checkpoint_prefill(row, static_cast<int64_t>(begin));
   } catch (const std::exception& e) {
     fail_row(row, e.what());
     return true;
@@ -392,6 +410,7 @@ bool BatchScheduler::prefill_chunk() {
     if (row.drafter) follower.drafter = row.drafter->clone();
     follower.prefilled = row.prefilled;
     follower.prefill_start = row.prefill_start;
+    follower.cached = row.cached;
     follower.prompt_scores = row.prompt_scores;
     std::vector<float> copy = last;
     finish_prefill(follower, copy);
@@ -409,12 +428,14 @@ void BatchScheduler::finish_prefill(Row& row, std::span<const float> last_logits
   }
   if (!row.work.generate) {
     std::shared_ptr<RequestStream> stream = row.stream;
+    StreamEvent scored = StreamEvent::of(StreamEvent::Kind::kScored, row.work.choice);
+    scored.cached_tokens = row.cached;
     free_row(row);
-    stream->push(StreamEvent::of(StreamEvent::Kind::kScored, row.work.choice));
+    stream->push(std::move(scored));
     return;
   }
   std::vector<float> logits(last_logits.begin(), last_logits.end());
-  sample_into(row, logits);
+  sample_into(row, logits, row.cached);
   if (row.stream) row.decoding = true;
 }
 
@@ -545,10 +566,11 @@ void BatchScheduler::check_fault(const Row& row) const {
   }
 }
 
-void BatchScheduler::sample_into(Row& row, std::span<float> logits) {
+void BatchScheduler::sample_into(Row& row, std::span<float> logits, std::optional<int64_t> cached) {
   try {
     check_fault(row);
     StreamEvent event = StreamEvent::of(StreamEvent::Kind::kToken, row.work.choice);
+    event.cached_tokens = cached;
     event.outcome = row.decoder->next(logits, row.state->position());
     row.next_token = event.outcome.token.id;
     row.emitted.push_back(row.next_token);
@@ -580,7 +602,10 @@ void BatchScheduler::free_row(Row& row) {
   for (Row& other : rows_) {
     if (other.leader != &row) continue;
     other.leader = successor;
-    if (successor == nullptr) successor = &other;
+    if (successor == nullptr) {
+      successor = &other;
+      other.cached = 0;  // it prefills the prompt from its first token
+    }
   }
   row.leader = nullptr;
   row.stream.reset();

@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -193,8 +194,11 @@ class BatchScheduler {
   Row* prefill_leader_for(const Queued& queued);
   // Resumes the row's prompt from the prefix cache's deepest fitting state; the tokens reused.
   int64_t resume_from_cache(Row& row);
-  // After a prefill chunk: keeps the row's state if a later prompt can resume from it exactly.
-  void checkpoint_prefill(Row& row);
+  // After a prefill chunk that began at prompt position `begin`: keeps the row's state if a
+  // later prompt can resume from it exactly and it is one the cache wants.
+  void checkpoint_prefill(Row& row, int64_t begin);
+  // Gives the row's state (holding `tokens`) to the prefix cache; a failure there is logged.
+  void checkpoint(Row& row, std::span<const int32_t> tokens);
   // A row that finished normally: keeps its state (prompt and answer) for the next turn.
   void checkpoint_turn(Row& row);
   // The prompt is in: scores, then the first token (or the end of a prompt-only choice).
@@ -217,7 +221,8 @@ class BatchScheduler {
   // The fault of the test seam (SchedulerOptions::test_hooks).
   void check_fault(const Row& row) const;
   // Samples a row's next token from `logits`, pushes it, and frees the row when it finished.
-  void sample_into(Row& row, std::span<float> logits);
+  // `cached`: set on the prompt's first token (the prompt tokens the row resumed).
+  void sample_into(Row& row, std::span<float> logits, std::optional<int64_t> cached = {});
   void fail_row(Row& row, const std::string& message);
   void free_row(Row& row);
 

@@ -147,17 +147,21 @@ bool PrefixCache::insert(std::span<const int32_t> tokens, const SequenceState& s
     node->used = ++clock_;
     return false;
   }
-  std::unique_ptr<SequenceState> copy = state.clone();
+  std::unique_ptr<SequenceState> copy;
   std::vector<std::pair<const void*, std::size_t>> blocks;
-  copy->append_blocks(blocks);
-  std::size_t block_bytes = 0, added_bytes = 0;
-  for (const auto& [block, bytes] : blocks) {
-    block_bytes += bytes;
-    if (!blocks_.contains(block)) added_bytes += bytes;
+  try {
+    copy = state.clone();
+    copy->append_blocks(blocks);
+  } catch (...) {
+    prune(node);  // no node without a checkpoint is left behind
+    throw;
   }
+  std::size_t block_bytes = 0;
+  for (const auto& [block, bytes] : blocks) block_bytes += bytes;
   const std::size_t own_bytes = copy->bytes() - std::min(block_bytes, copy->bytes());
-  // What it adds alone does not fit: refused before anything is evicted for it.
-  if (own_bytes + added_bytes > budget_) {
+  // It would not fit even alone (evicting the checkpoints it shares blocks with frees none of
+  // them): refused before anything is evicted for it.
+  if (own_bytes + block_bytes > budget_) {
     prune(node);
     return false;
   }
@@ -235,6 +239,15 @@ void PrefixCache::prune(Node* node) {
     Node* parent = node->parent;
     parent->children.erase(node->run.front());
     node = parent;
+  }
+  // One that holds nothing and leads one way only is folded into its child (walks stay short).
+  if (node->parent != nullptr && !node->checkpoint && node->children.size() == 1) {
+    Node* parent = node->parent;
+    std::unique_ptr<Node> child = std::move(node->children.begin()->second);
+    child->run.insert(child->run.begin(), node->run.begin(), node->run.end());
+    child->parent = parent;
+    const int32_t first = child->run.front();
+    parent->children[first] = std::move(child);  // `node` goes here
   }
 }
 

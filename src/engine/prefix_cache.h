@@ -81,7 +81,9 @@ class PrefixCache {
   // nothing else is left (false then).
   bool evict_within_budget(Node* keep);
   void drop_checkpoint(Node& node);
-  // Removes `node` and the ancestors left holding nothing and leading nowhere (not the root).
+  // Removes `node` and the ancestors left holding nothing and leading nowhere, and folds the
+  // first one left holding nothing with one child into it (never the root). Nodes that hold a
+  // checkpoint stay where they are in memory.
   void prune(Node* node);
   // The most recently used checkpoint at or below `node`.
   Node* freshest_checkpoint(Node& node);

@@ -10,6 +10,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,8 +39,9 @@ struct StreamEvent {
   // drafts and correction). They all carry the same `at`, so latency metrics count the step once
   // and spread its time over its tokens.
   int32_t step_tokens = 1;
-  // kRowAssigned: the prompt's first tokens the choice resumed from the prefix cache.
-  int64_t cached_tokens = 0;
+  // On the event that ends a choice's prefill (its first kToken, or kScored): the prompt's first
+  // tokens it resumed from the prefix cache instead of prefilling.
+  std::optional<int64_t> cached_tokens;
 
   static StreamEvent of(Kind kind, int32_t choice) {
     StreamEvent event;

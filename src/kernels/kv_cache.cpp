@@ -83,6 +83,14 @@ void KvCache::append_blocks(std::vector<std::pair<const void*, std::size_t>>& ou
   }
 }
 
+void KvCache::truncate(int64_t position) {
+  const int64_t kept = (std::max<int64_t>(position, 0) + kBlockPositions - 1) / kBlockPositions;
+  for (int64_t b = kept; b < block_count(); ++b) {
+    drop(blocks_[b].exchange(nullptr, std::memory_order_acq_rel));
+  }
+  written_.lower_to(std::min(written_.load(), kept * kBlockPositions));
+}
+
 KvCache::Block* KvCache::new_block() const {
   auto block = std::make_unique<Block>();
   block->data = pool_->allocate(block_bytes());

@@ -60,6 +60,10 @@ class KvCache {
   // Forgets every position: they read as zeros again (as in a new cache), and the blocks go back
   // to the pool. Not while a step runs.
   void release();
+  // Lets go of the blocks wholly at or past `position` (a sequence going back to it); the block
+  // holding `position` keeps its later entries until they are written again. Not while a step
+  // runs.
+  void truncate(int64_t position);
 
   // Stores the key and value of KV head `head` at `position` (rounded to bf16 in a bf16 cache).
   // Tasks of one step may write different heads (and positions) at once.
@@ -125,6 +129,7 @@ class KvCache {
            seen < n && !value.compare_exchange_weak(seen, n, std::memory_order_relaxed);) {
       }
     }
+    void lower_to(int64_t n) { value.store(n, std::memory_order_relaxed); }
   };
   HighWater written_;
 };

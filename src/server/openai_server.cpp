@@ -357,7 +357,7 @@ void OpenAiServer::serve_model(const ServedModel& model) {
   scheduler.prefill_chunk = ctx.options.prefill_chunk;
   scheduler.prefill_budget_ms = ctx.options.prefill_budget_ms;
   scheduler.state_memory_budget = ctx.options.kv_memory_bytes;
-  scheduler.prefix_cache_memory = ctx.options.prefix_cache_bytes;
+  scheduler.prefix_cache_memory = ctx.options.prefix_cache ? ctx.options.prefix_cache_bytes : 0;
   scheduler.prefix_cache_interval = ctx.options.prefix_cache_interval;
   scheduler.test_hooks = ctx.options.test_hooks.scheduler;
   if (model.drafter != nullptr) {

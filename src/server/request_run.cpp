@@ -58,8 +58,9 @@ void RequestRun::on_output(std::function<void()> wake) {
 int64_t RequestRun::cached_tokens() const {
   std::map<int32_t, int64_t> per_prompt;
   for (const ChoiceState& c : choices_) {
-    int64_t& cached = per_prompt[c.prompt];
-    cached = std::max(cached, c.cached);
+    if (!c.cached) continue;  // failed or cancelled before its prompt was in
+    auto [entry, added] = per_prompt.emplace(c.prompt, *c.cached);
+    if (!added) entry->second = std::min(entry->second, *c.cached);
   }
   int64_t total = 0;
   for (const auto& [prompt, cached] : per_prompt) total += cached;
@@ -89,6 +90,8 @@ void RequestRun::cancel(const char* reason) {
 void RequestRun::close_choice(ChoiceState& state, const std::string& reason, Clock::time_point at) {
   state.open = false;
   --open_choices_;
+  // Counted when the request ends: a later choice may have resumed from less.
+  if (open_choices_ == 0) context_.metrics.prompt_tokens(0, cached_tokens());
   context_.metrics.choice_finished(reason);
   context_.metrics.observe_request_generation_tokens(state.assembler.completion_tokens());
   if (reason == "abort" || reason == "error") return;
@@ -108,16 +111,13 @@ ChoiceUpdate& RequestRun::update_for(int32_t choice, std::vector<ChoiceUpdate>& 
 void RequestRun::apply(engine::StreamEvent& event, std::vector<ChoiceUpdate>& updates) {
   ChoiceState& state = choices_.at(static_cast<std::size_t>(event.choice));
   if (!state.open) return;  // output after a cancel or a parser-ended choice
+  if (event.cached_tokens) state.cached = event.cached_tokens;
   using Kind = engine::StreamEvent::Kind;
   switch (event.kind) {
-    case Kind::kRowAssigned: {
+    case Kind::kRowAssigned:
       state.assigned = event.at;
-      const int64_t before = cached_tokens();
-      state.cached = event.cached_tokens;
-      context_.metrics.prompt_tokens(0, cached_tokens() - before);
       context_.metrics.observe_queue(seconds(event.at - arrival_));
       return;
-    }
     case Kind::kPromptLogprobs:
       update_for(event.choice, updates).prompt_scores = std::move(event.prompt_logprobs);
       return;

@@ -47,7 +47,9 @@ class RequestRun {
   void cancel(const char* reason);
 
   int64_t prompt_tokens() const { return prompt_tokens_; }
-  // Prompt tokens resumed from the prefix cache, once per prompt (its choices share one state).
+  // Prompt tokens resumed from the prefix cache, once per prompt: those that none of its choices
+  // prefilled (choices of a prompt usually share one prefill; admitted apart, each may resume
+  // from another point).
   int64_t cached_tokens() const;
   int64_t completion_tokens() const;
   int64_t reasoning_tokens() const;
@@ -58,7 +60,7 @@ class RequestRun {
     ChoiceAssembler assembler;
     bool open = true;
     int32_t prompt = 0;
-    int64_t cached = 0;  // prompt tokens its row resumed from the prefix cache
+    std::optional<int64_t> cached = std::nullopt;  // resumed prompt tokens, when its prefill ends
     bool first_token_seen = false;
     Clock::time_point assigned{};
     Clock::time_point first_token{};

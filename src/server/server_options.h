@@ -35,7 +35,8 @@ struct ServerOptions {
   // machine's memory.
   std::size_t kv_memory_bytes = 0;
   // States kept after requests for later prompts that share a prefix (engine/prefix_cache.h),
-  // within this many bytes; 0: no prefix cache.
+  // within this many bytes (0 or prefix_cache off: none).
+  bool prefix_cache = true;
   std::size_t prefix_cache_bytes = std::size_t{1} << 30;
   // Tokens between the states a prompt leaves in the cache (on models that cannot rewind one).
   int64_t prefix_cache_interval = 256;

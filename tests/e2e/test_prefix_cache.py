@@ -170,7 +170,6 @@ def test_a_continued_response_reports_cached_input(warm):
     with httpx.Client(base_url=warm.url, timeout=300) as c:
         first = c.post("/v1/responses", json={"instructions": SYSTEM, "input": "Hi there",
                                               "max_output_tokens": 8, "temperature": 0}).json()
-        assert first["usage"]["input_tokens_details"]["cached_tokens"] >= 0
         second = c.post("/v1/responses", json={"instructions": SYSTEM, "input": "And cakes?",
                                                "previous_response_id": first["id"],
                                                "max_output_tokens": 8, "temperature": 0}).json()

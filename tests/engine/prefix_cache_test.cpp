@@ -257,6 +257,43 @@ TEST(PrefixCache, AStateLargerThanTheBudgetIsRefusedAndEvictsNothing) {
   EXPECT_EQ(cache.lookup(concat(seq(0, 32), {1}), 32).tokens, 32);
 }
 
+// A state whose blocks are mostly shared with kept ones but which would not fit even alone (its
+// own part and all its blocks) is refused before anything is evicted for it: evicting the
+// states it shares blocks with would free none of them.
+TEST(PrefixCache, AStateThatWouldNotFitAloneIsRefusedEvenIfItAddsLittle) {
+  TokenModel model(false, false);
+  PrefixCache cache(model, alone(64) + kFixed + kBlockBytes);
+  TokenState conversation(seq(0, 64));
+  ASSERT_TRUE(cache.insert(conversation.tokens, conversation));
+  store(cache, seq(900, 1));
+  TokenState longer(seq(0, 200), &conversation);  // 13 blocks, 9 of them new
+  EXPECT_FALSE(cache.insert(longer.tokens, longer));
+  PrefixCacheStats stats = cache.stats();
+  EXPECT_EQ(stats.evicted, 0);
+  EXPECT_EQ(stats.checkpoints, 2);
+  EXPECT_EQ(cache.lookup(seq(0, 90), 89).tokens, 64);
+}
+
+// Emptied branches fold away: after every state but one is gone, lookups still find it and
+// nothing else.
+TEST(PrefixCache, DroppedBranchesLeaveTheTreeConsistent) {
+  TokenModel model(false, false);
+  PrefixCache cache(model, 4 * alone(20));
+  store(cache, seq(0, 20));
+  store(cache, concat(seq(0, 10), seq(50, 10)));                     // parts at 10
+  store(cache, concat(seq(0, 5), seq(80, 15)));                      // parts at 5
+  store(cache, concat(seq(0, 10), seq(60, 10)));                     // parts at 10 too
+  for (int i = 0; i < 3; ++i) store(cache, seq(200 + 100 * i, 20));  // evicts the first three
+  EXPECT_EQ(cache.stats().evicted, 3);
+  EXPECT_EQ(cache.lookup(concat(seq(0, 10), seq(60, 11)), 20).tokens, 20);
+  EXPECT_EQ(cache.lookup(concat(seq(0, 10), seq(50, 11)), 20).state, nullptr);
+  EXPECT_EQ(cache.lookup(seq(0, 21), 20).state, nullptr);
+  EXPECT_EQ(cache.lookup(concat(seq(0, 5), seq(80, 16)), 20).state, nullptr);
+  store(cache, concat(seq(0, 10), seq(50, 10)));
+  EXPECT_EQ(cache.lookup(concat(seq(0, 10), seq(50, 11)), 20).tokens, 20);
+  EXPECT_EQ(cache.lookup(concat(seq(0, 10), seq(60, 11)), 20).tokens, 20);
+}
+
 TEST(PrefixCache, AZeroBudgetStoresNothing) {
   TokenModel model(true, true);
   PrefixCache cache(model, 0);

@@ -187,5 +187,48 @@ TEST(KvCache, ReleaseForgetsEveryPositionAndGivesTheMemoryBack) {
   EXPECT_EQ(KvCache(cache).written(), 10);
 }
 
+// A copy truncated to a position (a sequence going back there) lets go of the blocks past it;
+// the source keeps them; attention over the kept positions is bitwise what it was, and writing
+// on from the position gives what a cache written that way from the start gives.
+TEST(KvCache, TruncateLetsGoOfTheBlocksPastThePosition) {
+  KvBlockPool pool;
+  const int64_t heads = 2, dim = 8, block = KvCache::kBlockPositions;
+  KvCache cache(KvCacheType::kF32, heads, 256, dim, &pool);
+  fill(cache, heads, 5 * block, 1);
+  KvCache copy = cache;
+  const int64_t position = 2 * block + 3;
+  copy.truncate(position);
+  EXPECT_EQ(copy.bytes(), 3 * copy.block_bytes());
+  EXPECT_EQ(copy.written(), 3 * block);
+  EXPECT_EQ(pool.use().blocks, 5u);  // all still the source's
+  std::vector<float> q = test::random_floats(dim, 9, 1.0f), a(dim), b(dim);
+  for (int64_t h = 0; h < heads; ++h) {
+    cache.attend(h, position, q.data(), 0.3f, a.data());
+    copy.attend(h, position, q.data(), 0.3f, b.data());
+    EXPECT_EQ(a, b) << "head " << h;
+  }
+  // Going on from the position: what a cache that held only the first `position` gives.
+  KvCache fresh(KvCacheType::kF32, heads, 256, dim, &pool);
+  fill(fresh, heads, position, 1);
+  for (int64_t p = position; p < 4 * block; ++p) {
+    for (int64_t h = 0; h < heads; ++h) {
+      std::vector<float> k = test::random_floats(dim, 50 + p + 100 * h, 1.0f);
+      copy.write(h, p, k.data(), k.data());
+      fresh.write(h, p, k.data(), k.data());
+    }
+  }
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t n : {position, position + 1, 4 * block}) {
+      copy.attend(h, n, q.data(), 0.3f, a.data());
+      fresh.attend(h, n, q.data(), 0.3f, b.data());
+      EXPECT_EQ(a, b) << "head " << h << ", " << n << " keys";
+    }
+  }
+  cache.release();
+  copy.truncate(0);
+  EXPECT_EQ(copy.bytes(), 0u);
+  EXPECT_EQ(copy.written(), 0);
+}
+
 }  // namespace
 }  // namespace md::kernels

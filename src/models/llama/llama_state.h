@@ -37,9 +37,13 @@ class LlamaState final : public SequenceState, public program::StepState {
   }
   kernels::KvCache& kv_cache(int64_t layer) override { return kv[static_cast<std::size_t>(layer)]; }
   void advance(int64_t n) { position_ += n; }
-  // Positions >= `position` are forgotten: the next token goes there, and a block this state
-  // shares is copied before it is written (kernels::KvCache), so a copy keeps what it had.
-  void rewind(int64_t position) { position_ = position; }
+  // Positions >= `position` are forgotten: the next token goes there, the blocks past it are let
+  // go, and a block this state shares is copied before it is written (kernels::KvCache), so a
+  // copy keeps what it had.
+  void rewind(int64_t position) {
+    for (kernels::KvCache& cache : kv) cache.truncate(position);
+    position_ = position;
+  }
 
   std::vector<kernels::KvCache> kv;  // per layer
 };

@@ -36,11 +36,11 @@ struct Family {
 std::vector<Family> families() {
   const std::string qwen = qwen38_fixture_dir("tiny-qwen38-hd256");
   const std::string llama = std::string(MD_GOLDEN_DIR) + "/llama_hf/tiny-llama";
-  auto qwen38 = [qwen](bool chunked) {
-    return [qwen, chunked]() -> std::unique_ptr<LanguageModel> {
+  auto qwen38 = [](const std::string& fixture, bool chunked) {
+    return [fixture, chunked]() -> std::unique_ptr<LanguageModel> {
       Qwen38Options options;
       options.chunked_delta_rule = chunked;
-      return load_fixture("tiny-qwen38-hd256", KvCacheType::kBf16, options);
+      return load_fixture(fixture, KvCacheType::kBf16, options);
     };
   };
   return {
@@ -51,8 +51,11 @@ std::vector<Family> families() {
          return std::make_unique<LlamaGgufModel>(llama, run);
        },
        llama},
-      {"qwen38_recurrent", qwen38(false), qwen},
-      {"qwen38_chunked", qwen38(true), qwen},
+      {"qwen38_recurrent", qwen38("tiny-qwen38-hd256", false), qwen},
+      {"qwen38_chunked", qwen38("tiny-qwen38-hd256", true), qwen},
+      // Routed experts: the same resumption rules over the MoE layers' step.
+      {"qwen35_moe_chunked", qwen38("tiny-qwen35-moe", true),
+       qwen38_fixture_dir("tiny-qwen35-moe")},
   };
 }
 
@@ -69,13 +72,15 @@ class PrefixCacheScheduler : public ::testing::TestWithParam<Family> {
         "You are a careful assistant. Answer briefly, cite nothing, and keep every answer to "
         "one short paragraph unless the user asks for more detail than that.");
   }
-  engine::SchedulerOptions options(int rows, std::size_t cache_bytes) const {
+  // A state at every chunk boundary unless `interval` says otherwise.
+  engine::SchedulerOptions options(int rows, std::size_t cache_bytes,
+                                   int64_t interval = kChunk) const {
     engine::SchedulerOptions o;
     o.rows = rows;
     o.context = kContext;
     o.prefill_chunk = kChunk;
     o.prefix_cache_memory = cache_bytes;
-    o.prefix_cache_interval = kChunk;
+    o.prefix_cache_interval = interval;
     return o;
   }
   std::vector<int32_t> encode(const std::string& text) const { return tokenizer_->encode(text); }
@@ -102,7 +107,7 @@ class PrefixCacheScheduler : public ::testing::TestWithParam<Family> {
   }
   // The deepest position a resumed prompt of the chunked hybrid can start from.
   static int64_t chunk_floor(int64_t tokens) { return tokens / kChunk * kChunk; }
-  bool chunked() const { return GetParam().name == "qwen38_chunked"; }
+  bool chunked() const { return GetParam().name.ends_with("_chunked"); }
 
   std::unique_ptr<LanguageModel> model_;
   std::unique_ptr<Tokenizer> tokenizer_;
@@ -191,6 +196,60 @@ TEST_P(PrefixCacheScheduler, ASecondTurnResumesFromTheFirst) {
   const int64_t expected = chunked() ? chunk_floor(first_prompt)
                                      : first_prompt + static_cast<int64_t>(answer.ids.size()) - 1;
   EXPECT_EQ(got.cached, expected);
+}
+
+// With the default interval (longer than the prompt) a repeated prompt still runs one chunk at
+// most: the state before the last chunk is kept where a longer one cannot be rewound.
+TEST_P(PrefixCacheScheduler, ARepeatedPromptRunsOneChunkAtMost) {
+  ChoiceWork work = make_work(with_system(" Once more, please."), 8, 0.6f, 5);
+  const auto length = static_cast<int64_t>(work.request.prompt.size());
+  ASSERT_GT(length, 3 * kChunk);
+  BatchScheduler warm(*model_, *tokenizer_, options(1, 64 << 20, 256));
+  std::vector<ChoiceResult> got = run_each(warm, {work, work});
+  expect_same_bits(got, cold({work, work}));
+  EXPECT_EQ(got[0].cached, 0);
+  EXPECT_EQ(got[1].cached, GetParam().name == "llama" ? length - 1 : chunk_floor(length - 1));
+}
+
+// The choices of one prompt: resumed together (one row leads, the others take its state when
+// the prompt is in) or one after the other (each resumes where it can), always with the bits of
+// a cold scheduler, each choice reporting what its own prefill skipped.
+TEST_P(PrefixCacheScheduler, ChoicesOfOnePromptResumeTogetherOrApart) {
+  ChoiceWork first = make_work(with_system(" Pick a colour."), 6, 0.0f, 1);
+  std::vector<ChoiceWork> three;
+  for (int j = 0; j < 3; ++j) {
+    ChoiceWork w = make_work(with_system(" Pick a number."), 6, 1.0f, engine::choice_seed(4, 0, j));
+    w.choice = j;
+    three.push_back(w);
+  }
+  std::vector<ChoiceResult> expected;
+  {
+    BatchScheduler scheduler(*model_, *tokenizer_, options(3, 0));
+    auto stream = std::make_shared<RequestStream>();
+    ASSERT_EQ(scheduler.submit(stream, three), BatchScheduler::Admission::kAccepted);
+    expected = collect(*stream, 3);
+  }
+  const int64_t shared = chunk_floor(static_cast<int64_t>(system_.size()));
+  for (int rows : {3, 1}) {
+    BatchScheduler warm(*model_, *tokenizer_, options(rows, 64 << 20));
+    run_each(warm, {first});
+    auto stream = std::make_shared<RequestStream>();
+    ASSERT_EQ(warm.submit(stream, three), BatchScheduler::Admission::kAccepted);
+    std::vector<ChoiceResult> got = collect(*stream, 3);
+    expect_same_bits(got, expected);
+    for (int j = 0; j < 3; ++j) EXPECT_GE(got[j].cached, shared) << rows << " rows, choice " << j;
+    if (rows == 3) {
+      EXPECT_EQ(got[1].cached, got[0].cached);
+      EXPECT_EQ(got[2].cached, got[0].cached);
+    } else {
+      // Admitted apart: the later ones find the first one's prompt kept, as far as the model
+      // can resume (all but its last token where a state can be rewound).
+      const auto length = static_cast<int64_t>(three[0].request.prompt.size());
+      const int64_t again = GetParam().name == "llama" ? length - 1 : chunk_floor(length - 1);
+      EXPECT_EQ(got[1].cached, again);
+      EXPECT_EQ(got[2].cached, again);
+    }
+  }
 }
 
 TEST_P(PrefixCacheScheduler, EvictionKeepsTheBudgetAndTheBits) {

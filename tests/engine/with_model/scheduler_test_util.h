@@ -44,6 +44,7 @@ inline std::vector<ChoiceResult> collect(
       if (observe) observe(e);
       ChoiceResult& r = results.at(static_cast<std::size_t>(e.choice));
       const std::size_t done_before = done;
+      if (e.cached_tokens) r.cached = *e.cached_tokens;
       switch (e.kind) {
         case StreamEvent::Kind::kToken:
           if (e.outcome.reported) {
@@ -69,7 +70,6 @@ inline std::vector<ChoiceResult> collect(
           break;
         case StreamEvent::Kind::kRowAssigned:
           r.assigned = e.at;
-          r.cached = e.cached_tokens;
           break;
       }
       if (done != done_before) r.finished = e.at;
