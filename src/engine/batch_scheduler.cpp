@@ -32,6 +32,9 @@ BatchScheduler::BatchScheduler(LanguageModel& model, const Tokenizer& tokenizer,
       log::info("prefix cache off: a drafter's context is not cached");
     } else {
       prefix_cache_ = std::make_unique<PrefixCache>(model_, options_.prefix_cache_memory);
+      // Answer tokens are decoded one by one, which a cold prefill of the next turn's prompt
+      // reproduces only on a split-invariant model.
+      keeps_turns_ = model_.split_invariant();
     }
   }
   rows_.resize(static_cast<std::size_t>(options_.rows));
@@ -251,7 +254,6 @@ void BatchScheduler::admit() {
     Row& row = rows_[index];
     // Its state was reset when the row was freed (free_row).
     row.prefilled = 0;
-    row.prefill_start = 0;
     row.decoding = false;
     row.prompt_scores.clear();
     row.speculation = SpeculationStats{};
@@ -287,7 +289,6 @@ int64_t BatchScheduler::resume_from_cache(Row& row) {
   if (!hit.state) return 0;
   row.state = std::move(hit.state);
   row.prefilled = hit.tokens;
-  row.prefill_start = hit.tokens;
   return hit.tokens;
 }
 
@@ -302,10 +303,11 @@ void BatchScheduler::checkpoint(Row& row, std::span<const int32_t> tokens) {
 void BatchScheduler::checkpoint_prefill(Row& row, int64_t begin) {
   if (!prefix_cache_) return;
   // A model whose bits depend on how a prompt is split is resumed only where every prefill
-  // splits it alike: at whole chunks counted from the prompt's start.
+  // splits it alike: at whole chunks counted from the prompt's start. (Its rows resume only
+  // from such states, never rewound, so their chunks stay on that grid.)
   const int64_t chunk = options_.prefill_chunk;
   const bool invariant = model_.split_invariant();
-  if (!invariant && (row.prefill_start % chunk != 0 || row.prefilled % chunk != 0)) return;
+  if (!invariant && row.prefilled % chunk != 0) return;
   const auto length = static_cast<int64_t>(row.work.request.prompt.size());
   const int64_t end = row.prefilled;
   // The prompt's end (its last chunk boundary where the split matters) serves longer prompts
@@ -324,9 +326,7 @@ void BatchScheduler::checkpoint_prefill(Row& row, int64_t begin) {
 }
 
 void BatchScheduler::checkpoint_turn(Row& row) {
-  // Answer tokens were decoded one by one, which a cold prefill of the next turn's prompt
-  // reproduces only on a split-invariant model.
-  if (!prefix_cache_ || !model_.split_invariant()) return;
+  if (!keeps_turns_) return;
   std::vector<int32_t> tokens = row.work.request.prompt;
   tokens.insert(tokens.end(), row.emitted.begin(), row.emitted.end());
   // The last token sampled was never fed.
@@ -409,7 +409,6 @@ bool BatchScheduler::prefill_chunk() {
     follower.state = row.state->clone();
     if (row.drafter) follower.drafter = row.drafter->clone();
     follower.prefilled = row.prefilled;
-    follower.prefill_start = row.prefill_start;
     follower.cached = row.cached;
     follower.prompt_scores = row.prompt_scores;
     std::vector<float> copy = last;
@@ -541,14 +540,10 @@ void BatchScheduler::run_round(Row& row) {
   }
   const TokenOutcome& last = round.outcomes.back();
   row.next_token = last.token.id;
-  for (const TokenOutcome& outcome : round.outcomes) row.emitted.push_back(outcome.token.id);
   // As in sample_into: the row is free before the event that ends its choice goes out.
   std::shared_ptr<RequestStream> stream = row.stream;
   const int32_t choice = row.work.choice;
-  if (last.finished) {
-    checkpoint_turn(row);
-    free_row(row);
-  }
+  if (last.finished) free_row(row);  // (no prefix cache beside a drafter)
   const SteadyClock::time_point at = SteadyClock::now();
   for (TokenOutcome& outcome : round.outcomes) {
     StreamEvent event = StreamEvent::of(StreamEvent::Kind::kToken, choice);
@@ -573,7 +568,7 @@ void BatchScheduler::sample_into(Row& row, std::span<float> logits, std::optiona
     event.cached_tokens = cached;
     event.outcome = row.decoder->next(logits, row.state->position());
     row.next_token = event.outcome.token.id;
-    row.emitted.push_back(row.next_token);
+    if (keeps_turns_) row.emitted.push_back(row.next_token);
     // A finished row is freed before its last event goes out: whoever sees the end of a request
     // also sees its row free (metrics, the next admission).
     std::shared_ptr<RequestStream> stream = row.stream;

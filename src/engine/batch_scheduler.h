@@ -173,10 +173,9 @@ class BatchScheduler {
     // (freed with the last of them).
     std::shared_ptr<const std::size_t> prompt_reserved;
     std::vector<ScoredToken> prompt_scores;
-    // The prefix cache: prompt tokens resumed from it, where this row's prefill began, and the
-    // tokens it generated (what it fed beyond the prompt is their prefix).
+    // The prefix cache: prompt tokens resumed from it, and (where answers are kept) the tokens
+    // it generated (what it fed beyond the prompt is their prefix).
     int64_t cached = 0;
-    int64_t prefill_start = 0;
     std::vector<int32_t> emitted;
     std::unique_ptr<SpeculativeDrafter> drafter;  // null: no speculation
     SpeculationStats speculation;
@@ -253,6 +252,7 @@ class BatchScheduler {
   std::vector<float> logits_;
   std::unique_ptr<SpeculativeRounds> rounds_;  // null: no speculation
   std::unique_ptr<PrefixCache> prefix_cache_;  // null: none
+  bool keeps_turns_ = false;  // finished answers go to the prefix cache (checkpoint_turn)
   std::atomic<int64_t> spec_rounds_{0};
   std::atomic<int64_t> spec_drafted_{0};
   std::atomic<int64_t> spec_accepted_{0};

@@ -52,7 +52,7 @@ PrefixCache::Hit PrefixCache::lookup(std::span<const int32_t> prompt, int64_t li
   // at or below `below` starts with the prompt's first `matched` tokens.
   Node* node = root_.get();
   Node* best = nullptr;
-  Node* below = node;
+  Node* below = nullptr;
   std::size_t matched = 0;
   for (;;) {
     if (node->checkpoint && static_cast<std::size_t>(node->depth) <= bound) best = node;
