@@ -48,6 +48,7 @@ int run_cli(int argc, char** argv) {
   add(&add_bench_command);
   add(&add_pack_command);
   add(&add_tokenize_command);
+  add(&add_grammar_command);
   add(&add_info_command);
 
   try {

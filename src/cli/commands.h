@@ -18,6 +18,7 @@ CommandAction add_bench_command(CLI::App& app);
 CommandAction add_pack_command(CLI::App& app);
 CommandAction add_tokenize_command(CLI::App& app);
 CommandAction add_info_command(CLI::App& app);
+CommandAction add_grammar_command(CLI::App& app);
 
 // Exit codes shared by all subcommands.
 inline constexpr int kExitOk = 0;

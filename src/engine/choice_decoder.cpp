@@ -20,7 +20,8 @@ bool contains(const std::vector<int32_t>& ids, int32_t id) {
 
 uint64_t choice_seed(uint64_t seed, int64_t prompt_index, int64_t sample_index) {
   if (prompt_index == 0 && sample_index == 0) return seed;
-  uint64_t which = (static_cast<uint64_t>(prompt_index) << 32) ^ static_cast<uint64_t>(sample_index);
+  uint64_t which =
+      (static_cast<uint64_t>(prompt_index) << 32) ^ static_cast<uint64_t>(sample_index);
   return mix64(seed ^ mix64(which + 0x9e3779b97f4a7c15ULL));
 }
 
@@ -57,17 +58,34 @@ ChoiceDecoder::ChoiceDecoder(const GenerationRequest& request, std::vector<int32
   budget_ = std::max<int64_t>(0, capacity - prompt_size);
   if (request.max_tokens > 0) budget_ = std::min(budget_, request.max_tokens);
   sampler_.observe_prompt(request.prompt);
+  if (request.constraint) matcher_.emplace(request.constraint);
+  constraint_waiting_ = request.constraint && request.constraint_after.has_value();
 }
 
 // OpenAI's order: logit_bias on the raw logits, then (while fewer than min_tokens are out) end
-// and stop tokens masked; the sampler then applies the penalties.
-void ChoiceDecoder::bias_and_mask(std::span<float> logits) const {
+// and stop tokens masked; then the grammar's mask; the sampler then applies the penalties.
+bool ChoiceDecoder::bias_and_mask(std::span<float> logits) {
   for (auto [token, bias] : request_.logit_bias) logits[static_cast<std::size_t>(token)] += bias;
-  if (generated_ >= request_.min_tokens) return;
-  for (int32_t id : stop_tokens_.ids) logits[static_cast<std::size_t>(id)] = kNegInf;
-  if (!request_.ignore_eos) {
-    for (int32_t id : stop_tokens_.eos_ids) logits[static_cast<std::size_t>(id)] = kNegInf;
+  if (generated_ < request_.min_tokens) {
+    for (int32_t id : stop_tokens_.ids) logits[static_cast<std::size_t>(id)] = kNegInf;
+    if (!request_.ignore_eos) {
+      for (int32_t id : stop_tokens_.eos_ids) logits[static_cast<std::size_t>(id)] = kNegInf;
+    }
   }
+  if (!matcher_ || constraint_waiting_) return true;
+  if (!matcher_->mask_logits(logits)) return false;
+  if (generated_ >= request_.min_tokens) return true;
+  // min_tokens may have masked the only tokens the grammar allows (its end): nothing is left.
+  return std::any_of(logits.begin(), logits.end(), [](float v) { return v != kNegInf; });
+}
+
+TokenOutcome ChoiceDecoder::grammar_dead_end() {
+  TokenOutcome outcome;
+  outcome.token.id = stop_tokens_.eos_ids.empty() ? 0 : stop_tokens_.eos_ids.front();
+  outcome.reported = false;
+  ++generated_;
+  finish_with_flush(outcome, FinishReason::kStop);
+  return outcome;
 }
 
 void ChoiceDecoder::finish_with_flush(TokenOutcome& outcome, FinishReason reason) {
@@ -97,7 +115,7 @@ void ChoiceDecoder::record_logprobs(std::span<const float> logits, GeneratedToke
 TokenOutcome ChoiceDecoder::next(std::span<float> logits, int64_t position) {
   GeneratedToken chosen;
   record_logprobs(logits, chosen);
-  bias_and_mask(logits);
+  if (!bias_and_mask(logits)) return grammar_dead_end();
   chosen.id = sampler_.sample(logits, position);
   return process(std::move(chosen));
 }
@@ -112,7 +130,10 @@ TokenOutcome ChoiceDecoder::verify_draft(std::span<float> logits, int64_t positi
   }
   GeneratedToken chosen;
   record_logprobs(logits, chosen);
-  bias_and_mask(logits);
+  if (!bias_and_mask(logits)) {
+    accepted = false;
+    return grammar_dead_end();
+  }
   std::vector<Candidate> p = sampler_.distribution(logits);
   auto prob = [](auto& list, int32_t id) -> double {
     for (const auto& entry : list) {
@@ -161,6 +182,13 @@ TokenOutcome ChoiceDecoder::process(GeneratedToken chosen) {
   ++generated_;
 
   const int32_t id = outcome.token.id;
+  // The mask allowed the token (force() in benchmarks aside): the grammar moves past it.
+  bool grammar_complete = false;
+  if (constraint_waiting_) {
+    constraint_waiting_ = id != *request_.constraint_after;  // the answer starts after it
+  } else if (matcher_) {
+    grammar_complete = matcher_->accept(id) && matcher_->finished();
+  }
   if (stop_tokens_.is_stop(id)) {
     outcome.reported = false;
     if (contains(request_.stop_token_ids, id)) outcome.stop_token = id;
@@ -177,7 +205,13 @@ TokenOutcome ChoiceDecoder::process(GeneratedToken chosen) {
     if (request_.include_stop_str_in_output) outcome.text += *outcome.stop_string;
     return outcome;
   }
-  if (generated_ >= budget_) finish_with_flush(outcome, FinishReason::kLength);
+  if (grammar_complete) {
+    // The sentence is complete and nothing may follow: the choice ends here (no end token is
+    // sampled; the finish reason is stop, as when the model ends a JSON answer itself).
+    finish_with_flush(outcome, FinishReason::kStop);
+  } else if (generated_ >= budget_) {
+    finish_with_flush(outcome, FinishReason::kLength);
+  }
   return outcome;
 }
 

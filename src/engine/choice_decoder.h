@@ -1,7 +1,7 @@
-// One choice's token pipeline, step by step: logit bias and min_tokens masking, sampling (with the
-// raw log-probabilities when asked), end and stop tokens, streamed detokenisation, stop strings,
-// max_tokens and the context limit. The single-sequence Generator (run, chat) and the server's
-// batch scheduler both drive it, so the three behave the same for the same request.
+// One choice's token pipeline, step by step: logit bias, min_tokens and grammar masking, sampling
+// (with the raw log-probabilities when asked), end and stop tokens, streamed detokenisation, stop
+// strings, max_tokens and the context limit. The single-sequence Generator (run, chat) and the
+// server's batch scheduler both drive it, so the three behave the same for the same request.
 #pragma once
 
 #include <cstdint>
@@ -68,7 +68,10 @@ class ChoiceDecoder {
   int64_t budget() const { return budget_; }
 
  private:
-  void bias_and_mask(std::span<float> logits) const;
+  // Returns false when the grammar allows no token at all (the choice must end).
+  bool bias_and_mask(std::span<float> logits);
+  // The outcome of a choice the grammar leaves no token for: it ends as if stopped.
+  TokenOutcome grammar_dead_end();
   // Everything after the choice of the token: counting, stops, text, budget.
   TokenOutcome process(GeneratedToken chosen);
   void record_logprobs(std::span<const float> logits, GeneratedToken& chosen);
@@ -82,6 +85,8 @@ class ChoiceDecoder {
   int64_t budget_ = 0;
   int64_t generated_ = 0;
   std::vector<float> raw_;  // the unmodified logits, kept only when log-probabilities are asked
+  std::optional<grammar::TokenMatcher> matcher_;  // structured output: where the grammar stands
+  bool constraint_waiting_ = false;  // the grammar starts after request_.constraint_after
 };
 
 // The random stream of sample `sample_index` of prompt `prompt_index` in a request with `seed`:

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -10,6 +12,7 @@
 
 #include "engine/logprobs.h"
 #include "engine/sampling_params.h"
+#include "text/grammar/token_constraint.h"
 
 namespace md::engine {
 
@@ -31,6 +34,11 @@ struct GenerationRequest {
   // Added to the raw logits before penalties and sampling (OpenAI logit_bias; ids in range).
   std::vector<std::pair<int32_t, float>> logit_bias;
   bool include_stop_str_in_output = false;  // a matched stop string ends the text, kept
+  // Structured output: every token must keep the text a prefix of a sentence of this grammar
+  // (masked before sampling); the choice ends where the sentence is complete. Null: free text.
+  std::shared_ptr<grammar::TokenConstraint> constraint;
+  // When set, the grammar applies only after this token (the end of the model's reasoning).
+  std::optional<int32_t> constraint_after;
 };
 
 struct GeneratedToken {

@@ -224,6 +224,12 @@ ChatRun start_chat_run(ServerContext& context, const HttpRequest& req, const Cha
   }
   out.engine_request = make_engine_request(request, context.model, prompt.ids, max_tokens,
                                            request.logprobs, request.top_logprobs);
+  out.engine_request.constraint = compile_constraint(request, context);
+  // A prompt that opens the model's reasoning: the grammar governs the answer, from the end of
+  // the reasoning on (the reasoning itself is free text).
+  if (out.engine_request.constraint && prompt.starts_in_reasoning) {
+    out.engine_request.constraint_after = context.model.tokenizer->token_id("</think>");
+  }
   uint64_t seed = request_seed(request);
   ChoiceConfig config;
   config.split_reasoning = context.options.reasoning_parser && context.reasoning_markers;

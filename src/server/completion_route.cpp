@@ -276,6 +276,7 @@ void handle_completions(ServerContext& context, const HttpRequest& req, HttpResp
     prompt_top = std::max(prompt_top, static_cast<int32_t>(*request.prompt_logprobs));
   }
 
+  std::shared_ptr<grammar::TokenConstraint> constraint = compile_constraint(request, context);
   std::vector<engine::ChoiceWork> works;
   int64_t prompt_tokens = 0;
   for (std::size_t p = 0; p < prompts.size(); ++p) {
@@ -290,6 +291,7 @@ void handle_completions(ServerContext& context, const HttpRequest& req, HttpResp
     engine::GenerationRequest engine_request =
         make_engine_request(request, context.model, prompts[p].ids, max_tokens, logprobs >= 0,
                             std::max<int64_t>(0, logprobs));
+    engine_request.constraint = constraint;
     for (int64_t j = 0; j < request.n; ++j) {
       engine::ChoiceWork work;
       work.request = engine_request;

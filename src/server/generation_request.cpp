@@ -12,6 +12,7 @@
 #include "server/api_error.h"
 #include "server/json_body.h"
 #include "server/request_fields.h"
+#include "text/grammar/json_schema_grammar.h"
 
 namespace md::server {
 namespace {
@@ -495,18 +496,51 @@ void read_chat_logprobs(const FieldReader& r, ChatRequest& out) {
   out.top_logprobs = r.integer("top_logprobs", kLogprobsRule).value_or(0);
 }
 
-void check_response_format(const FieldReader& r) {
+// Structured output (§15): response_format (json_object, json_schema) or the `grammar` extension
+// (GBNF), exclusive. A schema is compiled to GBNF here, so its refusals are 400s naming the
+// keyword.
+void read_structured_output(const FieldReader& r, CommonFields& out) {
+  if (const Json* grammar = r.find("grammar")) {
+    out.grammar = as_string(*grammar, "grammar");
+    out.grammar_param = "grammar";
+  }
   const Json* format = r.object("response_format");
   if (format == nullptr) return;
   const FieldReader reader(*format, "response_format.");
   const Json& type = reader.required("type");
   const std::string& text = as_string(type, reader.path("type"));
   if (text == "text") return;
-  // Constrained decoding has not shipped: these are known values the server does not offer.
-  if (text == "json_object" || text == "json_schema") {
-    throw unsupported_value(reader.path("type"), type);
+  if (text != "json_object" && text != "json_schema") {
+    throw invalid_choice(reader.path("type"), {"text", "json_object", "json_schema"});
   }
-  throw invalid_choice(reader.path("type"), {"text", "json_object", "json_schema"});
+  if (out.grammar) {
+    throw invalid_value_message("grammar",
+                                "'grammar' and a JSON 'response_format' cannot be used together.");
+  }
+  if (text == "json_object") {
+    out.grammar = grammar::json_object_gbnf();
+    out.grammar_param = reader.path("type");
+    return;
+  }
+  const Json* spec = reader.object("json_schema");
+  if (spec == nullptr) throw missing_required(reader.path("json_schema"));
+  const FieldReader schema_reader(*spec, "response_format.json_schema.");
+  schema_reader.string("name");
+  schema_reader.boolean("strict");
+  out.grammar_param = schema_reader.path("schema");
+  const Json* schema = schema_reader.find("schema");
+  if (schema == nullptr) {
+    out.grammar = grammar::json_object_gbnf();  // no schema: any JSON object, as OpenAI
+    return;
+  }
+  if (!schema->is_object() && !schema->is_boolean()) {
+    throw invalid_type(out.grammar_param, "an object");
+  }
+  try {
+    out.grammar = grammar::json_schema_to_gbnf(*schema);
+  } catch (const grammar::JsonSchemaError& e) {
+    throw invalid_value_message(out.grammar_param, e.what());
+  }
 }
 
 // OpenAI fields this server does not offer (§2.2), checked after the table's fields.
@@ -638,7 +672,7 @@ ChatRequest parse_chat_request(const Json& body, const RequestLimits& limits) {
   const Tools tools = parse_tools(r);
   const std::optional<ToolChoice> tool_choice = parse_tool_choice(r);
   out.parallel_tool_calls = r.boolean("parallel_tool_calls").value_or(true);
-  check_response_format(r);
+  read_structured_output(r, out);
   const std::optional<std::string> effort = read_reasoning_effort(r);
   out.chat_template_kwargs = read_template_kwargs(r, limits);
   const std::optional<bool> enable_thinking = r.boolean("enable_thinking");
@@ -676,6 +710,7 @@ CompletionRequest parse_completion_request(const Json& body, const RequestLimits
   read_logit_bias(r, limits, out);
   out.return_token_ids = r.boolean("return_token_ids").value_or(false);
   out.prompt_logprobs = r.integer("prompt_logprobs", kLogprobsRule);
+  read_structured_output(r, out);
   check_best_of(r, out.n);
   check_suffix(r);
   out.add_special_tokens = r.boolean("add_special_tokens").value_or(true);

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -51,6 +52,11 @@ struct CommonFields {
   std::optional<int64_t> seed;  // negative seeds are kept; the engine uses their two's complement
   std::vector<std::pair<int32_t, float>> logit_bias;  // one entry per token id, in request order
   std::optional<int64_t> prompt_logprobs;
+  // Structured output (§15): the GBNF text every choice must follow — compiled from
+  // response_format's JSON schema, json_object's grammar, or the `grammar` extension as given —
+  // and the request field it came from (errors name it). The route compiles it to `constraint`.
+  std::optional<std::string> grammar;
+  std::string grammar_param;
 };
 
 enum class ToolChoiceKind { kNone, kAuto, kRequired, kNamed };

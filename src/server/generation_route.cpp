@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "base/error.h"
 #include "engine/choice_decoder.h"
 
 namespace md::server {
@@ -130,6 +131,16 @@ int64_t effective_max_tokens(const CommonFields& fields, int64_t prompt_tokens, 
                    : chat            ? remaining
                                      : 16;
   return std::min(wanted, remaining);
+}
+
+std::shared_ptr<grammar::TokenConstraint> compile_constraint(const CommonFields& fields,
+                                                             ServerContext& context) {
+  if (!fields.grammar) return nullptr;
+  try {
+    return context.constraints->get(*fields.grammar);
+  } catch (const Error& e) {
+    throw invalid_value_message(fields.grammar_param, e.what());
+  }
 }
 
 engine::GenerationRequest make_engine_request(const CommonFields& fields, const ServedModel& model,

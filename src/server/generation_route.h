@@ -30,6 +30,11 @@ engine::GenerationRequest make_engine_request(const CommonFields& fields, const 
                                               std::vector<int32_t> prompt, int64_t max_tokens,
                                               bool logprobs, int64_t top_logprobs);
 
+// The request's grammar compiled for the served vocabulary (cached by text), or null without one;
+// a grammar that does not parse is a 400 naming the field it came from (§15).
+std::shared_ptr<grammar::TokenConstraint> compile_constraint(const CommonFields& fields,
+                                                             ServerContext& context);
+
 // The request's seed (a fresh one when absent; negative seeds as two's complement).
 uint64_t request_seed(const CommonFields& fields);
 

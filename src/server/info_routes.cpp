@@ -26,6 +26,7 @@ void refresh_gauges(ServerContext& context) {
   context.metrics.set_decode_gap_max(s.worst_decode_gap_seconds);
   context.metrics.set_state_memory(s.state_memory_reserved, s.state_memory_budget);
   context.metrics.set_prefix_cache(s.prefix_cache.value_or(engine::PrefixCacheStats{}));
+  if (context.constraints) context.metrics.set_grammar(context.constraints->stats());
   const kernels::KvPoolUse pool = kernels::KvBlockPool::shared().use();
   context.metrics.set_kv_pool(pool.blocks, pool.bytes, pool.peak_bytes);
 }

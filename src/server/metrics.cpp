@@ -104,6 +104,12 @@ class ServerMetrics::Writer {
     sample(name, "", fmt::format("{}", value));
   }
 
+  // A counter whose value is not a whole number (seconds).
+  void counter_value(std::string_view name, std::string_view help, std::string_view value) {
+    family(name, "counter", help);
+    sample(name, "", value);
+  }
+
   void gauge(std::string_view name, std::string_view help, std::string_view value) {
     family(name, "gauge", help);
     sample(name, "", value);
@@ -212,6 +218,11 @@ void ServerMetrics::set_prefix_cache(const engine::PrefixCacheStats& stats) {
   prefix_cache_ = stats;
 }
 
+void ServerMetrics::set_grammar(const grammar::MaskStats& stats) {
+  std::lock_guard lock(prefix_cache_mu_);
+  grammar_ = stats;
+}
+
 void ServerMetrics::set_kv_cache_usage(double ratio) {
   kv_cache_usage_.store(ratio, std::memory_order_relaxed);
 }
@@ -281,6 +292,7 @@ std::string ServerMetrics::render() const {
   render_tokens(w);
   render_gauges(w);
   render_prefix_cache(w);
+  render_grammar(w);
   render_latencies(w);
   render_spec(w);
   render_status(w);
@@ -381,6 +393,22 @@ void ServerMetrics::render_prefix_cache(Writer& w) const {
   w.gauge("megadecode_prefix_cache_budget_bytes",
           "The prefix cache's memory budget (--prefix-cache-memory; 0: off).",
           fmt::format("{}", s.budget));
+}
+
+void ServerMetrics::render_grammar(Writer& w) const {
+  grammar::MaskStats s;
+  {
+    std::lock_guard lock(prefix_cache_mu_);
+    s = grammar_;
+  }
+  w.counter("megadecode_grammar_masks_total",
+            "Token masks structured output applied (one per constrained token).", s.masks);
+  w.counter("megadecode_grammar_masks_computed_total",
+            "Of those, masks computed by a vocabulary walk (not found in a grammar's cache).",
+            s.computed);
+  w.counter_value("megadecode_grammar_mask_seconds_total",
+                  "Time spent computing token masks (the cached ones cost a lookup).",
+                  format_double(s.compute_seconds));
 }
 
 void ServerMetrics::render_latencies(Writer& w) const {

@@ -16,6 +16,7 @@
 
 #include "engine/prefix_cache.h"
 #include "server/histogram.h"
+#include "text/grammar/token_constraint.h"
 
 namespace md::server {
 
@@ -65,6 +66,8 @@ class ServerMetrics {
   void set_kv_pool(std::size_t blocks, std::size_t bytes, std::size_t peak_bytes);
   // The prefix cache's counts and memory now (engine/prefix_cache.h); all 0 without one.
   void set_prefix_cache(const engine::PrefixCacheStats& stats);
+  // Structured output's mask work since start (every grammar compiled).
+  void set_grammar(const grammar::MaskStats& stats);
 
   // Latencies in seconds, from a monotonic clock.
   void observe_ttft(double s);
@@ -123,6 +126,7 @@ class ServerMetrics {
   void render_tokens(Writer& w) const;
   void render_gauges(Writer& w) const;
   void render_prefix_cache(Writer& w) const;
+  void render_grammar(Writer& w) const;
   void render_latencies(Writer& w) const;
   void render_spec(Writer& w) const;
   void render_status(Writer& w) const;
@@ -150,6 +154,7 @@ class ServerMetrics {
   std::atomic<std::size_t> kv_pool_peak_bytes_{0};
   mutable std::mutex prefix_cache_mu_;
   engine::PrefixCacheStats prefix_cache_;
+  grammar::MaskStats grammar_;
   std::atomic<bool> ready_{false};
 
   Histogram ttft_;

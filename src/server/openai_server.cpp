@@ -348,6 +348,8 @@ void OpenAiServer::serve_model(const ServedModel& model) {
                                               model.drafter_source, model.block_size);
   ctx.fingerprint = fingerprint_of(ctx.build.revision + "|" + model.fingerprint_source + "|" +
                                    model.executor + "|spec:" + speculation);
+  ctx.constraints =
+      std::make_unique<engine::ConstraintCache>(*model.tokenizer, model.model->stop_token_ids());
   ctx.tokenizer_ready.store(true);
 
   engine::SchedulerOptions scheduler;

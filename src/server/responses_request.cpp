@@ -152,18 +152,26 @@ void refuse_unsupported(const FieldReader& r, const Json& body) {
       truncation && *truncation != "disabled") {
     throw unsupported_value("truncation", body["truncation"]);
   }
-  if (const Json* text = r.object("text")) {
-    const FieldReader t(*text, "text.");
-    if (const Json* format = t.object("format")) {
-      const FieldReader f(*format, "text.format.");
-      if (f.string("type").value_or("text") != "text") {
-        throw unsupported_value("text.format.type", (*format)["type"]);
-      }
-    }
-  }
   for (const char* key : {"conversation", "prompt"}) {
     if (r.has(key)) throw unsupported_parameter(key);
   }
+}
+
+// text.format (flat: {"type": "json_schema", "name", "schema", "strict"}) as chat's nested
+// response_format; absent or "text": none.
+std::optional<Json> chat_response_format(const Json& text) {
+  const FieldReader t(text, "text.");
+  const Json* format = t.object("format");
+  if (format == nullptr) return std::nullopt;
+  const FieldReader f(*format, "text.format.");
+  const std::string type = as_string(f.required("type"), f.path("type"));
+  if (type == "text") return std::nullopt;
+  if (type != "json_schema") return Json{{"type", type}};
+  Json spec = Json::object();
+  for (const char* key : {"name", "schema", "strict", "description"}) {
+    if (f.has(key)) spec[key] = (*format)[key];
+  }
+  return Json{{"type", "json_schema"}, {"json_schema", std::move(spec)}};
 }
 
 constexpr IntegerRule kMaxOutputTokensRule{1, std::numeric_limits<int32_t>::max(),
@@ -221,7 +229,10 @@ ApiError in_responses_terms(ApiError error) {
   if (!error.param) return error;
   const std::string param = *error.param;
   constexpr std::pair<std::string_view, std::string_view> kRenamed[] = {
-      {"max_completion_tokens", "max_output_tokens"}, {"reasoning_effort", "reasoning.effort"}};
+      {"max_completion_tokens", "max_output_tokens"},
+      {"reasoning_effort", "reasoning.effort"},
+      {"response_format.json_schema", "text.format"},
+      {"response_format", "text.format"}};
   for (const auto& [chat_name, name] : kRenamed) {
     if (param.starts_with(chat_name)) {
       rename_param(error, param, std::string(name) + param.substr(chat_name.size()));
@@ -286,6 +297,11 @@ ResponsesRequest parse_responses_request(const Json& body, const RequestLimits& 
     }
   }
   if (out.max_output_tokens) chat["max_completion_tokens"] = *out.max_output_tokens;
+  if (const Json* text = r.object("text")) {
+    if (std::optional<Json> format = chat_response_format(*text)) {
+      chat["response_format"] = std::move(*format);
+    }
+  }
   chat["stream"] = r.boolean("stream").value_or(false);
 
   if (out.previous_response_id) {

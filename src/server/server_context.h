@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/batch_scheduler.h"
+#include "engine/constraint_cache.h"
 #include "server/api_error.h"
 #include "server/generation_request.h"
 #include "server/http_message.h"
@@ -49,6 +50,8 @@ struct ServerContext {
   ToolCallFormat tool_format = ToolCallFormat::kJson;
   bool reasoning_markers = false;  // the template emits <think>
   std::unique_ptr<engine::BatchScheduler> scheduler;
+  // Structured output's compiled grammars, shared by requests with the same grammar.
+  std::unique_ptr<engine::ConstraintCache> constraints;
   // The Responses API's stored responses (--responses-kept of them).
   ResponseStore responses;
 

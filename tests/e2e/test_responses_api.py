@@ -222,8 +222,9 @@ def test_retrieve_and_delete(client, http):
     ({"input": [{"role": "user", "content": [{"type": "input_image", "image_url": "x"}]}]},
      "input[0].content[0].type"),
     ({"input": "x", "tools": [{"type": "web_search"}]}, "tools[0].type"),
-    ({"input": "x", "text": {"format": {"type": "json_schema", "name": "s", "schema": {}}}},
-     "text.format.type"),
+    ({"input": "x", "text": {"format": {"type": "json_schema", "name": "s",
+                                        "schema": {"oneOf": []}}}},
+     "text.format.schema"),
     ({"input": "x", "max_output_tokens": 0}, "max_output_tokens"),
     ({"input": "x", "background": True}, "background"),
 ])

@@ -211,8 +211,15 @@ TEST(CompletionRequest, CrossFieldRules) {
 }
 
 TEST(CompletionRequest, ChatOnlyFieldsAreUnknownHere) {
-  EXPECT_NO_THROW(completion(R"("functions":[],"response_format":{"type":"json_schema"},
+  EXPECT_NO_THROW(completion(R"("functions":[],
       "tools":5,"messages":"x","top_logprobs":99,"reasoning_effort":"extreme")"));
+}
+
+TEST(CompletionRequest, StructuredOutput) {  // §15: response_format and grammar apply here too
+  EXPECT_TRUE(completion(R"("response_format":{"type":"json_object"})").grammar.has_value());
+  EXPECT_TRUE(completion(R"("grammar":"root ::= [0-9]+")").grammar.has_value());
+  EXPECT_TRUE(is_error(error(R"("response_format":{"type":"json_schema"})"),
+                       "missing_required_parameter", "response_format.json_schema"));
 }
 
 TEST(CompletionRequest, FieldErrorsComeBeforeCrossFieldAndModel) {

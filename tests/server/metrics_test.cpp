@@ -289,6 +289,9 @@ const std::map<std::string, std::string>& expected_families() {
       {"megadecode_spec_decode_mean_acceptance_length", "gauge"},
       {"megadecode_spec_decode_acceptance_length", "histogram"},
       {"megadecode_decode_steps_total", "counter"},
+      {"megadecode_grammar_masks_total", "counter"},
+      {"megadecode_grammar_masks_computed_total", "counter"},
+      {"megadecode_grammar_mask_seconds_total", "counter"},
       {"megadecode_ready", "gauge"},
       {"megadecode_build_info", "gauge"},
   };
@@ -511,6 +514,16 @@ TEST(ServerMetricsTest, PrefixCacheCountsAndRatios) {
   stats.reused_tokens = 250;
   m.set_prefix_cache(stats);
   EXPECT_EQ(value(scrape(m), "megadecode_prefix_cache_token_hit_ratio"), 0.25);
+}
+
+TEST(ServerMetricsTest, GrammarMaskWork) {
+  ServerMetrics m(config());
+  EXPECT_EQ(value(scrape(m), "megadecode_grammar_masks_total"), 0);
+  m.set_grammar(grammar::MaskStats{40, 7, 0.125});
+  Exposition e = scrape(m);
+  EXPECT_EQ(value(e, "megadecode_grammar_masks_total"), 40);
+  EXPECT_EQ(value(e, "megadecode_grammar_masks_computed_total"), 7);
+  EXPECT_EQ(value(e, "megadecode_grammar_mask_seconds_total"), 0.125);
 }
 
 TEST(ServerMetricsTest, DoublesRoundTrip) {

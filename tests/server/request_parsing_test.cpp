@@ -384,15 +384,34 @@ TEST(ChatRequest, StreamOptions) {  // §13 item 32
   EXPECT_NO_THROW(chat(R"("stream_options":{"include_obfuscation":"whatever"})"));
 }
 
-TEST(ChatRequest, ResponseFormat) {  // §13 item 31
+TEST(ChatRequest, ResponseFormat) {  // §13 item 31, §15
+  const ChatRequest schema = chat(
+      R"("response_format":{"type":"json_schema","json_schema":{"name":"x","strict":true,
+         "schema":{"type":"object","properties":{"n":{"type":"integer","maximum":9}},
+                   "required":["n"]}}})");
+  ASSERT_TRUE(schema.grammar.has_value());
+  EXPECT_NE(schema.grammar->find("root ::="), std::string::npos);
+  EXPECT_NE(schema.grammar->find("\"\\\"n\\\"\""), std::string::npos);  // the member "n"
+  EXPECT_EQ(schema.grammar_param, "response_format.json_schema.schema");
+  const ChatRequest object = chat(R"("response_format":{"type":"json_object"})");
+  ASSERT_TRUE(object.grammar.has_value());
+  EXPECT_NE(object.grammar->find("root ::= jobject"), std::string::npos);
+  EXPECT_FALSE(chat(R"("response_format":{"type":"text"})").grammar.has_value());
+  EXPECT_FALSE(chat("").grammar.has_value());
   EXPECT_TRUE(is_error(
-      error(R"("response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{}}})"),
-      "unsupported_value", "response_format.type",
-      "Unsupported value for 'response_format.type': \"json_schema\" is not supported by this "
-      "server."));
-  EXPECT_TRUE(is_error(error(R"("response_format":{"type":"json_object"})"), "unsupported_value",
-                       "response_format.type"));
-  EXPECT_NO_THROW(chat(R"("response_format":{"type":"text"})"));
+      error(R"("response_format":{"type":"json_schema","json_schema":{"schema":{"allOf":[]}}})"),
+      "invalid_value", "response_format.json_schema.schema",
+      "JSON schema keyword 'allOf' at #: not supported by structured output"));
+  EXPECT_TRUE(is_error(error(R"("response_format":{"type":"json_schema"})"),
+                       "missing_required_parameter", "response_format.json_schema"));
+  EXPECT_TRUE(
+      is_error(error(R"("response_format":{"type":"json_schema","json_schema":{"schema":5}})"),
+               "invalid_type", "response_format.json_schema.schema"));
+  EXPECT_TRUE(
+      is_error(error(R"("grammar":"root ::= \"a\"","response_format":{"type":"json_object"})"),
+               "invalid_value", "grammar"));
+  EXPECT_TRUE(is_error(error(R"("grammar":5)"), "invalid_type", "grammar"));
+  EXPECT_EQ(*chat(R"("grammar":"root ::= \"a\"")").grammar, "root ::= \"a\"");
   EXPECT_TRUE(is_error(error(R"("response_format":{"type":"xml"})"), "invalid_value",
                        "response_format.type",
                        "Invalid value for 'response_format.type': expected one of 'text', "

@@ -1,0 +1,50 @@
+#include "engine/constraint_cache.h"
+
+#include "text/grammar/gbnf_parser.h"
+
+namespace md::engine {
+
+std::vector<std::string> grammar_token_bytes(const Tokenizer& tokenizer) {
+  std::vector<std::string> bytes(static_cast<std::size_t>(tokenizer.vocab_size()));
+  for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    if (tokenizer.is_special(id)) continue;
+    bytes[static_cast<std::size_t>(id)] = tokenizer.token_bytes(id);
+  }
+  return bytes;
+}
+
+ConstraintCache::ConstraintCache(const Tokenizer& tokenizer, std::vector<int32_t> end_ids,
+                                 std::size_t capacity)
+    : tokenizer_(tokenizer), end_ids_(std::move(end_ids)), capacity_(capacity) {}
+
+std::shared_ptr<const grammar::TokenTrie> ConstraintCache::vocabulary() {
+  if (!trie_) trie_ = std::make_shared<const grammar::TokenTrie>(grammar_token_bytes(tokenizer_));
+  return trie_;
+}
+
+std::shared_ptr<grammar::TokenConstraint> ConstraintCache::get(const std::string& text) {
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = entries_.find(text); it != entries_.end()) {
+      order_.splice(order_.begin(), order_, it->second.second);
+      return it->second.first;
+    }
+  }
+  // Parsed outside the lock: a large grammar does not hold up requests for cached ones.
+  grammar::Grammar parsed = grammar::parse_gbnf(text);
+  std::lock_guard lock(mutex_);
+  if (auto it = entries_.find(text); it != entries_.end()) return it->second.first;
+  auto constraint =
+      std::make_shared<grammar::TokenConstraint>(std::move(parsed), vocabulary(), end_ids_, total_);
+  ++compiled_;
+  order_.push_front(text);
+  entries_.emplace(text, std::make_pair(constraint, order_.begin()));
+  while (entries_.size() > capacity_) {
+    // Requests still using it keep it alive; its work keeps counting in total_.
+    entries_.erase(order_.back());
+    order_.pop_back();
+  }
+  return constraint;
+}
+
+}  // namespace md::engine

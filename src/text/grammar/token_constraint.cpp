@@ -1,0 +1,127 @@
+#include "text/grammar/token_constraint.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+namespace md::grammar {
+
+void MaskStatsTotal::add(const MaskStats& delta) {
+  std::lock_guard lock(mutex_);
+  total_.masks += delta.masks;
+  total_.computed += delta.computed;
+  total_.compute_seconds += delta.compute_seconds;
+}
+
+MaskStats MaskStatsTotal::get() {
+  std::lock_guard lock(mutex_);
+  return total_;
+}
+
+TokenConstraint::TokenConstraint(Grammar grammar, std::shared_ptr<const TokenTrie> vocabulary,
+                                 std::vector<int32_t> end_ids,
+                                 std::shared_ptr<MaskStatsTotal> total)
+    : automaton_(std::move(grammar)),
+      vocabulary_(std::move(vocabulary)),
+      end_ids_(std::move(end_ids)),
+      start_(automaton_.start()),
+      total_(std::move(total)) {}
+
+bool TokenConstraint::is_end(int32_t token) const {
+  return std::find(end_ids_.begin(), end_ids_.end(), token) != end_ids_.end();
+}
+
+TokenMask TokenConstraint::compute(State state) {
+  auto begin = std::chrono::steady_clock::now();
+  TokenMask mask((static_cast<std::size_t>(vocabulary_->vocab_size()) + 63) / 64, 0);
+  auto set = [&](int32_t id) {
+    mask[static_cast<std::size_t>(id) / 64] |= uint64_t{1} << (static_cast<unsigned>(id) % 64);
+  };
+  const auto& entries = vocabulary_->entries();
+  const auto& ids = vocabulary_->token_ids();
+  walk_.assign(vocabulary_->max_depth() + 1, GrammarAutomaton::kDead);
+  walk_[0] = state;
+  for (std::size_t i = 0; i < entries.size();) {
+    const TokenTrie::Entry& e = entries[i];
+    State next = automaton_.step(walk_[e.depth - 1], e.byte);
+    if (next == GrammarAutomaton::kDead) {
+      i = e.skip;
+      continue;
+    }
+    walk_[e.depth] = next;
+    for (uint32_t t = e.tokens_begin; t < e.tokens_end; ++t) set(ids[t]);
+    ++i;
+  }
+  if (automaton_.accepting(state)) {
+    for (int32_t id : end_ids_) {
+      if (id >= 0 && id < vocabulary_->vocab_size()) set(id);
+    }
+  }
+  stats_.computed += 1;
+  stats_.compute_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  return mask;
+}
+
+std::shared_ptr<const TokenMask> TokenConstraint::allowed(State state) {
+  std::lock_guard lock(mutex_);
+  stats_.masks += 1;
+  auto it = masks_.find(state);
+  if (it != masks_.end()) {
+    if (total_) total_->add(MaskStats{1, 0, 0});
+    return it->second;
+  }
+  double before = stats_.compute_seconds;
+  auto mask = std::make_shared<const TokenMask>(compute(state));
+  if (total_) total_->add(MaskStats{1, 1, stats_.compute_seconds - before});
+  std::size_t bytes = mask->size() * sizeof(uint64_t);
+  if (mask_bytes_ + bytes > kMaskCacheBytes) masks_.clear(), mask_bytes_ = 0;
+  masks_.emplace(state, mask);
+  mask_bytes_ += bytes;
+  return mask;
+}
+
+TokenConstraint::State TokenConstraint::advance(State state, int32_t token) {
+  std::lock_guard lock(mutex_);
+  if (is_end(token)) return automaton_.accepting(state) ? state : GrammarAutomaton::kDead;
+  if (token < 0 || token >= vocabulary_->vocab_size()) return GrammarAutomaton::kDead;
+  const std::string& bytes = vocabulary_->bytes(token);
+  if (bytes.empty()) return GrammarAutomaton::kDead;
+  return automaton_.step(state, bytes);
+}
+
+bool TokenConstraint::accepting(State state) {
+  std::lock_guard lock(mutex_);
+  return automaton_.accepting(state);
+}
+
+bool TokenConstraint::finished(State state) {
+  std::lock_guard lock(mutex_);
+  return automaton_.accepting(state) && !automaton_.can_continue(state);
+}
+
+MaskStats TokenConstraint::stats() {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+bool TokenMatcher::mask_logits(std::span<float> logits) {
+  std::shared_ptr<const TokenMask> mask = constraint_->allowed(state_);
+  bool any = false;
+  for (std::size_t id = 0; id < logits.size(); ++id) {
+    std::size_t word = id / 64;
+    bool allowed = word < mask->size() && ((*mask)[word] >> (id % 64) & 1) != 0;
+    if (!allowed) logits[id] = -std::numeric_limits<float>::infinity();
+    any = any || allowed;
+  }
+  return any;
+}
+
+bool TokenMatcher::accept(int32_t token) {
+  TokenConstraint::State next = constraint_->advance(state_, token);
+  if (next == GrammarAutomaton::kDead) return false;
+  state_ = next;
+  return true;
+}
+
+}  // namespace md::grammar
