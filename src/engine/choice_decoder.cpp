@@ -58,8 +58,12 @@ ChoiceDecoder::ChoiceDecoder(const GenerationRequest& request, std::vector<int32
   budget_ = std::max<int64_t>(0, capacity - prompt_size);
   if (request.max_tokens > 0) budget_ = std::min(budget_, request.max_tokens);
   sampler_.observe_prompt(request.prompt);
-  if (request.constraint) matcher_.emplace(request.constraint);
-  constraint_waiting_ = request.constraint && request.constraint_after.has_value();
+  if (request.constraint) {
+    matcher_.emplace(request.constraint);
+    phase_ = request.constraint_after     ? GrammarPhase::kReasoning
+             : request.constraint_trigger ? GrammarPhase::kFree
+                                          : GrammarPhase::kActive;
+  }
 }
 
 // OpenAI's order: logit_bias on the raw logits, then (while fewer than min_tokens are out) end
@@ -72,7 +76,7 @@ bool ChoiceDecoder::bias_and_mask(std::span<float> logits) {
       for (int32_t id : stop_tokens_.eos_ids) logits[static_cast<std::size_t>(id)] = kNegInf;
     }
   }
-  if (!matcher_ || constraint_waiting_) return true;
+  if (phase_ != GrammarPhase::kActive) return true;
   if (!matcher_->mask_logits(logits)) return false;
   if (generated_ >= request_.min_tokens) return true;
   // min_tokens may have masked the only tokens the grammar allows (its end): nothing is left.
@@ -175,6 +179,31 @@ TokenOutcome ChoiceDecoder::verify_draft(std::span<float> logits, int64_t positi
   return process(std::move(chosen));
 }
 
+bool ChoiceDecoder::advance_grammar(int32_t token) {
+  switch (phase_) {
+    case GrammarPhase::kOff:
+      return false;
+    case GrammarPhase::kReasoning:
+      if (token == *request_.constraint_after) {
+        phase_ = request_.constraint_trigger ? GrammarPhase::kFree : GrammarPhase::kActive;
+      }
+      return false;
+    case GrammarPhase::kFree:
+      if (token == *request_.constraint_trigger) {
+        matcher_.emplace(request_.constraint);  // each lazy sentence starts afresh
+        phase_ = GrammarPhase::kActive;
+      }
+      return false;
+    case GrammarPhase::kActive:
+      // The mask allowed the token (force() in benchmarks aside): the grammar moves past it.
+      if (!matcher_->accept(token) || !matcher_->finished()) return false;
+      if (!request_.constraint_trigger) return true;
+      phase_ = GrammarPhase::kFree;  // a lazy sentence ended: free text again
+      return false;
+  }
+  return false;
+}
+
 TokenOutcome ChoiceDecoder::process(GeneratedToken chosen) {
   TokenOutcome outcome;
   if (!raw_.empty()) chosen.logprob = logprob_of(raw_, chosen.id);
@@ -182,13 +211,7 @@ TokenOutcome ChoiceDecoder::process(GeneratedToken chosen) {
   ++generated_;
 
   const int32_t id = outcome.token.id;
-  // The mask allowed the token (force() in benchmarks aside): the grammar moves past it.
-  bool grammar_complete = false;
-  if (constraint_waiting_) {
-    constraint_waiting_ = id != *request_.constraint_after;  // the answer starts after it
-  } else if (matcher_) {
-    grammar_complete = matcher_->accept(id) && matcher_->finished();
-  }
+  const bool grammar_complete = advance_grammar(id);
   if (stop_tokens_.is_stop(id)) {
     outcome.reported = false;
     if (contains(request_.stop_token_ids, id)) outcome.stop_token = id;

@@ -85,8 +85,17 @@ class ChoiceDecoder {
   int64_t budget_ = 0;
   int64_t generated_ = 0;
   std::vector<float> raw_;  // the unmodified logits, kept only when log-probabilities are asked
-  std::optional<grammar::TokenMatcher> matcher_;  // structured output: where the grammar stands
-  bool constraint_waiting_ = false;  // the grammar starts after request_.constraint_after
+  // Structured output: where the grammar stands, and whether it applies to the next token.
+  enum class GrammarPhase {
+    kOff,        // no grammar
+    kReasoning,  // free until request_.constraint_after
+    kFree,       // free until request_.constraint_trigger (a lazy grammar)
+    kActive,     // every token must keep the text in the grammar
+  };
+  // Moves the grammar past `token`; true when its sentence is complete and the choice must end.
+  bool advance_grammar(int32_t token);
+  std::optional<grammar::TokenMatcher> matcher_;
+  GrammarPhase phase_ = GrammarPhase::kOff;
 };
 
 // The random stream of sample `sample_index` of prompt `prompt_index` in a request with `seed`:

@@ -39,6 +39,9 @@ struct GenerationRequest {
   std::shared_ptr<grammar::TokenConstraint> constraint;
   // When set, the grammar applies only after this token (the end of the model's reasoning).
   std::optional<int32_t> constraint_after;
+  // When set, the grammar is lazy: the text is free until this token (a tool call's opening),
+  // follows the grammar from there to the end of its sentence, and is free again after it.
+  std::optional<int32_t> constraint_trigger;
 };
 
 struct GeneratedToken {

@@ -7,6 +7,7 @@
 #include "server/prompt_logprobs.h"
 #include "server/routes.h"
 #include "server/token_text.h"
+#include "server/tool_call_grammar.h"
 
 namespace md::server {
 namespace {
@@ -202,6 +203,32 @@ class ChatFormatter : public ResponseFormatter {
   std::optional<std::vector<engine::ScoredToken>> prompt_scores_;
 };
 
+// Structured output (§15, §12.5): the response format's or the tool calls' grammar, lazy where
+// it governs only the calls, and from the end of the reasoning on a prompt that opens it.
+void constrain_output(const ChatRequest& request, const ChatPrompt& prompt, ServerContext& context,
+                      engine::GenerationRequest& out) {
+  out.constraint = compile_constraint(request, context);
+  if (std::optional<ToolCallGrammar> calls = tool_call_grammar(request, context.tool_format)) {
+    if (calls->lazy && request.grammar) {
+      throw invalid_value_message(
+          request.grammar_param,
+          "A JSON response format or a grammar cannot be combined with strict tools under "
+          "tool_choice 'auto'; use tool_choice 'required' or a named function, or drop 'strict'.");
+    }
+    std::optional<int32_t> opening = context.model.tokenizer->token_id("<tool_call>");
+    if (!calls->lazy || opening) {
+      CommonFields fields;
+      fields.grammar = calls->gbnf;
+      fields.grammar_param = "tools";
+      out.constraint = compile_constraint(fields, context);
+      if (calls->lazy) out.constraint_trigger = opening;
+    }
+  }
+  if (out.constraint && prompt.starts_in_reasoning) {
+    out.constraint_after = context.model.tokenizer->token_id("</think>");
+  }
+}
+
 }  // namespace
 
 ChatRun start_chat_run(ServerContext& context, const HttpRequest& req, const ChatRequest& request,
@@ -224,12 +251,7 @@ ChatRun start_chat_run(ServerContext& context, const HttpRequest& req, const Cha
   }
   out.engine_request = make_engine_request(request, context.model, prompt.ids, max_tokens,
                                            request.logprobs, request.top_logprobs);
-  out.engine_request.constraint = compile_constraint(request, context);
-  // A prompt that opens the model's reasoning: the grammar governs the answer, from the end of
-  // the reasoning on (the reasoning itself is free text).
-  if (out.engine_request.constraint && prompt.starts_in_reasoning) {
-    out.engine_request.constraint_after = context.model.tokenizer->token_id("</think>");
-  }
+  constrain_output(request, prompt, context, out.engine_request);
   uint64_t seed = request_seed(request);
   ChoiceConfig config;
   config.split_reasoning = context.options.reasoning_parser && context.reasoning_markers;

@@ -200,6 +200,32 @@ TEST(ConstrainedDecoding, WaitsForTheEndOfTheReasoning) {
   EXPECT_TRUE(answer.finished);
 }
 
+TEST(ConstrainedDecoding, ALazyGrammarGovernsEachTriggeredSentenceOnly) {
+  ByteTokenizer tokenizer = make_tokenizer();
+  GenerationRequest request;
+  request.prompt = {2};
+  request.max_tokens = 50;
+  request.skip_special = false;
+  request.sampling.temperature = 0.0f;
+  request.constraint = constraint_for(tokenizer, R"(root ::= "yes" "!"? ",")");
+  request.constraint_trigger = 15;  // "["
+  ChoiceDecoder decoder(request, {kEnd}, tokenizer.vocab_size(), tokenizer, 3, 4096);
+  auto step = [&](std::initializer_list<std::pair<int32_t, float>> preferred) {
+    std::vector<float> logits(static_cast<std::size_t>(tokenizer.vocab_size()), 0.0f);
+    for (auto [id, value] : preferred) logits[static_cast<std::size_t>(id)] = value;
+    return decoder.next(logits, 1);
+  };
+  EXPECT_EQ(step({{19, 9}}).token.id, 19);              // "x": free text
+  EXPECT_EQ(step({{15, 9}}).token.id, 15);              // the trigger
+  EXPECT_EQ(step({{19, 9}, {kEnd, 20}}).token.id, 20);  // inside: "yes", not "x" nor the end
+  EXPECT_NE(step({{kEnd, 20}}).token.id, kEnd);         // incomplete: the end is not allowed
+  TokenOutcome free_again = step({{19, 9}});            // the sentence ended with ",": free
+  EXPECT_EQ(free_again.token.id, 19);
+  EXPECT_FALSE(free_again.finished);
+  EXPECT_EQ(step({{15, 9}}).token.id, 15);  // a second sentence starts afresh
+  EXPECT_EQ(step({{21, 9}, {20, 1}}).token.id, 20);
+}
+
 TEST(ConstrainedDecoding, MinTokensThatTheGrammarCannotMeetEndsTheChoice) {
   ByteTokenizer tokenizer = make_tokenizer();
   GenerationRequest request;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -64,6 +65,7 @@ fmt-ipv4 ::= fmt-octet "." fmt-octet "." fmt-octet "." fmt-octet
 fmt-h16 ::= jhex{1,4}
 fmt-ipv6 ::= fmt-h16 (":" fmt-h16){7}
 fmt-uuid ::= jhex{8} "-" jhex{4} "-" jhex{4} "-" jhex{4} "-" jhex{12}
+xchar ::= [^<]
 )";
 
 const std::set<std::string, std::less<>> kFormats = {
@@ -190,11 +192,34 @@ std::string integer_range(std::optional<int64_t> lo, std::optional<int64_t> hi) 
 
 class Compiler {
  public:
-  explicit Compiler(const Json& root) : root_(root) {}
+  Compiler(const Json& root, std::string prefix, std::string& rules)
+      : root_(root), prefix_(std::move(prefix)), rules_(rules) {}
 
-  std::string run() {
-    std::string root = compile(root_, "#", 0);
-    return std::string(kJsonRules) + rules_ + "root ::= " + root + "\n";
+  std::string value() { return compile(root_, "#", 0); }
+
+  // Raw text (no quotes, no '<', never the text null): a tool call's XML parameter value of a
+  // string schema, which the parser keeps as text.
+  std::string raw_string() {
+    if (!root_.is_object()) refuse("type", "#", "expected a string schema");
+    for (const auto& [key, value] : root_.items()) {
+      if (kUnsupported.count(key) != 0) unsupported(key, "#");
+    }
+    if (root_.contains("$ref") || root_.contains("anyOf")) {
+      refuse(root_.contains("$ref") ? "$ref" : "anyOf", "#", "expected a plain string schema");
+    }
+    for (const char* key : {"const", "enum"}) {
+      if (!root_.contains(key)) continue;
+      const Json values = key == std::string_view("const") ? Json::array({root_[key]}) : root_[key];
+      if (!values.is_array() || values.empty()) refuse(key, "#", "must be a non-empty array");
+      std::vector<std::string> parts;
+      for (const Json& v : values) {
+        if (!v.is_string()) refuse(key, "#", "a parameter value written as text must be a string");
+        if (v.get<std::string>() != "null") parts.push_back(gbnf_literal(v.get<std::string>()));
+      }
+      if (parts.empty()) refuse(key, "#", "the text null would be read as null, not a string");
+      return alternatives(parts);
+    }
+    return string_schema(root_, "#", /*raw=*/true);
   }
 
  private:
@@ -208,7 +233,7 @@ class Compiler {
   }
 
   std::string define(const std::string& body) {
-    std::string name = fmt::format("s{}", next_rule_++);
+    std::string name = fmt::format("{}{}", prefix_, next_rule_++);
     rules_ += name + " ::= " + body + "\n";
     return name;
   }
@@ -355,7 +380,7 @@ class Compiler {
       refuse("$ref", at, fmt::format("'{}' does not resolve", ref.get<std::string>()));
     }
     // Named before compiled, so that recursive references find it.
-    std::string name = fmt::format("s{}", next_rule_++);
+    std::string name = fmt::format("{}{}", prefix_, next_rule_++);
     refs_.emplace(pointer, name);
     std::string body = compile(*target, "#" + pointer, depth + 1);
     rules_ += name + " ::= " + body + "\n";
@@ -363,7 +388,7 @@ class Compiler {
   }
 
   std::string typed(const Json& schema, const std::string& type, const std::string& at, int depth) {
-    if (type == "string") return string_schema(schema, at);
+    if (type == "string") return string_schema(schema, at, /*raw=*/false);
     if (type == "integer") return integer_schema(schema, at);
     if (type == "number") return number_schema(schema, at);
     if (type == "boolean") return "jboolean";
@@ -372,7 +397,13 @@ class Compiler {
     return array_schema(schema, at, depth);
   }
 
-  static std::string string_schema(const Json& schema, const std::string& at) {
+  // A JSON string, or (raw) its text unquoted without '<' and, when free, never exactly null.
+  static std::string string_schema(const Json& schema, const std::string& at, bool raw) {
+    const std::string quote = raw ? "" : "\"\\\"\"";
+    auto quoted = [&](const std::string& body) {
+      return raw ? body : quote + " " + body + " " + quote;
+    };
+    const std::string any_char = raw ? "xchar" : "jchar";
     std::optional<int64_t> min = count(schema, at, "minLength");
     std::optional<int64_t> max = count(schema, at, "maxLength");
     if (schema.contains("format")) {
@@ -386,7 +417,7 @@ class Compiler {
         refuse("pattern", at, "'pattern' beside 'format' is not supported");
       if (min || max)
         refuse(min ? "minLength" : "maxLength", at, "a length beside 'format' is not supported");
-      return "\"\\\"\" fmt-" + format.get<std::string>() + " \"\\\"\"";
+      return quoted("fmt-" + format.get<std::string>());
     }
     if (schema.contains("pattern")) {
       if (min || max)
@@ -394,18 +425,65 @@ class Compiler {
       const Json& pattern = schema["pattern"];
       if (!pattern.is_string()) refuse("pattern", at, "must be a string");
       try {
-        return "\"\\\"\" " + regex_to_gbnf(pattern.get<std::string>(), "jchar") + " \"\\\"\"";
+        return quoted(regex_to_gbnf(pattern.get<std::string>(), any_char,
+                                    raw ? RegexText::kRawNoAngle : RegexText::kJsonString));
       } catch (const JsonSchemaError&) {
         throw;
       } catch (const Error& e) {
         refuse("pattern", child(at, "pattern"), e.what());
       }
     }
-    if (!min && !max) return "jstring";
     if (max && *max < min.value_or(0)) refuse("maxLength", at, "is below minLength");
+    if (raw) return raw_text(min.value_or(0), max);
+    if (!min && !max) return "jstring";
     std::string repeat = max ? fmt::format("{{{},{}}}", min.value_or(0), *max)
                              : fmt::format("{{{},}}", min.value_or(0));
-    return "\"\\\"\" jchar" + repeat + " \"\\\"\"";
+    return quoted(any_char + repeat);
+  }
+
+  // xchar{from, to} (to absent: unbounded); "" when nothing remains.
+  static std::string chars(int64_t from, std::optional<int64_t> to) {
+    if (to && *to <= 0) return "\"\"";
+    from = std::max<int64_t>(from, 0);
+    return to ? fmt::format("xchar{{{},{}}}", from, *to) : fmt::format("xchar{{{},}}", from);
+  }
+
+  // Raw text of min..max characters that the tool-call parser keeps as text: it reads a value
+  // whose trimmed text is null as null, so the text starts with no white space and, when it
+  // starts with "null", continues with something other than white space.
+  static std::string raw_text(int64_t min, std::optional<int64_t> max) {
+    static constexpr std::string_view kNull = "null";
+    const std::string space = "\\x09-\\x0D\\x20";
+    auto minus = [&](int64_t k) -> std::optional<int64_t> {
+      if (!max) return std::nullopt;
+      return *max - k;
+    };
+    auto fits = [&](int64_t length) { return !max || length <= *max; };
+    // matched(d): "null"[0..d) written so far (d >= 1).
+    std::function<std::string(std::size_t)> matched = [&](std::size_t d) -> std::string {
+      auto length = static_cast<int64_t>(d);
+      std::vector<std::string> parts;
+      if (d == kNull.size()) {
+        if (fits(length + 1)) {
+          parts.push_back("[^<" + space + "] " + chars(min - length - 1, minus(length + 1)));
+        }
+      } else {
+        if (length >= min) parts.push_back("\"\"");
+        if (fits(length + 1)) {
+          std::string next(1, kNull[d]);
+          parts.push_back("[^<" + next + "] " + chars(min - length - 1, minus(length + 1)));
+          parts.push_back(gbnf_literal(next) + " " + matched(d + 1));
+        }
+      }
+      return parts.empty() ? "[^\\u0000-\\U0010FFFF]" : alternatives(parts);
+    };
+    std::vector<std::string> parts;
+    if (min == 0) parts.push_back("\"\"");
+    if (fits(1)) {
+      parts.push_back("[^<n" + space + "] " + chars(min - 1, minus(1)));
+      parts.push_back("\"n\" " + matched(1));
+    }
+    return alternatives(parts);
   }
 
   struct Bounds {
@@ -613,19 +691,38 @@ class Compiler {
   }
 
   const Json& root_;
-  std::string rules_;
+  std::string prefix_;
+  std::string& rules_;
   int next_rule_ = 0;
   std::map<std::string, std::string> refs_;
 };
 
 }  // namespace
 
+std::string JsonGrammarWriter::value(const Json& schema, const std::string& prefix) {
+  return Compiler(schema, prefix, rules_).value();
+}
+
+std::string JsonGrammarWriter::raw_string(const Json& schema, const std::string& prefix) {
+  return Compiler(schema, prefix, rules_).raw_string();
+}
+
+void JsonGrammarWriter::add_rule(const std::string& name, const std::string& body) {
+  rules_ += name + " ::= " + body + "\n";
+}
+
+std::string JsonGrammarWriter::finish(const std::string& root) const {
+  return std::string(kJsonRules) + rules_ + "root ::= " + root + "\n";
+}
+
 std::string json_schema_to_gbnf(const Json& schema) {
-  return Compiler(schema).run();
+  JsonGrammarWriter writer;
+  std::string root = writer.value(schema, "s");
+  return writer.finish(root);
 }
 
 std::string json_object_gbnf() {
-  return std::string(kJsonRules) + "root ::= jobject\n";
+  return JsonGrammarWriter().finish("jobject");
 }
 
 }  // namespace md::grammar

@@ -26,6 +26,23 @@ class JsonSchemaError : public Error {
 
 std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema);
 
+// One GBNF text from several schemas (tool calls): JSON's rules once, each schema's rules under its
+// own prefix, and whatever rules the caller adds around them.
+class JsonGrammarWriter {
+ public:
+  // The expression for the JSON values `schema` allows (JsonSchemaError when refused).
+  std::string value(const nlohmann::ordered_json& schema, const std::string& prefix);
+  // The expression for the raw text of a string schema, unquoted, without '<' and never the text
+  // null (a tool call's XML parameter value, which the parser keeps as text).
+  std::string raw_string(const nlohmann::ordered_json& schema, const std::string& prefix);
+  void add_rule(const std::string& name, const std::string& body);
+  // JSON's rules, the added ones, and `root ::= <root>`.
+  std::string finish(const std::string& root) const;
+
+ private:
+  std::string rules_;
+};
+
 // Any JSON object (its values any JSON).
 std::string json_object_gbnf();
 

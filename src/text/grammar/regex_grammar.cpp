@@ -100,10 +100,25 @@ std::string json_written(const Ranges& set) {
   return std::string("(").append(joined).append(")");
 }
 
+// Raw text without '<'.
+std::string raw_written(const Ranges& set) {
+  Ranges kept;
+  for (const CodePointRange& r : normalized(set)) {
+    if (r.lo <= '<' && '<' <= r.hi) {
+      if (r.lo < '<') kept.push_back({r.lo, '<' - 1});
+      if (r.hi > '<') kept.push_back({'<' + 1, r.hi});
+    } else {
+      kept.push_back(r);
+    }
+  }
+  std::string cls = gbnf_char_class(kept);
+  return cls.empty() ? "[^\\u0000-\\U0010FFFF]" : cls;
+}
+
 class RegexParser {
  public:
-  RegexParser(std::string_view pattern, std::string_view body_char)
-      : pattern_(pattern), body_char_(body_char) {}
+  RegexParser(std::string_view pattern, std::string_view body_char, RegexText text)
+      : pattern_(pattern), body_char_(body_char), text_(text) {}
 
   std::string parse() {
     if (!utf8::is_valid(pattern_)) refuse("the pattern is not valid UTF-8");
@@ -203,19 +218,19 @@ class RegexParser {
       ++pos_;
       return fmt::format("({})", inner);
     }
-    if (c == '[') return json_written(bracket_class());
+    if (c == '[') return written(bracket_class());
     if (c == '.') {
       ++pos_;
-      return json_written(complement({{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}}, 0x10FFFF));
+      return written(complement({{'\n', '\n'}, {'\r', '\r'}, {0x2028, 0x2029}}, 0x10FFFF));
     }
     if (c == '^') refuse("'^' is supported only at the start");
     if (c == '*' || c == '+' || c == '?' || c == '{') refuse("nothing to repeat");
     if (c == ')') refuse("unbalanced ')'");
-    if (c == '\\') return json_written(escape(/*in_class=*/false));
+    if (c == '\\') return written(escape(/*in_class=*/false));
     std::size_t at = pos_;
     char32_t cp = utf8::decode_next(pattern_, at);
     pos_ = at;
-    return json_written({{cp, cp}});
+    return written({{cp, cp}});
   }
 
   char32_t hex(int digits) {
@@ -322,8 +337,13 @@ class RegexParser {
     return {{cp, cp}};
   }
 
+  std::string written(const Ranges& set) const {
+    return text_ == RegexText::kJsonString ? json_written(set) : raw_written(set);
+  }
+
   std::string_view pattern_;
   std::string_view body_char_;
+  RegexText text_;
   std::size_t pos_ = 0;
   int depth_ = 0;
   bool end_anchor_ = false;
@@ -332,8 +352,8 @@ class RegexParser {
 
 }  // namespace
 
-std::string regex_to_gbnf(std::string_view pattern, std::string_view body_char) {
-  return RegexParser(pattern, body_char).parse();
+std::string regex_to_gbnf(std::string_view pattern, std::string_view body_char, RegexText text) {
+  return RegexParser(pattern, body_char, text).parse();
 }
 
 }  // namespace md::grammar

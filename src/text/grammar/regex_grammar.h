@@ -14,8 +14,13 @@
 
 namespace md::grammar {
 
+// How matched characters are written: inside a JSON string (escaped as JSON requires), or as raw
+// text without '<' (a tool call's XML parameter value, which '<' would end).
+enum class RegexText { kJsonString, kRawNoAngle };
+
 // The GBNF expression (parenthesised) for string bodies matching `pattern`; `body_char` is the
 // name of the rule for one written character of a free string (the unanchored ends).
-std::string regex_to_gbnf(std::string_view pattern, std::string_view body_char);
+std::string regex_to_gbnf(std::string_view pattern, std::string_view body_char,
+                          RegexText text = RegexText::kJsonString);
 
 }  // namespace md::grammar
