@@ -7,7 +7,7 @@ namespace md::engine {
 std::vector<std::string> grammar_token_bytes(const Tokenizer& tokenizer) {
   std::vector<std::string> bytes(static_cast<std::size_t>(tokenizer.vocab_size()));
   for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
-    if (tokenizer.is_special(id)) continue;
+    if (tokenizer.is_added(id)) continue;
     bytes[static_cast<std::size_t>(id)] = tokenizer.token_bytes(id);
   }
   return bytes;
@@ -22,7 +22,16 @@ std::shared_ptr<const grammar::TokenTrie> ConstraintCache::vocabulary() {
   return trie_;
 }
 
-std::shared_ptr<grammar::TokenConstraint> ConstraintCache::get(const std::string& text) {
+std::shared_ptr<grammar::TokenConstraint> ConstraintCache::get(
+    const std::string& grammar_text, const std::vector<std::string>& markers) {
+  std::vector<std::pair<int32_t, std::string>> marker_tokens;
+  std::string text = grammar_text;  // the cache key: the grammar and its markers
+  for (const std::string& name : markers) {
+    if (std::optional<int32_t> id = tokenizer_.token_id(name)) {
+      marker_tokens.emplace_back(*id, tokenizer_.token_bytes(*id));
+      text += "\n# marker " + name;
+    }
+  }
   {
     std::lock_guard lock(mutex_);
     if (auto it = entries_.find(text); it != entries_.end()) {
@@ -31,11 +40,11 @@ std::shared_ptr<grammar::TokenConstraint> ConstraintCache::get(const std::string
     }
   }
   // Parsed outside the lock: a large grammar does not hold up requests for cached ones.
-  grammar::Grammar parsed = grammar::parse_gbnf(text);
+  grammar::Grammar parsed = grammar::parse_gbnf(grammar_text);
   std::lock_guard lock(mutex_);
   if (auto it = entries_.find(text); it != entries_.end()) return it->second.first;
-  auto constraint =
-      std::make_shared<grammar::TokenConstraint>(std::move(parsed), vocabulary(), end_ids_, total_);
+  auto constraint = std::make_shared<grammar::TokenConstraint>(
+      std::move(parsed), vocabulary(), end_ids_, total_, std::move(marker_tokens));
   ++compiled_;
   order_.push_front(text);
   entries_.emplace(text, std::make_pair(constraint, order_.begin()));

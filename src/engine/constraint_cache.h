@@ -23,7 +23,10 @@ class ConstraintCache {
                   std::size_t capacity = 64);
 
   // The constraint for GBNF `text`; md::Error when the grammar does not parse or is too large.
-  std::shared_ptr<grammar::TokenConstraint> get(const std::string& text);
+  // `markers`: added tokens (by their text, e.g. "<tool_call>") the grammar may write as that
+  // text; names the tokenizer does not know are skipped.
+  std::shared_ptr<grammar::TokenConstraint> get(const std::string& text,
+                                                const std::vector<std::string>& markers = {});
 
   // Mask work of every grammar compiled so far (kept or dropped).
   grammar::MaskStats stats() { return total_->get(); }
@@ -45,8 +48,9 @@ class ConstraintCache {
   std::size_t compiled_ = 0;
 };
 
-// The raw bytes of every token a grammar may produce: special tokens and ids without a token get
-// none (a grammar never allows them; the end tokens are handled apart).
+// The raw bytes of every token a grammar may produce: added tokens (special or not: markers such as
+// <think> or <tool_call> that parsers act on) and ids without a token get none — a grammar never
+// allows them (the end tokens are handled apart; a lazy grammar's trigger is not part of it).
 std::vector<std::string> grammar_token_bytes(const Tokenizer& tokenizer);
 
 }  // namespace md::engine

@@ -220,7 +220,8 @@ void constrain_output(const ChatRequest& request, const ChatPrompt& prompt, Serv
       CommonFields fields;
       fields.grammar = calls->gbnf;
       fields.grammar_param = "tools";
-      out.constraint = compile_constraint(fields, context);
+      // The tags are added tokens, which constrained output otherwise never writes.
+      out.constraint = compile_constraint(fields, context, {"<tool_call>", "</tool_call>"});
       if (calls->lazy) out.constraint_trigger = opening;
     }
   }

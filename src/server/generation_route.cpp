@@ -133,11 +133,11 @@ int64_t effective_max_tokens(const CommonFields& fields, int64_t prompt_tokens, 
   return std::min(wanted, remaining);
 }
 
-std::shared_ptr<grammar::TokenConstraint> compile_constraint(const CommonFields& fields,
-                                                             ServerContext& context) {
+std::shared_ptr<grammar::TokenConstraint> compile_constraint(
+    const CommonFields& fields, ServerContext& context, const std::vector<std::string>& markers) {
   if (!fields.grammar) return nullptr;
   try {
-    return context.constraints->get(*fields.grammar);
+    return context.constraints->get(*fields.grammar, markers);
   } catch (const Error& e) {
     throw invalid_value_message(fields.grammar_param, e.what());
   }

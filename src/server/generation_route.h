@@ -32,8 +32,10 @@ engine::GenerationRequest make_engine_request(const CommonFields& fields, const 
 
 // The request's grammar compiled for the served vocabulary (cached by text), or null without one;
 // a grammar that does not parse is a 400 naming the field it came from (§15).
-std::shared_ptr<grammar::TokenConstraint> compile_constraint(const CommonFields& fields,
-                                                             ServerContext& context);
+// `markers`: added tokens the grammar may write as their text (the tool-call tags).
+std::shared_ptr<grammar::TokenConstraint> compile_constraint(
+    const CommonFields& fields, ServerContext& context,
+    const std::vector<std::string>& markers = {});
 
 // The request's seed (a fresh one when absent; negative seeds as two's complement).
 uint64_t request_seed(const CommonFields& fields);

@@ -127,6 +127,7 @@ class CallGrammar {
                                key));
     }
     if (!type && !property.contains("anyOf")) {
+      writer_.value(property, prefix);  // an unsupported keyword is the more useful refusal
       refuse(tool,
              fmt::format("property '{}' needs a type (or anyOf) in the XML tool-call format", key));
     }

@@ -41,6 +41,9 @@ class Tokenizer {
   // byte-level vocabularies, or "<|im_end|>"), if any.
   virtual std::optional<std::int32_t> token_id(std::string_view token_text) const = 0;
   virtual bool is_special(std::int32_t id) const = 0;
+  // Added tokens, special or not (Qwen's <think>, <tool_call>): markers the templates and parsers
+  // give meaning to, which constrained output must never produce as text.
+  virtual bool is_added(std::int32_t id) const { return is_special(id); }
   // One past the largest token id.
   virtual std::int32_t vocab_size() const = 0;
   // Display form of a token: its vocabulary string ("" for an id without a token).

@@ -29,7 +29,12 @@ HfBpeTokenizer::HfBpeTokenizer(HfBpeData data)
       raw_added_(select_added(data_.added_tokens, false)),
       // Without a normalizer, "normalized" tokens see the same text as the others.
       normalized_added_(select_added(data_.added_tokens, true)),
-      pretokenizer_(data_.pretokenizer) {}
+      pretokenizer_(data_.pretokenizer),
+      added_(data_.pieces.size(), 0) {
+  for (const AddedToken& token : data_.added_tokens) {
+    if (token.id >= 0 && static_cast<std::size_t>(token.id) < added_.size()) added_[token.id] = 1;
+  }
+}
 
 std::vector<std::int32_t> HfBpeTokenizer::encode(std::string_view text, bool parse_special) const {
   std::string repaired;
@@ -137,6 +142,10 @@ std::optional<std::int32_t> HfBpeTokenizer::token_id(std::string_view token_text
 
 bool HfBpeTokenizer::is_special(std::int32_t id) const {
   return id >= 0 && id < vocab_size() && data_.special[id];
+}
+
+bool HfBpeTokenizer::is_added(std::int32_t id) const {
+  return id >= 0 && id < vocab_size() && added_[static_cast<std::size_t>(id)] != 0;
 }
 
 std::int32_t HfBpeTokenizer::vocab_size() const {

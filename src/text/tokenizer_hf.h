@@ -43,6 +43,7 @@ class HfBpeTokenizer final : public Tokenizer {
   bool append_token_bytes(std::int32_t id, std::string& out) const override;
   std::optional<std::int32_t> token_id(std::string_view token_text) const override;
   bool is_special(std::int32_t id) const override;
+  bool is_added(std::int32_t id) const override;
   std::int32_t vocab_size() const override;
   std::string piece(std::int32_t id) const override;
 
@@ -58,6 +59,7 @@ class HfBpeTokenizer final : public Tokenizer {
   AddedTokenMatcher normalized_added_;  // normalized=true: matched in the normalized text
   PreTokenizer pretokenizer_;
   BpeCache cache_;
+  std::vector<std::uint8_t> added_;  // id -> 1 for added tokens
 };
 
 }  // namespace md

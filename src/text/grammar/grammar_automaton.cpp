@@ -23,7 +23,8 @@ CodePointRange encodable(int length) {
 }  // namespace
 
 GrammarAutomaton::GrammarAutomaton(Grammar grammar) : grammar_(std::move(grammar)) {
-  states_.emplace_back();  // kDead: no stacks, not accepting
+  states_.emplace_back();  // kDead: no stacks, not accepting; every byte leads back to it
+  next_.assign(256, kDead);
   state_ids_.emplace(std::string(1, '\0'), kDead);
   StateData start;
   std::vector<uint32_t> roots;
@@ -96,6 +97,7 @@ GrammarAutomaton::State GrammarAutomaton::intern(StateData data) {
       fail("the grammar reached more than {} distinct parse states", kMaxAutomatonStates);
     }
     states_.push_back(std::move(data));
+    next_.resize(states_.size() * 256, kUnknown);
   }
   return it->second;
 }
@@ -124,16 +126,9 @@ bool GrammarAutomaton::any_class_intersects(const StateData& state, char32_t lo,
   return false;
 }
 
-GrammarAutomaton::State GrammarAutomaton::step(State state, uint8_t byte) {
-  if (state == kDead) return kDead;
-  if (!states_[state].next) {
-    states_[state].next = std::make_unique<std::array<State, 256>>();
-    states_[state].next->fill(kUnknown);
-  }
-  State cached = (*states_[state].next)[byte];
-  if (cached != kUnknown) return cached;
+GrammarAutomaton::State GrammarAutomaton::learn_step(State state, uint8_t byte) {
   State result = compute_step(state, byte);
-  (*states_[state].next)[byte] = result;  // states_ may have grown: index again
+  next_[static_cast<std::size_t>(state) * 256 + byte] = result;  // next_ may have grown meanwhile
   return result;
 }
 

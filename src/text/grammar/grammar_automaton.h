@@ -28,7 +28,11 @@ class GrammarAutomaton {
   explicit GrammarAutomaton(Grammar grammar);
 
   State start() const { return start_; }
-  State step(State state, uint8_t byte);
+  // One flat table lookup once the transition is known (the token-mask walk's inner loop).
+  State step(State state, uint8_t byte) {
+    State known = next_[static_cast<std::size_t>(state) * 256 + byte];
+    return known != kUnknown ? known : learn_step(state, byte);
+  }
   State step(State state, std::string_view bytes);
   // The input so far is a whole sentence of the grammar.
   bool accepting(State state) const { return states_[state].accepting; }
@@ -49,10 +53,9 @@ class GrammarAutomaton {
   struct StateData {
     std::vector<uint32_t> nodes;  // sorted; each parked at a kChars element
     bool accepting = false;
-    uint8_t pending_length = 0;                    // bytes of an incomplete character seen so far
-    uint8_t pending_needed = 0;                    // its total length
-    char32_t pending_value = 0;                    // its bits so far
-    std::unique_ptr<std::array<State, 256>> next;  // transitions, filled on demand
+    uint8_t pending_length = 0;  // bytes of an incomplete character seen so far
+    uint8_t pending_needed = 0;  // its total length
+    char32_t pending_value = 0;  // its bits so far
   };
   static constexpr uint32_t kRoot = UINT32_MAX;
   static constexpr State kUnknown = UINT32_MAX;
@@ -62,6 +65,7 @@ class GrammarAutomaton {
   void close(uint32_t id, std::vector<uint32_t>& out, bool& accepting);
   State intern(StateData data);
   State compute_step(State state, uint8_t byte);
+  State learn_step(State state, uint8_t byte);
   State advance(const StateData& from, char32_t code_point);
   bool any_class_intersects(const StateData& state, char32_t lo, char32_t hi) const;
 
@@ -69,6 +73,7 @@ class GrammarAutomaton {
   std::vector<Node> nodes_;
   std::unordered_map<uint64_t, uint32_t> node_ids_;
   std::vector<StateData> states_;
+  std::vector<State> next_;  // 256 transitions per state, kUnknown until computed
   std::unordered_map<std::string, State> state_ids_;
   State start_ = kDead;
   uint32_t closure_mark_ = 0;

@@ -678,8 +678,9 @@ class Compiler {
     if (max && *max <= fixed) fixed = *max;
     if (!max) {
       tail = "(ws \",\" ws " + item + ")*";
-    } else if (*max > fixed) {
-      tail = fmt::format("(ws \",\" ws {}){{0,{}}}", item, *max - fixed);
+    } else if (*max > std::max<int64_t>(fixed, 1)) {
+      // The elements after the fixed ones (after the first when none is fixed).
+      tail = fmt::format("(ws \",\" ws {}){{0,{}}}", item, *max - std::max<int64_t>(fixed, 1));
     }
     for (int64_t k = fixed - 1; k >= 1; --k) {
       std::string next = "ws \",\" ws " + nth(k) + (tail.empty() ? "" : " " + tail);

@@ -1,6 +1,7 @@
 #include "text/grammar/token_constraint.h"
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <limits>
 
@@ -20,12 +21,14 @@ MaskStats MaskStatsTotal::get() {
 
 TokenConstraint::TokenConstraint(Grammar grammar, std::shared_ptr<const TokenTrie> vocabulary,
                                  std::vector<int32_t> end_ids,
-                                 std::shared_ptr<MaskStatsTotal> total)
+                                 std::shared_ptr<MaskStatsTotal> total,
+                                 std::vector<std::pair<int32_t, std::string>> markers)
     : automaton_(std::move(grammar)),
       vocabulary_(std::move(vocabulary)),
       end_ids_(std::move(end_ids)),
       start_(automaton_.start()),
-      total_(std::move(total)) {}
+      total_(std::move(total)),
+      markers_(std::move(markers)) {}
 
 bool TokenConstraint::is_end(int32_t token) const {
   return std::find(end_ids_.begin(), end_ids_.end(), token) != end_ids_.end();
@@ -51,6 +54,12 @@ TokenMask TokenConstraint::compute(State state) {
     walk_[e.depth] = next;
     for (uint32_t t = e.tokens_begin; t < e.tokens_end; ++t) set(ids[t]);
     ++i;
+  }
+  for (const auto& [id, bytes] : markers_) {
+    if (id >= 0 && id < vocabulary_->vocab_size() &&
+        automaton_.step(state, bytes) != GrammarAutomaton::kDead) {
+      set(id);
+    }
   }
   if (automaton_.accepting(state)) {
     for (int32_t id : end_ids_) {
@@ -85,6 +94,9 @@ TokenConstraint::State TokenConstraint::advance(State state, int32_t token) {
   std::lock_guard lock(mutex_);
   if (is_end(token)) return automaton_.accepting(state) ? state : GrammarAutomaton::kDead;
   if (token < 0 || token >= vocabulary_->vocab_size()) return GrammarAutomaton::kDead;
+  for (const auto& [id, marker] : markers_) {
+    if (id == token) return automaton_.step(state, marker);
+  }
   const std::string& bytes = vocabulary_->bytes(token);
   if (bytes.empty()) return GrammarAutomaton::kDead;
   return automaton_.step(state, bytes);
@@ -107,12 +119,26 @@ MaskStats TokenConstraint::stats() {
 
 bool TokenMatcher::mask_logits(std::span<float> logits) {
   std::shared_ptr<const TokenMask> mask = constraint_->allowed(state_);
+  constexpr float kBanned = -std::numeric_limits<float>::infinity();
   bool any = false;
-  for (std::size_t id = 0; id < logits.size(); ++id) {
-    std::size_t word = id / 64;
-    bool allowed = word < mask->size() && ((*mask)[word] >> (id % 64) & 1) != 0;
-    if (!allowed) logits[id] = -std::numeric_limits<float>::infinity();
-    any = any || allowed;
+  // Word by word: a mask is mostly all-allowed runs (inside strings) or all-banned ones.
+  for (std::size_t begin = 0; begin < logits.size(); begin += 64) {
+    const std::size_t word = begin / 64;
+    const uint64_t bits = word < mask->size() ? (*mask)[word] : 0;
+    const std::size_t end = std::min(logits.size(), begin + 64);
+    any = any || bits != 0;
+    if (bits == ~uint64_t{0}) continue;
+    if (bits == 0) {
+      std::fill(logits.begin() + static_cast<std::ptrdiff_t>(begin),
+                logits.begin() + static_cast<std::ptrdiff_t>(end), kBanned);
+      continue;
+    }
+    // Only the banned ids, found by bit scans (a per-id loop over 64 branches is the slow part).
+    uint64_t banned = ~bits;
+    if (end - begin < 64) banned &= (uint64_t{1} << (end - begin)) - 1;
+    for (; banned != 0; banned &= banned - 1) {
+      logits[begin + static_cast<std::size_t>(std::countr_zero(banned))] = kBanned;
+    }
   }
   return any;
 }

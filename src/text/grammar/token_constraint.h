@@ -42,8 +42,11 @@ class TokenConstraint {
 
   // `end_ids` are the model's end tokens: allowed exactly where the grammar accepts. `total`
   // (optional) also receives this constraint's mask work.
+  // `markers` are tokens left out of the vocabulary (added tokens such as <tool_call>) that this
+  // grammar may write as the text they stand for.
   TokenConstraint(Grammar grammar, std::shared_ptr<const TokenTrie> vocabulary,
-                  std::vector<int32_t> end_ids, std::shared_ptr<MaskStatsTotal> total = nullptr);
+                  std::vector<int32_t> end_ids, std::shared_ptr<MaskStatsTotal> total = nullptr,
+                  std::vector<std::pair<int32_t, std::string>> markers = {});
 
   State start() const { return start_; }
   // The tokens allowed after `state` (the end tokens when it accepts).
@@ -70,6 +73,7 @@ class TokenConstraint {
   std::vector<State> walk_;  // scratch: the state at each trie depth
   MaskStats stats_;
   std::shared_ptr<MaskStatsTotal> total_;
+  std::vector<std::pair<int32_t, std::string>> markers_;
 };
 
 // One choice's position in a constraint.

@@ -183,6 +183,14 @@ TEST(JsonSchemaGrammar, ArraysWithBoundsAndPrefixItems) {
   EXPECT_TRUE(s.accepts("[1, 2, 3]"));
   EXPECT_FALSE(s.accepts("[1,2,3,4]"));
   EXPECT_FALSE(s.accepts("[]"));
+  Schema upto(R"({"type":"array","items":{"type":"integer"},"maxItems":2})");
+  EXPECT_TRUE(upto.accepts("[]"));
+  EXPECT_TRUE(upto.accepts("[1,2]"));
+  EXPECT_FALSE(upto.accepts("[1,2,3]"));  // minItems 0: the first element is one of the two
+  Schema exactly(R"({"type":"array","minItems":3,"maxItems":3})");
+  EXPECT_FALSE(exactly.accepts("[1,2]"));
+  EXPECT_TRUE(exactly.accepts("[1,2,3]"));
+  EXPECT_FALSE(exactly.accepts("[1,2,3,4]"));
   Schema tuple(R"({"prefixItems":[{"type":"string"},{"type":"boolean"}],"items":false})");
   EXPECT_TRUE(tuple.accepts("[]"));
   EXPECT_TRUE(tuple.accepts(R"(["a"])"));
