@@ -25,7 +25,6 @@ CodePointRange encodable(int length) {
 GrammarAutomaton::GrammarAutomaton(Grammar grammar) : grammar_(std::move(grammar)) {
   states_.emplace_back();  // kDead: no stacks, not accepting; every byte leads back to it
   next_.assign(256, kDead);
-  state_ids_.emplace(std::string(1, '\0'), kDead);
   StateData start;
   std::vector<uint32_t> roots;
   for (uint32_t alt : grammar_.alternatives[grammar_.root]) roots.push_back(node(alt, kRoot));
@@ -49,7 +48,8 @@ uint32_t GrammarAutomaton::node(uint32_t pos, uint32_t ret) {
 }
 
 void GrammarAutomaton::close(uint32_t first, std::vector<uint32_t>& out, bool& accepting) {
-  std::vector<uint32_t> work{first};
+  std::vector<uint32_t>& work = work_;  // reused: closures run for every new transition
+  work.assign(1, first);
   while (!work.empty()) {
     uint32_t id = work.back();
     work.pop_back();
@@ -84,30 +84,34 @@ GrammarAutomaton::State GrammarAutomaton::intern(StateData data) {
   std::sort(data.nodes.begin(), data.nodes.end());
   data.nodes.erase(std::unique(data.nodes.begin(), data.nodes.end()), data.nodes.end());
   if (data.nodes.empty() && !data.accepting && data.pending_length == 0) return kDead;
-  std::string key(data.nodes.size() * sizeof(uint32_t) + 8, '\0');
-  std::memcpy(key.data(), data.nodes.data(), data.nodes.size() * sizeof(uint32_t));
-  char* tail = key.data() + data.nodes.size() * sizeof(uint32_t);
-  tail[0] = static_cast<char>(data.accepting);
-  tail[1] = static_cast<char>(data.pending_length);
-  tail[2] = static_cast<char>(data.pending_needed);
-  std::memcpy(tail + 4, &data.pending_value, sizeof(char32_t));
-  auto [it, inserted] = state_ids_.emplace(std::move(key), static_cast<State>(states_.size()));
-  if (inserted) {
-    if (states_.size() >= kMaxAutomatonStates) {
-      fail("the grammar reached more than {} distinct parse states", kMaxAutomatonStates);
+  // Looked up by hash without building a key: most interning finds an existing state.
+  uint64_t hash = 0x9e3779b97f4a7c15ULL ^ (uint64_t{data.accepting} << 1) ^
+                  (uint64_t{data.pending_length} << 8) ^ (uint64_t{data.pending_needed} << 16) ^
+                  (uint64_t{data.pending_value} << 24);
+  for (uint32_t id : data.nodes) hash = (hash ^ id) * 0x100000001b3ULL;
+  std::vector<State>& bucket = state_ids_[hash];
+  for (State candidate : bucket) {
+    const StateData& s = states_[candidate];
+    if (s.nodes == data.nodes && s.accepting == data.accepting &&
+        s.pending_length == data.pending_length && s.pending_needed == data.pending_needed &&
+        s.pending_value == data.pending_value) {
+      return candidate;
     }
-    states_.push_back(std::move(data));
-    next_.resize(states_.size() * 256, kUnknown);
   }
-  return it->second;
+  if (states_.size() >= kMaxAutomatonStates) {
+    fail("the grammar reached more than {} distinct parse states", kMaxAutomatonStates);
+  }
+  auto id = static_cast<State>(states_.size());
+  bucket.push_back(id);
+  states_.push_back(std::move(data));
+  next_.resize(states_.size() * 256, kUnknown);
+  return id;
 }
 
 GrammarAutomaton::State GrammarAutomaton::advance(const StateData& from, char32_t code_point) {
   StateData next;
   ++closure_mark_;
-  // Copied: node() may grow nodes_ while we walk.
-  std::vector<uint32_t> frames = from.nodes;
-  for (uint32_t id : frames) {
+  for (uint32_t id : from.nodes) {  // `from` is never an element of states_, which may grow
     const Node n = nodes_[id];
     const CharClass& cls = grammar_.classes[grammar_.elements[n.pos].index];
     if (cls.contains(code_point)) close(node(n.pos + 1, n.ret), next.nodes, next.accepting);

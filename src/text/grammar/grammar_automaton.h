@@ -74,7 +74,8 @@ class GrammarAutomaton {
   std::unordered_map<uint64_t, uint32_t> node_ids_;
   std::vector<StateData> states_;
   std::vector<State> next_;  // 256 transitions per state, kUnknown until computed
-  std::unordered_map<std::string, State> state_ids_;
+  std::unordered_map<uint64_t, std::vector<State>> state_ids_;  // by hash of the contents
+  std::vector<uint32_t> work_;                                  // closure scratch
   State start_ = kDead;
   uint32_t closure_mark_ = 0;
   std::vector<uint32_t> closure_seen_;  // per node: the closure that last visited it
