@@ -14,8 +14,11 @@ std::vector<std::string> grammar_token_bytes(const Tokenizer& tokenizer) {
 }
 
 ConstraintCache::ConstraintCache(const Tokenizer& tokenizer, std::vector<int32_t> end_ids,
-                                 std::size_t capacity)
-    : tokenizer_(tokenizer), end_ids_(std::move(end_ids)), capacity_(capacity) {}
+                                 std::size_t capacity, std::size_t memory_budget)
+    : tokenizer_(tokenizer),
+      end_ids_(std::move(end_ids)),
+      capacity_(capacity),
+      memory_budget_(memory_budget) {}
 
 std::shared_ptr<const grammar::TokenTrie> ConstraintCache::vocabulary() {
   if (!trie_) trie_ = std::make_shared<const grammar::TokenTrie>(grammar_token_bytes(tokenizer_));
@@ -25,18 +28,22 @@ std::shared_ptr<const grammar::TokenTrie> ConstraintCache::vocabulary() {
 std::shared_ptr<grammar::TokenConstraint> ConstraintCache::get(
     const std::string& grammar_text, const std::vector<std::string>& markers) {
   std::vector<std::pair<int32_t, std::string>> marker_tokens;
-  std::string text = grammar_text;  // the cache key: the grammar and its markers
+  // The cache key: the markers, length-prefixed (no grammar text can imitate them), then the text.
+  std::string text = std::to_string(markers.size()) + ":";
   for (const std::string& name : markers) {
+    text += std::to_string(name.size()) + ":" + name;
     if (std::optional<int32_t> id = tokenizer_.token_id(name)) {
       marker_tokens.emplace_back(*id, tokenizer_.token_bytes(*id));
-      text += "\n# marker " + name;
     }
   }
+  text += grammar_text;
   {
     std::lock_guard lock(mutex_);
     if (auto it = entries_.find(text); it != entries_.end()) {
       order_.splice(order_.begin(), order_, it->second.second);
-      return it->second.first;
+      std::shared_ptr<grammar::TokenConstraint> found = it->second.first;
+      evict_locked();  // cached grammars grow as their masks are computed
+      return found;
     }
   }
   // Parsed outside the lock: a large grammar does not hold up requests for cached ones.
@@ -48,12 +55,21 @@ std::shared_ptr<grammar::TokenConstraint> ConstraintCache::get(
   ++compiled_;
   order_.push_front(text);
   entries_.emplace(text, std::make_pair(constraint, order_.begin()));
-  while (entries_.size() > capacity_) {
-    // Requests still using it keep it alive; its work keeps counting in total_.
-    entries_.erase(order_.back());
+  evict_locked();
+  return constraint;
+}
+
+// Least recently used first, beyond the count or the memory budget (the newest always stays;
+// requests still using an evicted grammar keep it alive, and its work keeps counting in total_).
+void ConstraintCache::evict_locked() {
+  std::size_t bytes = 0;
+  for (auto& [key, entry] : entries_) bytes += entry.first->memory_bytes();
+  while (entries_.size() > 1 && (entries_.size() > capacity_ || bytes > memory_budget_)) {
+    auto victim = entries_.find(order_.back());
+    bytes -= std::min(bytes, victim->second.first->memory_bytes());
+    entries_.erase(victim);
     order_.pop_back();
   }
-  return constraint;
 }
 
 }  // namespace md::engine

@@ -18,9 +18,10 @@ namespace md::engine {
 
 class ConstraintCache {
  public:
-  // `end_ids`: the model's end tokens (allowed where a grammar accepts). `capacity`: grammars kept.
+  // `end_ids`: the model's end tokens (allowed where a grammar accepts). `capacity`: grammars kept;
+  // `memory_budget`: bytes their automata and cached masks may hold together.
   ConstraintCache(const Tokenizer& tokenizer, std::vector<int32_t> end_ids,
-                  std::size_t capacity = 64);
+                  std::size_t capacity = 64, std::size_t memory_budget = std::size_t{1} << 30);
 
   // The constraint for GBNF `text`; md::Error when the grammar does not parse or is too large.
   // `markers`: added tokens (by their text, e.g. "<tool_call>") the grammar may write as that
@@ -34,10 +35,12 @@ class ConstraintCache {
 
  private:
   std::shared_ptr<const grammar::TokenTrie> vocabulary();
+  void evict_locked();
 
   const Tokenizer& tokenizer_;
   std::vector<int32_t> end_ids_;
   std::size_t capacity_;
+  std::size_t memory_budget_;
   std::mutex mutex_;
   std::shared_ptr<const grammar::TokenTrie> trie_;
   std::list<std::string> order_;  // most recently used first

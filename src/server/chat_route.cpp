@@ -209,11 +209,11 @@ void constrain_output(const ChatRequest& request, const ChatPrompt& prompt, Serv
                       engine::GenerationRequest& out) {
   out.constraint = compile_constraint(request, context);
   if (std::optional<ToolCallGrammar> calls = tool_call_grammar(request, context.tool_format)) {
-    if (calls->lazy && request.grammar) {
+    if (request.grammar) {
       throw invalid_value_message(
           request.grammar_param,
-          "A JSON response format or a grammar cannot be combined with strict tools under "
-          "tool_choice 'auto'; use tool_choice 'required' or a named function, or drop 'strict'.");
+          "A JSON response format or a grammar cannot be combined with strict tools (their calls "
+          "have a grammar of their own); drop one of them, or 'strict'.");
     }
     std::optional<int32_t> opening = context.model.tokenizer->token_id("<tool_call>");
     if (!calls->lazy || opening) {

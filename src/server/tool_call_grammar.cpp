@@ -45,7 +45,7 @@ std::vector<Tool> tools_of(const Json& tools) {
 // used when it compiles and otherwise any value of the right shape is allowed.
 class CallGrammar {
  public:
-  explicit CallGrammar(ToolCallFormat format) : format_(format) {}
+  explicit CallGrammar(ToolCallFormat format) : format_(format), writer_(/*no_raw_angle=*/true) {}
 
   // The arguments object (JSON format).
   std::string json_arguments(const Tool& tool, std::size_t index) {
@@ -153,6 +153,7 @@ std::optional<ToolCallGrammar> tool_call_grammar(const ChatRequest& request,
     // The prompt ends inside the call: after `"arguments": ` (JSON) or `<function=NAME>\n` (XML).
     for (std::size_t i = 0; i < tools.size(); ++i) {
       if (tools[i].name != request.tool_choice_name) continue;
+      if (!tools[i].strict) return std::nullopt;  // only strict functions are constrained
       std::string rest = json ? calls.json_arguments(tools[i], i) + " ws \"}\""
                               : calls.xml_parameters(tools[i], i) + " \"</function>\"";
       return ToolCallGrammar{calls.writer().finish(rest + " " + close), false};
@@ -171,6 +172,7 @@ std::optional<ToolCallGrammar> tool_call_grammar(const ChatRequest& request,
   for (std::size_t i = 1; i < each.size(); ++i) body += " | " + each[i];
   if (each.size() > 1) body += ")";
   calls.writer().add_rule(call, body);
+  if (!any_strict) return std::nullopt;  // only requests with a strict function are constrained
 
   if (request.tool_choice == ToolChoiceKind::kRequired) {
     // The prompt ends with "<tool_call>\n": the first call, then more if parallel calls are on.
@@ -178,7 +180,6 @@ std::optional<ToolCallGrammar> tool_call_grammar(const ChatRequest& request,
     if (request.parallel_tool_calls) root += " (" + open_next + " " + call + " " + close + ")*";
     return ToolCallGrammar{calls.writer().finish(root), false};
   }
-  if (!any_strict) return std::nullopt;
   // auto: from the model's <tool_call> token to the end of that call.
   return ToolCallGrammar{calls.writer().finish("\"\\n\" " + call + " " + close), true};
 }

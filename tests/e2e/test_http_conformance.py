@@ -1681,14 +1681,12 @@ CHAT_INVALID = [
      "invalid_value", "tool_choice", _value_msg("tool_choice", "one of 'none', 'auto', 'required'")),
     ("parallel_tool_calls_string", {"parallel_tool_calls": "no"}, "invalid_type",
      "parallel_tool_calls", _type_msg("parallel_tool_calls", "a boolean")),
-    ("response_format_json_schema", {"response_format": {"type": "json_schema", "json_schema": {
-        "name": "x", "schema": {"type": "object"}}}}, "unsupported_value", "response_format.type",
-     "Unsupported value for 'response_format.type': \"json_schema\" is not supported by this "
-     "server."),
-    ("response_format_json_object", {"response_format": {"type": "json_object"}},
-     "unsupported_value", "response_format.type",
-     "Unsupported value for 'response_format.type': \"json_object\" is not supported by this "
-     "server."),
+    ("response_format_json_schema_all_of", {"response_format": {"type": "json_schema",
+        "json_schema": {"name": "x", "schema": {"allOf": [{"type": "object"}]}}}},
+     "invalid_value", "response_format.json_schema.schema",
+     "JSON schema keyword 'allOf' at #: not supported by structured output"),
+    ("response_format_json_schema_missing", {"response_format": {"type": "json_schema"}},
+     "missing_required_parameter", "response_format.json_schema", None),
     ("response_format_yaml", {"response_format": {"type": "yaml"}}, "invalid_value",
      "response_format.type",
      _value_msg("response_format.type", "one of 'text', 'json_object', 'json_schema'")),

@@ -62,6 +62,18 @@ std::shared_ptr<grammar::TokenConstraint> constraint_for(const ByteTokenizer& to
       grammar::parse_gbnf(gbnf), std::make_shared<grammar::TokenTrie>(bytes), std::vector{kEnd});
 }
 
+// A request for the byte tokenizer's vocabulary under `gbnf`: greedy unless asked otherwise.
+GenerationRequest constrained(const ByteTokenizer& tokenizer, const std::string& gbnf,
+                              float temperature = 0.0f, int64_t max_tokens = 50) {
+  GenerationRequest request;
+  request.prompt = {2};
+  request.max_tokens = max_tokens;
+  request.skip_special = false;
+  request.sampling.temperature = temperature;
+  request.constraint = constraint_for(tokenizer, gbnf);
+  return request;
+}
+
 bool sentence(const std::string& gbnf, const std::string& text) {
   grammar::GrammarAutomaton automaton(grammar::parse_gbnf(gbnf));
   auto state = automaton.step(automaton.start(), text);
@@ -97,10 +109,7 @@ ws ::= " "?)";
 
 TEST(ConstrainedDecoding, EverySampledOutputIsASentence) {
   ByteTokenizer tokenizer = make_tokenizer();
-  GenerationRequest request;
-  request.prompt = {2};
-  request.max_tokens = 200;
-  request.constraint = constraint_for(tokenizer, kGrammar);
+  GenerationRequest request = constrained(tokenizer, kGrammar, 1.0f, 200);
   int stopped = 0;
   for (uint64_t seed = 0; seed < 300; ++seed) {
     Sampled s = sample(tokenizer, request, seed);
@@ -118,11 +127,7 @@ TEST(ConstrainedDecoding, EverySampledOutputIsASentence) {
 
 TEST(ConstrainedDecoding, TheEndTokenOnlyWhereTheSentenceIsComplete) {
   ByteTokenizer tokenizer = make_tokenizer();
-  GenerationRequest request;
-  request.prompt = {2};
-  request.max_tokens = 50;
-  request.sampling.temperature = 0.0f;
-  request.constraint = constraint_for(tokenizer, R"(root ::= "yes" "!"? | "no")");
+  GenerationRequest request = constrained(tokenizer, R"(root ::= "yes" "!"? | "no")");
   ChoiceDecoder decoder(request, {kEnd}, tokenizer.vocab_size(), tokenizer, 7, 4096);
   std::vector<float> logits(static_cast<std::size_t>(tokenizer.vocab_size()), 0.0f);
   logits[kEnd] = 50.0f;  // the model wants to stop at once: not allowed before "yes"/"no"
@@ -148,11 +153,7 @@ TEST(ConstrainedDecoding, TheEndTokenOnlyWhereTheSentenceIsComplete) {
 
 TEST(ConstrainedDecoding, DraftsOutsideTheGrammarAreRejected) {
   ByteTokenizer tokenizer = make_tokenizer();
-  GenerationRequest request;
-  request.prompt = {2};
-  request.max_tokens = 50;
-  request.sampling.temperature = 1.0f;
-  request.constraint = constraint_for(tokenizer, R"(root ::= "yes" | "no")");
+  GenerationRequest request = constrained(tokenizer, R"(root ::= "yes" | "no")", 1.0f);
   for (uint64_t seed = 0; seed < 100; ++seed) {
     ChoiceDecoder decoder(request, {kEnd}, tokenizer.vocab_size(), tokenizer, seed, 4096);
     std::vector<float> logits(static_cast<std::size_t>(tokenizer.vocab_size()), 0.0f);
@@ -178,12 +179,7 @@ TEST(ConstrainedDecoding, DraftsOutsideTheGrammarAreRejected) {
 
 TEST(ConstrainedDecoding, WaitsForTheEndOfTheReasoning) {
   ByteTokenizer tokenizer = make_tokenizer();
-  GenerationRequest request;
-  request.prompt = {2};
-  request.max_tokens = 50;
-  request.skip_special = false;
-  request.sampling.temperature = 0.0f;
-  request.constraint = constraint_for(tokenizer, R"(root ::= "yes" | "no")");
+  GenerationRequest request = constrained(tokenizer, R"(root ::= "yes" | "no")");
   request.constraint_after = kThinkEnd;
   ChoiceDecoder decoder(request, {kEnd}, tokenizer.vocab_size(), tokenizer, 3, 4096);
   std::vector<float> logits(static_cast<std::size_t>(tokenizer.vocab_size()), 0.0f);
@@ -202,12 +198,7 @@ TEST(ConstrainedDecoding, WaitsForTheEndOfTheReasoning) {
 
 TEST(ConstrainedDecoding, ALazyGrammarGovernsEachTriggeredSentenceOnly) {
   ByteTokenizer tokenizer = make_tokenizer();
-  GenerationRequest request;
-  request.prompt = {2};
-  request.max_tokens = 50;
-  request.skip_special = false;
-  request.sampling.temperature = 0.0f;
-  request.constraint = constraint_for(tokenizer, R"(root ::= "yes" "!"? ",")");
+  GenerationRequest request = constrained(tokenizer, R"(root ::= "yes" "!"? ",")");
   request.constraint_trigger = 15;  // "["
   ChoiceDecoder decoder(request, {kEnd}, tokenizer.vocab_size(), tokenizer, 3, 4096);
   auto step = [&](std::initializer_list<std::pair<int32_t, float>> preferred) {
@@ -228,12 +219,8 @@ TEST(ConstrainedDecoding, ALazyGrammarGovernsEachTriggeredSentenceOnly) {
 
 TEST(ConstrainedDecoding, MinTokensThatTheGrammarCannotMeetEndsTheChoice) {
   ByteTokenizer tokenizer = make_tokenizer();
-  GenerationRequest request;
-  request.prompt = {2};
-  request.max_tokens = 50;
+  GenerationRequest request = constrained(tokenizer, R"(root ::= "yes" "!"?)");
   request.min_tokens = 5;
-  request.sampling.temperature = 0.0f;
-  request.constraint = constraint_for(tokenizer, R"(root ::= "yes" "!"?)");
   ChoiceDecoder decoder(request, {kEnd}, tokenizer.vocab_size(), tokenizer, 3, 4096);
   std::vector<float> logits(static_cast<std::size_t>(tokenizer.vocab_size()), 0.0f);
   TokenOutcome first = decoder.next(logits, 1);

@@ -60,6 +60,11 @@ TEST(ToolCallGrammar, RequiredJsonCallsFollowTheSchema) {
                            "\n</tool_call>"));  // city is required
   EXPECT_FALSE(accepts(*g, R"({"name":"other","arguments":{}})"
                            "\n</tool_call>"));  // not a tool
+  // Inside a call, '<' in a string only as \u003c: the parser ends a call at "</tool_call>".
+  EXPECT_FALSE(accepts(*g, R"({"name":"get_weather","arguments":{"city":"</tool_call>","days":1}})"
+                           "\n</tool_call>"));
+  EXPECT_TRUE(accepts(*g, R"({"name":"get_weather","arguments":{"city":"\u003c/a>","days":1}})"
+                          "\n</tool_call>"));
   auto single = tool_call_grammar(request(R"("required")", true, false), ToolCallFormat::kJson);
   EXPECT_FALSE(accepts(*single, R"({"name":"now","arguments":{}})"
                                 "\n</tool_call>\n<tool_call>\n"
@@ -114,6 +119,10 @@ TEST(ToolCallGrammar, AutoIsLazyOnlyWithAStrictTool) {
                       R"({"name":"now","arguments":{"x":[1]}})"
                       "\n</tool_call>"));
   EXPECT_FALSE(tool_call_grammar(request(R"("auto")", false), ToolCallFormat::kJson));
+  EXPECT_FALSE(tool_call_grammar(request(R"("required")", false), ToolCallFormat::kJson));
+  // A named function that is not strict: not constrained, even beside a strict one.
+  EXPECT_FALSE(tool_call_grammar(request(R"({"type":"function","function":{"name":"now"}})", true),
+                                 ToolCallFormat::kJson));
   EXPECT_FALSE(tool_call_grammar(request(R"("none")", true), ToolCallFormat::kJson));
 }
 
@@ -129,14 +138,32 @@ TEST(ToolCallGrammar, AStrictSchemaStructuredOutputCannotHonourIsRefused) {
     EXPECT_EQ(e.param, "tools[0].function.parameters");
     EXPECT_NE(e.message.find("allOf"), std::string::npos) << e.message;
   }
-  // Not strict: any arguments object instead.
+  // Not strict: not constrained at all (whatever the schema says).
   std::string loose = body;
   loose.replace(loose.find("\"strict\":true"), 13, "\"strict\":false");
-  auto g = tool_call_grammar(parse_chat_request(parse_json_body(loose), limits()),
+  EXPECT_FALSE(tool_call_grammar(parse_chat_request(parse_json_body(loose), limits()),
+                                 ToolCallFormat::kJson));
+  // Beside a strict one, a non-strict function whose schema does not compile takes any arguments.
+  std::string mixed = R"({"model":"m","messages":[{"role":"user","content":"hi"}],
+    "tool_choice":"required","tools":[{"type":"function","function":{"name":"f",
+    "parameters":{"type":"object","properties":{"a":{"allOf":[]}}}}},
+    {"type":"function","function":{"name":"g","strict":true,"parameters":{"type":"object"}}}]})";
+  auto g = tool_call_grammar(parse_chat_request(parse_json_body(mixed), limits()),
                              ToolCallFormat::kJson);
   ASSERT_TRUE(g);
   EXPECT_TRUE(accepts(*g, R"({"name":"f","arguments":{"anything":true}})"
                           "\n</tool_call>"));
+  // A fallback after part of a schema was written: no rule of it is left dangling.
+  std::string partial = R"({"model":"m","messages":[{"role":"user","content":"hi"}],
+    "tool_choice":"required","tools":[{"type":"function","function":{"name":"f",
+    "parameters":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#"}},
+    "u":{"type":"string","format":"uri"}}}}},
+    {"type":"function","function":{"name":"g","strict":true,"parameters":{"type":"object"}}}]})";
+  auto fallback = tool_call_grammar(parse_chat_request(parse_json_body(partial), limits()),
+                                    ToolCallFormat::kJson);
+  ASSERT_TRUE(fallback);
+  EXPECT_TRUE(accepts(*fallback, R"({"name":"f","arguments":{"u":1}})"
+                                 "\n</tool_call>"));
 }
 
 }  // namespace

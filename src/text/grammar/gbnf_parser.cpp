@@ -330,6 +330,17 @@ std::string gbnf_literal(std::string_view utf8_text) {
   return out + "\"";
 }
 
+std::string gbnf_alternatives(const std::vector<std::string>& parts) {
+  if (parts.size() == 1) return parts[0];
+  std::string out = "(";
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0) out += " | ";
+    out += parts[i];
+  }
+  out += ')';
+  return out;
+}
+
 std::string gbnf_char_class(const std::vector<CodePointRange>& ranges) {
   if (ranges.empty()) return "";
   auto escaped = [](char32_t c) {

@@ -19,6 +19,9 @@ Grammar parse_gbnf(std::string_view text);
 // `text` as a GBNF "literal" (quotes included), escaping what the parser would not read back.
 std::string gbnf_literal(std::string_view utf8_text);
 
+// "(a | b | …)" for several expressions, the expression itself for one.
+std::string gbnf_alternatives(const std::vector<std::string>& parts);
+
 // `ranges` as a GBNF [character class] (every code point escaped); "" for an empty set.
 std::string gbnf_char_class(const std::vector<CodePointRange>& ranges);
 

@@ -36,61 +36,115 @@ std::vector<CodePointRange> complement(const std::vector<CodePointRange>& ranges
   return out;
 }
 
+// A worklist over the rules that use each rule (a chain of N rules takes N steps, not N passes).
 std::vector<bool> nullable_rules(const Grammar& g) {
-  std::vector<bool> nullable(g.alternatives.size(), false);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (std::size_t rule = 0; rule < g.alternatives.size(); ++rule) {
-      if (nullable[rule]) continue;
-      for (uint32_t start : g.alternatives[rule]) {
-        uint32_t pos = start;
-        while (g.elements[pos].kind == ElementKind::kRule && nullable[g.elements[pos].index]) ++pos;
-        if (g.elements[pos].kind == ElementKind::kEnd) {
-          nullable[rule] = changed = true;
-          break;
+  const std::size_t rules = g.alternatives.size();
+  std::vector<bool> nullable(rules, false);
+  std::vector<uint32_t> pending;  // per alternative: rule elements not yet nullable
+  std::vector<uint32_t> owner;    // per alternative: its rule
+  std::vector<std::vector<uint32_t>> users(rules);  // per rule: alternatives mentioning it
+  std::vector<uint32_t> ready;
+  for (std::size_t rule = 0; rule < rules; ++rule) {
+    for (uint32_t start : g.alternatives[rule]) {
+      auto alt = static_cast<uint32_t>(pending.size());
+      uint32_t count = 0;
+      bool chars = false;
+      for (uint32_t pos = start; g.elements[pos].kind != ElementKind::kEnd; ++pos) {
+        if (g.elements[pos].kind == ElementKind::kChars) {
+          chars = true;
+        } else {
+          ++count;
+          users[g.elements[pos].index].push_back(alt);
         }
       }
+      pending.push_back(chars ? UINT32_MAX : count);  // a character is never empty
+      owner.push_back(static_cast<uint32_t>(rule));
+      if (count == 0 && !chars && !nullable[rule]) {
+        nullable[rule] = true;
+        ready.push_back(static_cast<uint32_t>(rule));
+      }
+    }
+  }
+  while (!ready.empty()) {
+    uint32_t rule = ready.back();
+    ready.pop_back();
+    for (uint32_t alt : users[rule]) {  // once per mention: duplicates count down twice
+      if (pending[alt] == UINT32_MAX || --pending[alt] != 0 || nullable[owner[alt]]) continue;
+      nullable[owner[alt]] = true;
+      ready.push_back(owner[alt]);
     }
   }
   return nullable;
 }
 
-// Rules a rule can start with (after nullable prefixes): a cycle here is left recursion.
+// A rule may begin with another (after nullable elements). A cycle of such edges loops forever in
+// the matcher's closure unless every edge of it is a tail call (which reuses the caller's frame,
+// so the closure meets the same frame again and stops): refused is any cycle with a non-tail
+// edge — an edge inside one strongly connected component (Tarjan, iterative: grammars from
+// schemas nest deeply).
 void check_left_recursion(const Grammar& g) {
+  const std::size_t rules = g.alternatives.size();
   std::vector<bool> nullable = nullable_rules(g);
-  std::vector<std::vector<uint32_t>> leftmost(g.alternatives.size());
-  for (std::size_t rule = 0; rule < g.alternatives.size(); ++rule) {
+  struct Edge {
+    uint32_t to;
+    bool tail;
+  };
+  std::vector<std::vector<Edge>> leftmost(rules);
+  for (std::size_t rule = 0; rule < rules; ++rule) {
     for (uint32_t pos : g.alternatives[rule]) {
       for (; g.elements[pos].kind == ElementKind::kRule; ++pos) {
-        leftmost[rule].push_back(g.elements[pos].index);
+        bool tail = g.elements[pos + 1].kind == ElementKind::kEnd;
+        leftmost[rule].push_back({g.elements[pos].index, tail});
         if (!nullable[g.elements[pos].index]) break;
       }
     }
   }
-  enum : uint8_t { kNew, kOpen, kDone };
-  std::vector<uint8_t> mark(g.alternatives.size(), kNew);
-  // Iterative depth-first search: grammars from schemas can be deep.
-  for (std::size_t start = 0; start < g.alternatives.size(); ++start) {
-    if (mark[start] != kNew) continue;
-    std::vector<std::pair<uint32_t, std::size_t>> stack{{static_cast<uint32_t>(start), 0}};
-    mark[start] = kOpen;
-    while (!stack.empty()) {
-      auto& [rule, next] = stack.back();
-      if (next == leftmost[rule].size()) {
-        mark[rule] = kDone;
-        stack.pop_back();
+  constexpr uint32_t kUnvisited = UINT32_MAX;
+  std::vector<uint32_t> index(rules, kUnvisited), low(rules, 0), component(rules, kUnvisited);
+  std::vector<uint32_t> stack;
+  std::vector<bool> on_stack(rules, false);
+  uint32_t counter = 0, components = 0;
+  for (std::size_t root = 0; root < rules; ++root) {
+    if (index[root] != kUnvisited) continue;
+    std::vector<std::pair<uint32_t, std::size_t>> calls{{static_cast<uint32_t>(root), 0}};
+    index[root] = low[root] = counter++;
+    stack.push_back(static_cast<uint32_t>(root));
+    on_stack[root] = true;
+    while (!calls.empty()) {
+      auto [v, next] = calls.back();
+      if (next < leftmost[v].size()) {
+        ++calls.back().second;
+        uint32_t w = leftmost[v][next].to;
+        if (index[w] == kUnvisited) {
+          index[w] = low[w] = counter++;
+          stack.push_back(w);
+          on_stack[w] = true;
+          calls.push_back({w, 0});
+        } else if (on_stack[w]) {
+          low[v] = std::min(low[v], index[w]);
+        }
         continue;
       }
-      uint32_t child = leftmost[rule][next++];
-      if (mark[child] == kOpen) {
+      calls.pop_back();
+      if (!calls.empty()) low[calls.back().first] = std::min(low[calls.back().first], low[v]);
+      if (low[v] == index[v]) {
+        for (uint32_t w = UINT32_MAX; w != v;) {
+          w = stack.back();
+          stack.pop_back();
+          on_stack[w] = false;
+          component[w] = components;
+        }
+        ++components;
+      }
+    }
+  }
+  for (std::size_t rule = 0; rule < rules; ++rule) {
+    for (const Edge& e : leftmost[rule]) {
+      if (!e.tail && component[e.to] == component[rule]) {
         fail(
             "grammar rule '{}' is left-recursive (it can begin with itself); rewrite it with "
             "repetition, e.g. list ::= item (\",\" item)*",
-            g.names[child]);
-      }
-      if (mark[child] == kNew) {
-        mark[child] = kOpen;
-        stack.push_back({child, 0});
+            g.names[e.to]);
       }
     }
   }

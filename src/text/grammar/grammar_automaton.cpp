@@ -35,16 +35,17 @@ GrammarAutomaton::GrammarAutomaton(Grammar grammar) : grammar_(std::move(grammar
 
 uint32_t GrammarAutomaton::node(uint32_t pos, uint32_t ret) {
   uint64_t key = (static_cast<uint64_t>(pos) << 32) | ret;
-  auto [it, inserted] = node_ids_.emplace(key, static_cast<uint32_t>(nodes_.size()));
-  if (inserted) {
-    if (nodes_.size() >= kMaxAutomatonNodes) {
-      fail("the grammar's parse stacks grew past {} frames (a highly ambiguous grammar)",
-           kMaxAutomatonNodes);
-    }
-    nodes_.push_back(Node{pos, ret});
-    closure_seen_.push_back(0);
+  if (auto it = node_ids_.find(key); it != node_ids_.end()) return it->second;
+  // Checked before anything is inserted: a refused grammar leaves consistent tables.
+  if (nodes_.size() >= kMaxAutomatonNodes) {
+    fail("the grammar's parse stacks grew past {} frames (a highly ambiguous grammar)",
+         kMaxAutomatonNodes);
   }
-  return it->second;
+  auto id = static_cast<uint32_t>(nodes_.size());
+  nodes_.push_back(Node{pos, ret});
+  closure_seen_.push_back(0);
+  node_ids_.emplace(key, id);
+  return id;
 }
 
 void GrammarAutomaton::close(uint32_t first, std::vector<uint32_t>& out, bool& accepting) {
@@ -59,7 +60,8 @@ void GrammarAutomaton::close(uint32_t first, std::vector<uint32_t>& out, bool& a
     const Element e = grammar_.elements[n.pos];
     switch (e.kind) {
       case ElementKind::kChars:
-        out.push_back(id);
+        // A frame at an empty class can never move: it is not a live parse.
+        if (!grammar_.classes[e.index].ranges.empty()) out.push_back(id);
         break;
       case ElementKind::kRule: {
         // A call in tail position returns straight to our caller: no frame of its own.
@@ -103,6 +105,7 @@ GrammarAutomaton::State GrammarAutomaton::intern(StateData data) {
   }
   auto id = static_cast<State>(states_.size());
   bucket.push_back(id);
+  state_frames_ += data.nodes.size();
   states_.push_back(std::move(data));
   next_.resize(states_.size() * 256, kUnknown);
   return id;

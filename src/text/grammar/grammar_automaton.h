@@ -42,6 +42,11 @@ class GrammarAutomaton {
   }
 
   std::size_t state_count() const { return states_.size(); }
+  // What the tables hold now (transitions, frames, states), for memory budgets.
+  std::size_t memory_bytes() const {
+    return next_.capacity() * sizeof(State) + nodes_.capacity() * (sizeof(Node) + 40) +
+           states_.capacity() * sizeof(StateData) + state_frames_ * sizeof(uint32_t);
+  }
   std::size_t node_count() const { return nodes_.size(); }
   const Grammar& grammar() const { return grammar_; }
 
@@ -76,6 +81,7 @@ class GrammarAutomaton {
   std::vector<State> next_;  // 256 transitions per state, kUnknown until computed
   std::unordered_map<uint64_t, std::vector<State>> state_ids_;  // by hash of the contents
   std::vector<uint32_t> work_;                                  // closure scratch
+  std::size_t state_frames_ = 0;  // frames held by all states (memory_bytes)
   State start_ = kDead;
   uint32_t closure_mark_ = 0;
   std::vector<uint32_t> closure_seen_;  // per node: the closure that last visited it
@@ -83,7 +89,7 @@ class GrammarAutomaton {
 
 // Limits on an automaton's tables: a grammar whose parses explode (highly ambiguous) fails with
 // md::Error instead of exhausting memory.
-inline constexpr std::size_t kMaxAutomatonNodes = 1u << 22;
-inline constexpr std::size_t kMaxAutomatonStates = 1u << 20;
+inline constexpr std::size_t kMaxAutomatonNodes = 1u << 20;
+inline constexpr std::size_t kMaxAutomatonStates = 1u << 18;  // 256 MiB of transitions at most
 
 }  // namespace md::grammar

@@ -16,15 +16,6 @@
 namespace md::grammar {
 namespace {
 
-std::string join_with(const std::vector<std::string>& parts, std::string_view separator) {
-  std::string out;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    if (i > 0) out.append(separator);
-    out.append(parts[i]);
-  }
-  return out;
-}
-
 using Json = nlohmann::ordered_json;
 
 // The rules every compiled schema may use: JSON's own grammar (compact, at most one space between
@@ -108,16 +99,14 @@ constexpr int kMaxDepth = 64;
 constexpr int64_t kMaxBound = 1'000'000'000'000'000'000;  // 1e18: integer bounds beyond are refused
 constexpr int64_t kMaxCount = 10'000;                     // minItems, minLength, ... above: refused
 
-std::string join(const std::vector<std::string>& parts, std::string_view separator) {
-  return join_with(parts, separator);
-}
-
 std::string alternatives(const std::vector<std::string>& parts) {
-  return parts.size() == 1 ? parts[0] : fmt::format("({})", join(parts, " | "));
+  return gbnf_alternatives(parts);
 }
 
-std::string literal(const Json& value) {
-  return gbnf_literal(value.dump());
+std::string format_names() {
+  std::string out;
+  for (const std::string& name : kFormats) out += (out.empty() ? "" : ", ") + name;
+  return out;
 }
 
 // ---- Integer ranges as digit grammars ----
@@ -192,8 +181,8 @@ std::string integer_range(std::optional<int64_t> lo, std::optional<int64_t> hi) 
 
 class Compiler {
  public:
-  Compiler(const Json& root, std::string prefix, std::string& rules)
-      : root_(root), prefix_(std::move(prefix)), rules_(rules) {}
+  Compiler(const Json& root, std::string prefix, std::string& rules, bool no_angle)
+      : root_(root), prefix_(std::move(prefix)), rules_(rules), no_angle_(no_angle) {}
 
   std::string value() { return compile(root_, "#", 0); }
 
@@ -209,6 +198,7 @@ class Compiler {
     }
     for (const char* key : {"const", "enum"}) {
       if (!root_.contains(key)) continue;
+      only_beside(root_, "#", key, {"type"});
       const Json values = key == std::string_view("const") ? Json::array({root_[key]}) : root_[key];
       if (!values.is_array() || values.empty()) refuse(key, "#", "must be a non-empty array");
       std::vector<std::string> parts;
@@ -280,8 +270,15 @@ class Compiler {
       return reference(schema["$ref"], child(at, "$ref"), depth);
     }
     std::vector<std::string> types = declared_types(schema, at);
-    if (schema.contains("const")) return constant(schema["const"], types, child(at, "const"));
-    if (schema.contains("enum")) return enumeration(schema["enum"], types, child(at, "enum"));
+    // Other assertions beside const / enum would have to filter the values: refused instead.
+    if (schema.contains("const")) {
+      only_beside(schema, at, "const", {"type"});
+      return constant(schema["const"], types, child(at, "const"));
+    }
+    if (schema.contains("enum")) {
+      only_beside(schema, at, "enum", {"type"});
+      return enumeration(schema["enum"], types, child(at, "enum"));
+    }
     if (schema.contains("anyOf")) {
       only_beside(schema, at, "anyOf", {});
       const Json& options = schema["anyOf"];
@@ -350,18 +347,34 @@ class Compiler {
     return false;
   }
 
-  static std::string constant(const Json& value, const std::vector<std::string>& types,
-                              const std::string& at) {
-    if (!fits(value, types)) refuse("const", at, "the value does not have the schema's type");
-    return literal(value);
+  // A JSON value as a GBNF literal; without raw '<' when asked (tool calls: the parser ends a
+  // call at the first "</tool_call>", so '<' inside strings is written as \u003c).
+  std::string written(const Json& value) const {
+    std::string text = value.dump();
+    if (!no_angle_) return gbnf_literal(text);
+    std::string escaped;
+    for (char c : text) {
+      if (c == '<') {
+        escaped += "\\u003c";
+      } else {
+        escaped += c;
+      }
+    }
+    return gbnf_literal(escaped);
   }
 
-  static std::string enumeration(const Json& values, const std::vector<std::string>& types,
-                                 const std::string& at) {
+  std::string constant(const Json& value, const std::vector<std::string>& types,
+                       const std::string& at) const {
+    if (!fits(value, types)) refuse("const", at, "the value does not have the schema's type");
+    return written(value);
+  }
+
+  std::string enumeration(const Json& values, const std::vector<std::string>& types,
+                          const std::string& at) const {
     if (!values.is_array() || values.empty()) refuse("enum", at, "must be a non-empty array");
     std::vector<std::string> parts;
     for (const Json& v : values) {
-      if (fits(v, types)) parts.push_back(literal(v));
+      if (fits(v, types)) parts.push_back(written(v));
     }
     if (parts.empty()) refuse("enum", at, "no value has the schema's type");
     return alternatives(parts);
@@ -398,7 +411,7 @@ class Compiler {
   }
 
   // A JSON string, or (raw) its text unquoted without '<' and, when free, never exactly null.
-  static std::string string_schema(const Json& schema, const std::string& at, bool raw) {
+  std::string string_schema(const Json& schema, const std::string& at, bool raw) const {
     const std::string quote = raw ? "" : "\"\\\"\"";
     auto quoted = [&](const std::string& body) {
       return raw ? body : quote + " " + body + " " + quote;
@@ -411,7 +424,7 @@ class Compiler {
       if (!format.is_string() || kFormats.count(format.get<std::string>()) == 0) {
         refuse("format", child(at, "format"),
                fmt::format("format {} is not supported (supported: {})", format.dump(),
-                           join({kFormats.begin(), kFormats.end()}, ", ")));
+                           format_names()));
       }
       if (schema.contains("pattern"))
         refuse("pattern", at, "'pattern' beside 'format' is not supported");
@@ -426,7 +439,9 @@ class Compiler {
       if (!pattern.is_string()) refuse("pattern", at, "must be a string");
       try {
         return quoted(regex_to_gbnf(pattern.get<std::string>(), any_char,
-                                    raw ? RegexText::kRawNoAngle : RegexText::kJsonString));
+                                    raw         ? RegexText::kRawNoAngle
+                                    : no_angle_ ? RegexText::kJsonStringNoAngle
+                                                : RegexText::kJsonString));
       } catch (const JsonSchemaError&) {
         throw;
       } catch (const Error& e) {
@@ -472,16 +487,19 @@ class Compiler {
         if (fits(length + 1)) {
           std::string next(1, kNull[d]);
           parts.push_back("[^<" + next + "] " + chars(min - length - 1, minus(length + 1)));
-          parts.push_back(gbnf_literal(next) + " " + matched(d + 1));
+          // Only while something may still follow "null" (the text null alone is refused).
+          if (std::string deeper = matched(d + 1); !deeper.empty()) {
+            parts.push_back(gbnf_literal(next) + " " + deeper);
+          }
         }
       }
-      return parts.empty() ? "[^\\u0000-\\U0010FFFF]" : alternatives(parts);
+      return parts.empty() ? std::string() : alternatives(parts);  // "": no way on
     };
     std::vector<std::string> parts;
     if (min == 0) parts.push_back("\"\"");
     if (fits(1)) {
       parts.push_back("[^<n" + space + "] " + chars(min - 1, minus(1)));
-      parts.push_back("\"n\" " + matched(1));
+      if (std::string deeper = matched(1); !deeper.empty()) parts.push_back("\"n\" " + deeper);
     }
     return alternatives(parts);
   }
@@ -489,6 +507,8 @@ class Compiler {
   struct Bounds {
     std::optional<double> lo, hi;
     bool lo_exclusive = false, hi_exclusive = false;
+    // The bounds as written when they are JSON integers (doubles would round 999999999999999999).
+    std::optional<int64_t> lo_exact, hi_exact;
   };
 
   static Bounds bounds(const Json& schema, const std::string& at) {
@@ -507,14 +527,20 @@ class Compiler {
     auto flag = [&](const char* key) {
       return schema.contains(key) && schema[key].is_boolean() && schema[key].get<bool>();
     };
+    auto exact = [&](const char* key) -> std::optional<int64_t> {
+      if (!schema[key].is_number_integer()) return std::nullopt;
+      return schema[key].get<int64_t>();
+    };
     b.lo = number("minimum"), b.hi = number("maximum");
+    if (b.lo) b.lo_exact = exact("minimum");
+    if (b.hi) b.hi_exact = exact("maximum");
     b.lo_exclusive = flag("exclusiveMinimum"), b.hi_exclusive = flag("exclusiveMaximum");
     // 2019+: exclusiveMinimum / exclusiveMaximum are numbers; the tighter bound wins.
     if (auto x = number("exclusiveMinimum"); x && (!b.lo || *x >= *b.lo)) {
-      b.lo = x, b.lo_exclusive = true;
+      b.lo = x, b.lo_exclusive = true, b.lo_exact = exact("exclusiveMinimum");
     }
     if (auto x = number("exclusiveMaximum"); x && (!b.hi || *x <= *b.hi)) {
-      b.hi = x, b.hi_exclusive = true;
+      b.hi = x, b.hi_exclusive = true, b.hi_exact = exact("exclusiveMaximum");
     }
     return b;
   }
@@ -522,10 +548,12 @@ class Compiler {
   // The smallest / largest integer inside the bounds.
   static std::optional<int64_t> integer_lo(const Bounds& b) {
     if (!b.lo) return std::nullopt;
+    if (b.lo_exact) return b.lo_exclusive ? *b.lo_exact + 1 : *b.lo_exact;
     return static_cast<int64_t>(b.lo_exclusive ? std::floor(*b.lo) + 1 : std::ceil(*b.lo));
   }
   static std::optional<int64_t> integer_hi(const Bounds& b) {
     if (!b.hi) return std::nullopt;
+    if (b.hi_exact) return b.hi_exclusive ? *b.hi_exact - 1 : *b.hi_exact;
     return static_cast<int64_t>(b.hi_exclusive ? std::ceil(*b.hi) - 1 : std::floor(*b.hi));
   }
 
@@ -591,7 +619,7 @@ class Compiler {
     std::vector<std::pair<std::string, std::string>> members;  // written key, value rule
     std::vector<bool> optional;
     for (const auto& [key, value] : properties.items()) {
-      members.emplace_back(gbnf_literal(Json(key).dump()),
+      members.emplace_back(written(Json(key)),
                            compile(value, child(child(at, "properties"), key), depth + 1));
       optional.push_back(required.count(key) == 0);
     }
@@ -601,7 +629,7 @@ class Compiler {
       std::string value = additional && additional->is_object()
                               ? compile(*additional, child(at, "additionalProperties"), depth + 1)
                               : "jvalue";
-      members.emplace_back(gbnf_literal(Json(name).dump()), value);
+      members.emplace_back(written(Json(name)), value);
       optional.push_back(false);
     }
     if (members.empty()) {
@@ -672,21 +700,29 @@ class Compiler {
     auto nth = [&](int64_t k) {
       return k < static_cast<int64_t>(prefix.size()) ? prefix[static_cast<std::size_t>(k)] : item;
     };
-    // tail(k): what may follow once k elements are written.
+    const auto p = static_cast<int64_t>(prefix.size());
+    const std::string comma = "ws \",\" ws ";
+    // Element 0, then elements 1..min-1 (required: the prefix ones one by one, the rest as one
+    // repetition), then optional ones: the remaining prefix ones nested, then free items.
+    std::string elements = nth(0);
+    for (int64_t k = 1; k < std::min(min, p); ++k) elements += " " + comma + nth(k);
+    if (int64_t plain = min - std::max<int64_t>(p, 1); plain > 0) {
+      elements += fmt::format(" ({}{}){{{}}}", comma, item, plain);
+    }
+    const int64_t first_free = std::max<int64_t>({p, min, 1});  // the first index of a free item
     std::string tail;
-    int64_t fixed = std::max<int64_t>(static_cast<int64_t>(prefix.size()), min);
-    if (max && *max <= fixed) fixed = *max;
     if (!max) {
-      tail = "(ws \",\" ws " + item + ")*";
-    } else if (*max > std::max<int64_t>(fixed, 1)) {
-      // The elements after the fixed ones (after the first when none is fixed).
-      tail = fmt::format("(ws \",\" ws {}){{0,{}}}", item, *max - std::max<int64_t>(fixed, 1));
+      tail = "(" + comma + item + ")*";
+    } else if (*max > first_free) {
+      tail = fmt::format("({}{}){{0,{}}}", comma, item, *max - first_free);
     }
-    for (int64_t k = fixed - 1; k >= 1; --k) {
-      std::string next = "ws \",\" ws " + nth(k) + (tail.empty() ? "" : " " + tail);
-      tail = k >= min ? "(" + next + ")?" : next;
+    const int64_t optional_prefix_end = max ? std::min(p, *max) : p;
+    for (int64_t k = optional_prefix_end - 1; k >= std::max<int64_t>(min, 1); --k) {
+      std::string next = comma + nth(k);
+      if (!tail.empty()) next += " " + tail;
+      tail = "(" + next + ")?";
     }
-    std::string elements = nth(0) + (tail.empty() ? "" : " " + tail);
+    if (!tail.empty()) elements += " " + tail;
     if (min == 0) elements = "(" + elements + ")?";
     return define("\"[\" ws " + elements + " ws \"]\"");
   }
@@ -694,18 +730,32 @@ class Compiler {
   const Json& root_;
   std::string prefix_;
   std::string& rules_;
+  bool no_angle_;
   int next_rule_ = 0;
   std::map<std::string, std::string> refs_;
 };
 
 }  // namespace
 
+// A refused schema leaves no rules behind (a caller may fall back to another expression).
 std::string JsonGrammarWriter::value(const Json& schema, const std::string& prefix) {
-  return Compiler(schema, prefix, rules_).value();
+  const std::size_t size = rules_.size();
+  try {
+    return Compiler(schema, prefix, rules_, no_raw_angle_).value();
+  } catch (...) {
+    rules_.resize(size);
+    throw;
+  }
 }
 
 std::string JsonGrammarWriter::raw_string(const Json& schema, const std::string& prefix) {
-  return Compiler(schema, prefix, rules_).raw_string();
+  const std::size_t size = rules_.size();
+  try {
+    return Compiler(schema, prefix, rules_, no_raw_angle_).raw_string();
+  } catch (...) {
+    rules_.resize(size);
+    throw;
+  }
 }
 
 void JsonGrammarWriter::add_rule(const std::string& name, const std::string& body) {
@@ -713,7 +763,15 @@ void JsonGrammarWriter::add_rule(const std::string& name, const std::string& bod
 }
 
 std::string JsonGrammarWriter::finish(const std::string& root) const {
-  return std::string(kJsonRules) + rules_ + "root ::= " + root + "\n";
+  std::string json_rules(kJsonRules);
+  if (no_raw_angle_) {
+    // '<' only as the \u003c escape (which jchar's escape branch already allows).
+    const std::string plain = "jchar ::= [^\"\\\\\\x00-\\x1F]";
+    std::size_t at = json_rules.find(plain);
+    json_rules.insert(at + plain.size() - 1, 1, '<');
+  }
+  json_rules.append(rules_).append("root ::= ").append(root).append("\n");
+  return json_rules;
 }
 
 std::string json_schema_to_gbnf(const Json& schema) {

@@ -30,6 +30,9 @@ std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema);
 // own prefix, and whatever rules the caller adds around them.
 class JsonGrammarWriter {
  public:
+  // `no_raw_angle`: strings never hold a raw '<' (written \u003c instead) — inside a tool call,
+  // whose parser ends the call at the first "</tool_call>".
+  explicit JsonGrammarWriter(bool no_raw_angle = false) : no_raw_angle_(no_raw_angle) {}
   // The expression for the JSON values `schema` allows (JsonSchemaError when refused).
   std::string value(const nlohmann::ordered_json& schema, const std::string& prefix);
   // The expression for the raw text of a string schema, unquoted, without '<' and never the text
@@ -41,6 +44,7 @@ class JsonGrammarWriter {
 
  private:
   std::string rules_;
+  bool no_raw_angle_;
 };
 
 // Any JSON object (its values any JSON).

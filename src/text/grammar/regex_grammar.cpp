@@ -13,15 +13,6 @@
 namespace md::grammar {
 namespace {
 
-std::string join_with(const std::vector<std::string>& parts, std::string_view separator) {
-  std::string out;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    if (i > 0) out.append(separator);
-    out.append(parts[i]);
-  }
-  return out;
-}
-
 using Ranges = std::vector<CodePointRange>;
 
 Ranges normalized(Ranges ranges) {
@@ -56,7 +47,7 @@ const Ranges kSpace{{'\t', '\r'}, {' ', ' '}};
 
 // The written form of characters inside a JSON string: most stand for themselves; `"`, `\` and
 // control characters are escaped (one spelling each: the short escape where JSON has one).
-std::string json_written(const Ranges& set) {
+std::string json_written(const Ranges& set, bool no_angle) {
   Ranges plain;
   std::vector<std::string> escaped;
   for (const CodePointRange& r : normalized(set)) {
@@ -82,9 +73,10 @@ std::string json_written(const Ranges& set) {
       }
     }
     char32_t lo = std::max<char32_t>(r.lo, 0x20);
-    for (char32_t c : {U'"', U'\\'}) {
+    for (char32_t c : {U'"', U'<', U'\\'}) {
+      if (c == '<' && !no_angle) continue;
       if (c >= lo && c <= r.hi) {
-        escaped.push_back(c == '"' ? "\\\"" : "\\\\");
+        escaped.push_back(c == '"' ? "\\\"" : c == '<' ? "\\u003c" : "\\\\");
         if (c > lo) plain.push_back({lo, c - 1});
         lo = c + 1;
       }
@@ -95,9 +87,7 @@ std::string json_written(const Ranges& set) {
   if (std::string cls = gbnf_char_class(plain); !cls.empty()) options.push_back(cls);
   for (const std::string& e : escaped) options.push_back(gbnf_literal(e));
   if (options.empty()) return "[^\\u0000-\\U0010FFFF]";  // matches nothing
-  if (options.size() == 1) return options[0];
-  std::string joined = join_with(options, " | ");
-  return std::string("(").append(joined).append(")");
+  return gbnf_alternatives(options);
 }
 
 // Raw text without '<'.
@@ -153,9 +143,7 @@ class RegexParser {
     }
     --depth_;
     if (depth_ == 0) top_level_options_ = options.size();
-    if (options.size() == 1) return options[0];
-    std::string joined = join_with(options, " | ");
-    return std::string("(").append(joined).append(")");
+    return gbnf_alternatives(options);
   }
 
   std::string sequence() {
@@ -191,6 +179,15 @@ class RegexParser {
       });
       if (!ok || inside.front() == ',' || std::count(inside.begin(), inside.end(), ',') > 1) {
         refuse("a '{' quantifier must be {n}, {n,} or {n,m}");
+      }
+      auto count = [&](std::string_view digits) {
+        if (digits.size() > 6) refuse("a quantifier count above 999999");
+        return std::stoul(std::string(digits));
+      };
+      if (std::size_t comma = inside.find(',');
+          comma != std::string_view::npos && comma + 1 < inside.size() &&
+          count(inside.substr(comma + 1)) < count(inside.substr(0, comma))) {
+        refuse("a {n,m} quantifier needs n <= m");
       }
       q = fmt::format("{{{}}}", inside);
       pos_ = close + 1;
@@ -310,7 +307,12 @@ class RegexParser {
     bool negated = peek() == '^';
     if (negated) ++pos_;
     Ranges set;
+    bool class_escape = false;  // \d \w \s or their complements inside
     while (pos_ < pattern_.size() && peek() != ']') {
+      if (peek() == '\\' && pos_ + 1 < pattern_.size() &&
+          std::string_view("dwsDWS").find(pattern_[pos_ + 1]) != std::string_view::npos) {
+        class_escape = true;
+      }
       Ranges lo = class_atom();
       if (peek() == '-' && pos_ + 1 < pattern_.size() && pattern_[pos_ + 1] != ']') {
         ++pos_;
@@ -326,7 +328,10 @@ class RegexParser {
     }
     if (peek() != ']') refuse("unterminated character class");
     ++pos_;
-    return negated ? complement(set, 0x10FFFF) : normalized(set);
+    // ECMA and Python give \d \w \s different non-ASCII members: a complement of a class holding
+    // one stays within ASCII, where both agree.
+    if (negated) return complement(set, class_escape ? 0x7F : 0x10FFFF);
+    return normalized(set);
   }
 
   Ranges class_atom() {
@@ -338,7 +343,8 @@ class RegexParser {
   }
 
   std::string written(const Ranges& set) const {
-    return text_ == RegexText::kJsonString ? json_written(set) : raw_written(set);
+    if (text_ == RegexText::kRawNoAngle) return raw_written(set);
+    return json_written(set, text_ == RegexText::kJsonStringNoAngle);
   }
 
   std::string_view pattern_;

@@ -16,7 +16,7 @@ namespace md::grammar {
 
 // How matched characters are written: inside a JSON string (escaped as JSON requires), or as raw
 // text without '<' (a tool call's XML parameter value, which '<' would end).
-enum class RegexText { kJsonString, kRawNoAngle };
+enum class RegexText { kJsonString, kJsonStringNoAngle, kRawNoAngle };
 
 // The GBNF expression (parenthesised) for string bodies matching `pattern`; `body_char` is the
 // name of the rule for one written character of a free string (the unanchored ends).

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <limits>
 
+#include "base/error.h"
+
 namespace md::grammar {
 
 void MaskStatsTotal::add(const MaskStats& delta) {
@@ -72,8 +74,32 @@ TokenMask TokenConstraint::compute(State state) {
   return mask;
 }
 
+void TokenConstraint::check_usable() const {
+  if (!failure_.empty()) throw Error(failure_);
+}
+
+template <typename Work>
+auto TokenConstraint::guarded(Work work) -> decltype(work()) {
+  check_usable();
+  try {
+    return work();
+  } catch (const Error& e) {
+    failure_ = e.what();
+    throw;
+  }
+}
+
+std::size_t TokenConstraint::memory_bytes() {
+  std::lock_guard lock(mutex_);
+  return automaton_.memory_bytes() + mask_bytes_;
+}
+
 std::shared_ptr<const TokenMask> TokenConstraint::allowed(State state) {
   std::lock_guard lock(mutex_);
+  return guarded([&] { return allowed_locked(state); });
+}
+
+std::shared_ptr<const TokenMask> TokenConstraint::allowed_locked(State state) {
   stats_.masks += 1;
   auto it = masks_.find(state);
   if (it != masks_.end()) {
@@ -92,6 +118,10 @@ std::shared_ptr<const TokenMask> TokenConstraint::allowed(State state) {
 
 TokenConstraint::State TokenConstraint::advance(State state, int32_t token) {
   std::lock_guard lock(mutex_);
+  return guarded([&] { return advance_locked(state, token); });
+}
+
+TokenConstraint::State TokenConstraint::advance_locked(State state, int32_t token) {
   if (is_end(token)) return automaton_.accepting(state) ? state : GrammarAutomaton::kDead;
   if (token < 0 || token >= vocabulary_->vocab_size()) return GrammarAutomaton::kDead;
   for (const auto& [id, marker] : markers_) {

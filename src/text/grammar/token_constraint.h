@@ -59,9 +59,18 @@ class TokenConstraint {
   bool finished(State state);
   bool is_end(int32_t token) const;
   MaskStats stats();
+  // Automaton tables and cached masks (the vocabulary is shared and not counted).
+  std::size_t memory_bytes();
 
  private:
   TokenMask compute(State state);
+  // A grammar that hit an automaton limit stays refused: later uses fail at once with the same
+  // message instead of redoing the work (the tables stay consistent, see GrammarAutomaton).
+  void check_usable() const;
+  template <typename Work>
+  auto guarded(Work work) -> decltype(work());
+  std::shared_ptr<const TokenMask> allowed_locked(State state);
+  State advance_locked(State state, int32_t token);
 
   std::mutex mutex_;
   GrammarAutomaton automaton_;
@@ -74,6 +83,7 @@ class TokenConstraint {
   MaskStats stats_;
   std::shared_ptr<MaskStatsTotal> total_;
   std::vector<std::pair<int32_t, std::string>> markers_;
+  std::string failure_;
 };
 
 // One choice's position in a constraint.

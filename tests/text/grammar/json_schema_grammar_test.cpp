@@ -265,3 +265,145 @@ TEST(JsonSchemaGrammar, JsonObjectMode) {
 
 }  // namespace
 }  // namespace md::grammar
+
+namespace md::grammar {
+namespace {
+
+// Every combination of prefixItems, minItems, maxItems and items: exactly the allowed lengths.
+TEST(JsonSchemaGrammar, ArrayLengthsAreExactForEveryShape) {
+  for (int prefix = 0; prefix <= 3; ++prefix) {
+    for (int min = 0; min <= 4; ++min) {
+      for (int max = min; max <= 6; ++max) {  // 6 stands for "no maxItems"
+        for (bool closed : {false, true}) {
+          nlohmann::ordered_json schema = {{"type", "array"}, {"minItems", min}};
+          nlohmann::ordered_json items = nlohmann::ordered_json::array();
+          for (int i = 0; i < prefix; ++i) items.push_back({{"const", i}});
+          if (prefix > 0) schema["prefixItems"] = items;
+          if (max < 6) schema["maxItems"] = max;
+          if (closed)
+            schema["items"] = false;
+          else
+            schema["items"] = {{"const", 9}};
+          int top = max < 6 ? max : 6;
+          if (closed) top = std::min(top, prefix);
+          std::string text;
+          try {
+            text = json_schema_to_gbnf(schema);
+          } catch (const JsonSchemaError&) {
+            EXPECT_GT(min, top) << schema.dump();  // refused only when no length fits
+            continue;
+          }
+          GrammarAutomaton automaton(parse_gbnf(text));
+          for (int length = 0; length <= 7; ++length) {
+            std::string doc = "[";
+            for (int i = 0; i < length; ++i)
+              doc += (i ? "," : "") + std::to_string(i < prefix ? i : 9);
+            doc += "]";
+            auto state = automaton.step(automaton.start(), doc);
+            bool accepted = state != GrammarAutomaton::kDead && automaton.accepting(state);
+            bool allowed = length >= min && length <= top && (max < 6 || closed || length <= max);
+            if (max == 6 && !closed) allowed = length >= min;
+            EXPECT_EQ(accepted, allowed) << schema.dump() << " " << doc;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(JsonSchemaGrammar, EnumAndConstRefuseSiblingAssertions) {
+  auto refused = [](const std::string& schema) {
+    try {
+      json_schema_to_gbnf(nlohmann::ordered_json::parse(schema));
+    } catch (const JsonSchemaError& e) {
+      return e.keyword;
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(refused(R"({"type":"string","enum":["ok","toolong"],"maxLength":3})"), "maxLength");
+  EXPECT_EQ(refused(R"({"enum":[1,10],"maximum":5})"), "maximum");
+  EXPECT_EQ(refused(R"({"const":"x","pattern":"^y$"})"), "pattern");
+  EXPECT_EQ(refused(R"({"type":"string","enum":["a"],"description":"d"})"), "accepted");
+}
+
+TEST(JsonSchemaGrammar, IntegerBoundsAreReadExactly) {
+  GrammarAutomaton automaton(parse_gbnf(json_schema_to_gbnf(
+      nlohmann::ordered_json::parse(R"({"type":"integer","maximum":999999999999999999})"))));
+  auto accepts = [&](const std::string& text) {
+    auto s = automaton.step(automaton.start(), text);
+    return s != GrammarAutomaton::kDead && automaton.accepting(s);
+  };
+  EXPECT_TRUE(accepts("999999999999999999"));
+  EXPECT_FALSE(accepts("1000000000000000000"));  // as a double the bound rounds up to this
+}
+
+TEST(JsonSchemaGrammar, NegatedClassesWithClassEscapesStayInAscii) {
+  GrammarAutomaton automaton(parse_gbnf(json_schema_to_gbnf(
+      nlohmann::ordered_json::parse(R"({"type":"string","pattern":"^[^\\s][^\\d]$"})"))));
+  auto accepts = [&](const std::string& text) {
+    auto s = automaton.step(automaton.start(), text);
+    return s != GrammarAutomaton::kDead && automaton.accepting(s);
+  };
+  EXPECT_TRUE(accepts(R"("xy")"));
+  EXPECT_FALSE(accepts("\"\xC2\xA0y\""));  // U+00A0: \s in ECMA and Python
+  EXPECT_FALSE(accepts("\"x\xD9\xA3\""));  // U+0663: \d in Python
+  EXPECT_FALSE(accepts(R"(" y")"));
+}
+
+TEST(JsonSchemaGrammar, WithoutRawAngleBracketsForToolCalls) {
+  JsonGrammarWriter writer(/*no_raw_angle=*/true);
+  std::string root = writer.value(nlohmann::ordered_json::parse(
+                                      R"({"type":"object","properties":{"s":{"type":"string"},
+                                          "p":{"type":"string","pattern":"^a.b$"},
+                                          "e":{"enum":["<x>"]}},"required":["s","p","e"]})"),
+                                  "t");
+  GrammarAutomaton automaton(parse_gbnf(writer.finish(root)));
+  auto accepts = [&](const std::string& text) {
+    auto s = automaton.step(automaton.start(), text);
+    return s != GrammarAutomaton::kDead && automaton.accepting(s);
+  };
+  EXPECT_TRUE(accepts(R"({"s":"\u003c/tool_call>","p":"a\u003cb","e":"\u003cx>"})"));
+  EXPECT_FALSE(accepts(R"({"s":"</tool_call>","p":"a\u003cb","e":"\u003cx>"})"));
+  EXPECT_FALSE(accepts(R"({"s":"x","p":"a<b","e":"\u003cx>"})"));
+  EXPECT_FALSE(accepts(R"({"s":"x","p":"a\u003cb","e":"<x>"})"));
+}
+
+TEST(JsonSchemaGrammar, RawTextNeverDeadEndsOnNull) {
+  for (int max : {3, 4, 5, 8}) {
+    JsonGrammarWriter writer;
+    std::string root =
+        writer.raw_string(nlohmann::ordered_json{{"type", "string"}, {"maxLength", max}}, "x");
+    GrammarAutomaton automaton(parse_gbnf(writer.finish(root)));
+    auto after = [&](const std::string& text) { return automaton.step(automaton.start(), text); };
+    // "null" is never complete; a live prefix only where a longer text may follow (no dead end).
+    if (max >= 5) {
+      ASSERT_NE(after("null"), GrammarAutomaton::kDead) << max;
+      EXPECT_FALSE(automaton.accepting(after("null"))) << max;
+    } else {
+      EXPECT_EQ(after("null"), GrammarAutomaton::kDead) << max;
+    }
+    EXPECT_TRUE(automaton.accepting(after("nul")));
+    if (max >= 4) {
+      EXPECT_TRUE(automaton.accepting(after("nulx"))) << max;
+    }
+    if (max >= 5) {
+      EXPECT_TRUE(automaton.accepting(after("nullx"))) << max;
+    } else {
+      EXPECT_EQ(after("nullx"), GrammarAutomaton::kDead) << max;
+    }
+  }
+}
+
+TEST(JsonSchemaGrammar, RefusedSchemasLeaveNoRulesBehind) {
+  JsonGrammarWriter writer;
+  EXPECT_THROW(writer.value(nlohmann::ordered_json::parse(
+                                R"({"type":"object","properties":{"kids":{"type":"array",
+                                    "items":{"$ref":"#"}},"u":{"type":"string","format":"uri"}}})"),
+                            "t0s"),
+               JsonSchemaError);
+  // What the failed schema had written is gone: the grammar is complete without it.
+  EXPECT_NO_THROW(parse_gbnf(writer.finish("jobject")));
+}
+
+}  // namespace
+}  // namespace md::grammar

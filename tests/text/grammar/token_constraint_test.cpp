@@ -6,6 +6,7 @@
 #include <random>
 #include <string>
 
+#include "base/error.h"
 #include "text/grammar/gbnf_parser.h"
 
 namespace md::grammar {
@@ -107,10 +108,32 @@ TEST(TokenConstraint, MatcherMasksLogitsAndFinishes) {
   matcher.mask_logits(logits);
   EXPECT_TRUE(std::isfinite(logits[kEnd]));
   ASSERT_TRUE(matcher.accept(kEnd));  // the end token is allowed where the grammar accepts
-  std::vector<std::string> none = vocab;
   TokenMatcher other(constraint);
   ASSERT_TRUE(other.accept(3));  // "abc"
   EXPECT_TRUE(other.finished());
+}
+
+}  // namespace
+}  // namespace md::grammar
+
+namespace md::grammar {
+namespace {
+
+TEST(TokenConstraint, AGrammarThatHitsALimitStaysRefused) {
+  std::string rules = "root ::= p\np ::= \"\"";
+  for (char c = 'a'; c <= 'z'; ++c) rules += std::string(" | \"") + c + "\" p \"" + c + "\"";
+  std::string long_token;
+  for (int i = 0; i < 60000; ++i) long_token += static_cast<char>('a' + (i * 7) % 26);
+  auto trie = std::make_shared<TokenTrie>(std::vector<std::string>{"", "ab", long_token});
+  TokenConstraint constraint(parse_gbnf(rules), trie, {0});
+  EXPECT_THROW(constraint.advance(constraint.start(), 2), Error);
+  // Later uses fail at once, with the same message, instead of redoing the work.
+  try {
+    constraint.allowed(constraint.start());
+    FAIL() << "usable after the limit";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("frames"), std::string::npos);
+  }
 }
 
 }  // namespace
