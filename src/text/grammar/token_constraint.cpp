@@ -154,18 +154,19 @@ bool TokenMatcher::mask_logits(std::span<float> logits) {
   // Word by word: a mask is mostly all-allowed runs (inside strings) or all-banned ones.
   for (std::size_t begin = 0; begin < logits.size(); begin += 64) {
     const std::size_t word = begin / 64;
-    const uint64_t bits = word < mask->size() ? (*mask)[word] : 0;
     const std::size_t end = std::min(logits.size(), begin + 64);
+    // Only ids the logits have count (a tokenizer may know more ids than the model scores).
+    const uint64_t in_range = end - begin < 64 ? (uint64_t{1} << (end - begin)) - 1 : ~uint64_t{0};
+    const uint64_t bits = word < mask->size() ? (*mask)[word] & in_range : 0;
     any = any || bits != 0;
-    if (bits == ~uint64_t{0}) continue;
+    if (bits == in_range) continue;
     if (bits == 0) {
       std::fill(logits.begin() + static_cast<std::ptrdiff_t>(begin),
                 logits.begin() + static_cast<std::ptrdiff_t>(end), kBanned);
       continue;
     }
     // Only the banned ids, found by bit scans (a per-id loop over 64 branches is the slow part).
-    uint64_t banned = ~bits;
-    if (end - begin < 64) banned &= (uint64_t{1} << (end - begin)) - 1;
+    uint64_t banned = ~bits & in_range;
     for (; banned != 0; banned &= banned - 1) {
       logits[begin + static_cast<std::size_t>(std::countr_zero(banned))] = kBanned;
     }

@@ -100,6 +100,11 @@ TEST(TokenConstraint, MatcherMasksLogitsAndFinishes) {
     bool allowed = id == 1 || id == 2 || id == 3 || id == 11;  // a, ab, abc, ab
     EXPECT_EQ(std::isfinite(logits[id]), allowed) << id;
   }
+  // Logits shorter than the vocabulary (a model scoring fewer ids than its tokenizer knows): only
+  // ids it scores count, so a grammar whose only allowed tokens lie beyond them allows nothing.
+  TokenMatcher short_matcher(constraint);
+  std::vector<float> few(1, 1.0f);  // id 0 only: "" (never allowed)
+  EXPECT_FALSE(short_matcher.mask_logits(few));
   EXPECT_FALSE(matcher.accept(4));  // "b" first is not allowed, and the state is unchanged
   ASSERT_TRUE(matcher.accept(2));   // "ab"
   EXPECT_TRUE(matcher.accepting());
