@@ -41,9 +41,9 @@ std::shared_ptr<grammar::TokenConstraint> ConstraintCache::get(
     std::lock_guard lock(mutex_);
     if (auto it = entries_.find(text); it != entries_.end()) {
       order_.splice(order_.begin(), order_, it->second.second);
-      std::shared_ptr<grammar::TokenConstraint> found = it->second.first;
-      evict_locked();  // cached grammars grow as their masks are computed
-      return found;
+      // No eviction here: summing the others' memory would wait on any of them whose mask the
+      // engine is computing. The budget is checked when a grammar is added.
+      return it->second.first;
     }
   }
   // Parsed outside the lock: a large grammar does not hold up requests for cached ones.

@@ -8,9 +8,7 @@
 // Not thread-safe: one owner (or a lock) per automaton.
 #pragma once
 
-#include <array>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -47,8 +45,6 @@ class GrammarAutomaton {
     return next_.capacity() * sizeof(State) + nodes_.capacity() * (sizeof(Node) + 40) +
            states_.capacity() * sizeof(StateData) + state_frames_ * sizeof(uint32_t);
   }
-  std::size_t node_count() const { return nodes_.size(); }
-  const Grammar& grammar() const { return grammar_; }
 
  private:
   struct Node {

@@ -99,10 +99,6 @@ constexpr int kMaxDepth = 64;
 constexpr int64_t kMaxBound = 1'000'000'000'000'000'000;  // 1e18: integer bounds beyond are refused
 constexpr int64_t kMaxCount = 10'000;                     // minItems, minLength, ... above: refused
 
-std::string alternatives(const std::vector<std::string>& parts) {
-  return gbnf_alternatives(parts);
-}
-
 std::string format_names() {
   std::string out;
   for (const std::string& name : kFormats) out += (out.empty() ? "" : ", ") + name;
@@ -136,7 +132,7 @@ std::string digits_between(const std::string& lo, const std::string& hi) {
   }
   if (first <= last) parts.push_back(fmt::format("[{}-{}]", first, last) + any_digits());
   if (!hi_whole) parts.push_back(high_part);
-  return alternatives(parts);
+  return gbnf_alternatives(parts);
 }
 
 uint64_t power10(std::size_t digits) {
@@ -156,7 +152,7 @@ std::string unsigned_range(uint64_t lo, std::optional<uint64_t> hi) {
     if (from <= to) parts.push_back(digits_between(std::to_string(from), std::to_string(to)));
   }
   if (!hi) parts.push_back(fmt::format("[1-9] [0-9]{{{},}}", lo_len));
-  return alternatives(parts);
+  return gbnf_alternatives(parts);
 }
 
 // Integers in [lo, hi], either side open when absent; empty string when there are none.
@@ -174,7 +170,7 @@ std::string integer_range(std::optional<int64_t> lo, std::optional<int64_t> hi) 
     if (lo) to = static_cast<uint64_t>(-*lo);
     if (!to || from <= *to) parts.push_back("\"-\" " + unsigned_range(from, to));
   }
-  return parts.empty() ? "" : alternatives(parts);
+  return parts.empty() ? "" : gbnf_alternatives(parts);
 }
 
 // ---- The compiler ----
@@ -207,7 +203,7 @@ class Compiler {
         if (v.get<std::string>() != "null") parts.push_back(gbnf_literal(v.get<std::string>()));
       }
       if (parts.empty()) refuse(key, "#", "the text null would be read as null, not a string");
-      return alternatives(parts);
+      return gbnf_alternatives(parts);
     }
     return string_schema(root_, "#", /*raw=*/true);
   }
@@ -288,13 +284,13 @@ class Compiler {
         parts.push_back(
             compile(options[i], child(child(at, "anyOf"), std::to_string(i)), depth + 1));
       }
-      return alternatives(parts);
+      return gbnf_alternatives(parts);
     }
     if (types.empty()) types = inferred_types(schema);
     if (types.empty()) return "jvalue";
     std::vector<std::string> parts;
     for (const std::string& type : types) parts.push_back(typed(schema, type, at, depth));
-    return alternatives(parts);
+    return gbnf_alternatives(parts);
   }
 
   static std::vector<std::string> declared_types(const Json& schema, const std::string& at) {
@@ -377,7 +373,7 @@ class Compiler {
       if (fits(v, types)) parts.push_back(written(v));
     }
     if (parts.empty()) refuse("enum", at, "no value has the schema's type");
-    return alternatives(parts);
+    return gbnf_alternatives(parts);
   }
 
   std::string reference(const Json& ref, const std::string& at, int depth) {
@@ -493,7 +489,7 @@ class Compiler {
           }
         }
       }
-      return parts.empty() ? std::string() : alternatives(parts);  // "": no way on
+      return parts.empty() ? std::string() : gbnf_alternatives(parts);  // "": no way on
     };
     std::vector<std::string> parts;
     if (min == 0) parts.push_back("\"\"");
@@ -501,7 +497,7 @@ class Compiler {
       parts.push_back("[^<n" + space + "] " + chars(min - 1, minus(1)));
       if (std::string deeper = matched(1); !deeper.empty()) parts.push_back("\"n\" " + deeper);
     }
-    return alternatives(parts);
+    return gbnf_alternatives(parts);
   }
 
   struct Bounds {
@@ -596,7 +592,7 @@ class Compiler {
              "the bounds are narrower than structured output can express (it needs an integer "
              "or a whole unit interval inside them)");
     }
-    return alternatives(parts);
+    return gbnf_alternatives(parts);
   }
 
   std::string object_schema(const Json& schema, const std::string& at, int depth) {
@@ -738,24 +734,23 @@ class Compiler {
 }  // namespace
 
 // A refused schema leaves no rules behind (a caller may fall back to another expression).
-std::string JsonGrammarWriter::value(const Json& schema, const std::string& prefix) {
+template <typename Compile>
+std::string JsonGrammarWriter::restoring(Compile compile) {
   const std::size_t size = rules_.size();
   try {
-    return Compiler(schema, prefix, rules_, no_raw_angle_).value();
+    return compile();
   } catch (...) {
     rules_.resize(size);
     throw;
   }
 }
 
+std::string JsonGrammarWriter::value(const Json& schema, const std::string& prefix) {
+  return restoring([&] { return Compiler(schema, prefix, rules_, no_raw_angle_).value(); });
+}
+
 std::string JsonGrammarWriter::raw_string(const Json& schema, const std::string& prefix) {
-  const std::size_t size = rules_.size();
-  try {
-    return Compiler(schema, prefix, rules_, no_raw_angle_).raw_string();
-  } catch (...) {
-    rules_.resize(size);
-    throw;
-  }
+  return restoring([&] { return Compiler(schema, prefix, rules_, no_raw_angle_).raw_string(); });
 }
 
 void JsonGrammarWriter::add_rule(const std::string& name, const std::string& body) {

@@ -43,6 +43,9 @@ class JsonGrammarWriter {
   std::string finish(const std::string& root) const;
 
  private:
+  template <typename Compile>
+  std::string restoring(Compile compile);
+
   std::string rules_;
   bool no_raw_angle_;
 };

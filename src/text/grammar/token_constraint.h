@@ -57,12 +57,12 @@ class TokenConstraint {
   bool accepting(State state);
   // Complete and nothing may follow: the choice ends here.
   bool finished(State state);
-  bool is_end(int32_t token) const;
   MaskStats stats();
   // Automaton tables and cached masks (the vocabulary is shared and not counted).
   std::size_t memory_bytes();
 
  private:
+  bool is_end(int32_t token) const;
   TokenMask compute(State state);
   // A grammar that hit an automaton limit stays refused: later uses fail at once with the same
   // message instead of redoing the work (the tables stay consistent, see GrammarAutomaton).
