@@ -3,6 +3,7 @@
 #include "base/error.h"
 #include "models/llama/llama_gguf_model.h"
 #include "models/model_config.h"
+#include "models/musespark/musespark_model.h"
 #include "models/qwen38/qwen38_gguf_model.h"
 #include "models/qwen38/qwen38_model.h"
 
@@ -27,13 +28,15 @@ std::unique_ptr<LanguageModel> load_language_model(const std::string& directory,
       // The same model class and step program as GGUF files; the HF tensors are bound in place
       // (q/k rows permuted for the adjacent-pair RoPE, see llama/llama_hf_weights.h).
       return std::make_unique<LlamaGgufModel>(directory, options);
+    case ModelFamily::kMuseSpark:
+      return std::make_unique<MuseSparkModel>(directory, options);
     case ModelFamily::kDFlash2:
     case ModelFamily::kDSpark:
       fail("{} is a {} drafter, not a model that can run on its own; pass its target model",
            directory, family_name(family));
     default:
-      fail("{}: running {} models is not implemented yet (qwen38 and llama are)", directory,
-           family_name(family));
+      fail("{}: running {} models is not implemented yet (qwen38, llama and muse_spark are)",
+           directory, family_name(family));
   }
 }
 

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "../support/checkpoint_edits.h"
 #include "base/error.h"
 #include "models/model_loader.h"
 #include "qwen38_test_util.h"
@@ -45,45 +46,11 @@ class Qwen38BadInput : public ::testing::Test {
   fs::path root_;
 };
 
-std::vector<char> read_all(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_all(const fs::path& path, const std::vector<char>& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-// Edits a safetensors header in place, keeping its length (padded with spaces, which the format
-// allows) so that every data offset stays valid.
-template <typename Edit>
-void edit_header(const fs::path& path, Edit edit) {
-  std::vector<char> bytes = read_all(path);
-  uint64_t length = 0;
-  std::memcpy(&length, bytes.data(), sizeof length);
-  nlohmann::ordered_json header = nlohmann::ordered_json::parse(
-      bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(length));
-  edit(header);
-  std::string text = header.dump();
-  ASSERT_LE(text.size(), length) << "edited header grew";
-  text.resize(length, ' ');
-  std::copy(text.begin(), text.end(), bytes.begin() + 8);
-  write_all(path, bytes);
-}
-
 void edit_config(const fs::path& dir, const std::function<void(nlohmann::ordered_json&)>& edit) {
   std::ifstream in(dir / "config.json");
   nlohmann::ordered_json config = nlohmann::ordered_json::parse(in);
   edit(config);
   std::ofstream(dir / "config.json") << config.dump(2);
-}
-
-void expect_contains(const std::string& message, const std::vector<std::string>& parts) {
-  ASSERT_FALSE(message.empty()) << "the damaged model loaded";
-  for (const std::string& part : parts) {
-    EXPECT_NE(message.find(part), std::string::npos) << "'" << part << "' not in: " << message;
-  }
 }
 
 const std::string kPrefix = "model.language_model.";

@@ -50,8 +50,27 @@ kernels::Bf16Matrix WeightBinder::matrix(const std::string& name, int64_t rows, 
 }
 
 std::vector<float> WeightBinder::f32_vector(const std::string& name, int64_t n) {
+  return f32_tensor(name, {n});
+}
+
+std::vector<float> WeightBinder::f32_tensor(const std::string& name,
+                                            const std::vector<int64_t>& shape) {
   const TensorView& tensor = find(name);
-  check_shape(tensor, {n});
+  check_shape(tensor, shape);
+  return widen(tensor);
+}
+
+std::vector<float> WeightBinder::f32_values(const std::string& name, int64_t count) {
+  const TensorView& tensor = find(name);
+  if (static_cast<int64_t>(tensor.numel()) != count) {
+    fail("{}: tensor '{}' has shape [{}] ({} elements) but the config implies {} elements",
+         tensor.file, tensor.name, fmt::join(tensor.shape, ", "), tensor.numel(), count);
+  }
+  return widen(tensor);
+}
+
+std::vector<float> WeightBinder::widen(const TensorView& tensor) const {
+  const auto n = static_cast<int64_t>(tensor.numel());
   std::vector<float> values(static_cast<std::size_t>(n));
   for (int64_t i = 0; i < n; ++i) {
     const uint8_t* at = tensor.data + i * static_cast<int64_t>(dtype_size(tensor.dtype));
@@ -62,11 +81,22 @@ std::vector<float> WeightBinder::f32_vector(const std::string& name, int64_t n) 
       std::memcpy(&bits, at, sizeof bits);
       values[static_cast<std::size_t>(i)] = bf16_to_f32(bits);
     } else {
-      fail("{}: tensor '{}' is {} but {} accepts F32 or BF16 here", tensor.file, name,
+      fail("{}: tensor '{}' is {} but {} accepts F32 or BF16 here", tensor.file, tensor.name,
            dtype_name(tensor.dtype), family_);
     }
   }
   return values;
+}
+
+const std::uint8_t* WeightBinder::bytes(const std::string& name, DType dtype,
+                                        const std::vector<int64_t>& shape) {
+  const TensorView& tensor = find(name);
+  if (tensor.dtype != dtype) {
+    fail("{}: tensor '{}' is {} but {} reads it as {}", tensor.file, name, dtype_name(tensor.dtype),
+         family_, dtype_name(dtype));
+  }
+  check_shape(tensor, shape);
+  return tensor.data;
 }
 
 }  // namespace md

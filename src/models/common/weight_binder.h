@@ -30,12 +30,21 @@ class WeightBinder {
   kernels::Bf16Matrix matrix(const std::string& name, int64_t rows, int64_t cols);
   // A small f32 vector of length n stored as F32 or BF16, widened to f32.
   std::vector<float> f32_vector(const std::string& name, int64_t n);
+  // An F32 or BF16 tensor of exactly `shape`, widened to f32 (row-major).
+  std::vector<float> f32_tensor(const std::string& name, const std::vector<int64_t>& shape);
+  // The same for a tensor of `count` elements in any shape (scales whose stored shape varies
+  // between producers, e.g. [E, 2] or [2E]).
+  std::vector<float> f32_values(const std::string& name, int64_t count);
+  // The bytes of a tensor of exactly `dtype` and `shape`, read in place (U8 codes, F8 scales).
+  const std::uint8_t* bytes(const std::string& name, DType dtype,
+                            const std::vector<int64_t>& shape);
 
   const Checkpoint& checkpoint() const { return checkpoint_; }
 
  private:
   const TensorView& find(const std::string& name) const;
   void check_shape(const TensorView& tensor, const std::vector<int64_t>& shape) const;
+  std::vector<float> widen(const TensorView& tensor) const;
 
   const Checkpoint& checkpoint_;
   std::string family_;

@@ -1,0 +1,120 @@
+// Muse Spark's attention (docs/models/muse-spark-nvfp4.md §4.2): q, k, v and an output gate
+// projected from the normed stream; weightless QK norms per head (q then scaled by
+// qk_scale_factor); RoPE on the sliding layers only (rotate-half pairing on the checkpoint's rows;
+// the full layers are NoPE); each row's key and value written before it attends, to every earlier
+// position on full layers and to the last `sliding_window` positions (itself included) on sliding
+// ones; softmax in f32; the per-head output normed (weightless) and gated by sigmoid(gate)
+// element-wise; o_proj.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "base/cache_aligned.h"
+#include "base/dtype.h"
+#include "kernels/activations.h"
+#include "kernels/dot_f32.h"
+#include "kernels/weight_matrix.h"
+#include "models/musespark/musespark_model.h"
+#include "models/musespark/musespark_row_math.h"
+#include "models/musespark/musespark_state.h"
+#include "models/musespark/musespark_testing.h"
+
+namespace md {
+
+namespace {
+
+using Buffer = CacheAligned<float>;
+Buffer buffer(int64_t n) {
+  return Buffer(static_cast<std::size_t>(n));
+}
+
+// A bf16 KV cache holds each element rounded to bf16.
+void store(const float* from, int64_t n, kernels::KvCacheType type, float* to) {
+  for (int64_t i = 0; i < n; ++i) {
+    to[i] = type == kernels::KvCacheType::kBf16 ? bf16_to_f32(f32_to_bf16(from[i])) : from[i];
+  }
+}
+
+// out = Σ_j softmax_j(scale · q·k_j) · v_j over positions [first, last] of one KV head, keys and
+// values read from the layer's storage (a ring on sliding layers), in position order.
+void attend_head(const MuseLayerKv& kv, int64_t kv_offset, const float* q, int64_t head_dim,
+                 int64_t first, int64_t last, float scale, std::vector<float>& scores, float* out) {
+  const auto count = static_cast<std::size_t>(last - first + 1);
+  scores.resize(count);
+  float max_score = -INFINITY;
+  for (int64_t j = first; j <= last; ++j) {
+    const float s = scale * kernels::dot_f32(q, kv.key(j) + kv_offset, head_dim);
+    scores[static_cast<std::size_t>(j - first)] = s;
+    max_score = std::max(max_score, s);
+  }
+  double sum = 0;
+  for (float& s : scores) {
+    s = std::exp(s - max_score);
+    sum += s;
+  }
+  const auto inv = static_cast<float>(1.0 / sum);
+  std::fill(out, out + head_dim, 0.0f);
+  for (int64_t j = first; j <= last; ++j) {
+    const float p = scores[static_cast<std::size_t>(j - first)] * inv;
+    const float* v = kv.value(j) + kv_offset;
+    for (int64_t d = 0; d < head_dim; ++d) out[d] += p * v[d];
+  }
+}
+
+}  // namespace
+
+void MuseSparkModel::attention(int64_t layer, MuseSparkState& state, const float* x, int64_t rows,
+                               float* out) {
+  const MuseSparkConfig& c = config_;
+  const MuseLayerWeights& w = weights_.layers[static_cast<std::size_t>(layer)];
+  const int64_t hd = c.head_dim, q_dim = c.q_dim(), kv_dim = c.kv_dim();
+  const auto eps = static_cast<float>(c.rms_norm_eps);
+  Buffer q = buffer(rows * q_dim), k = buffer(rows * kv_dim), v = buffer(rows * kv_dim);
+  Buffer gate = buffer(rows * q_dim), o = buffer(rows * q_dim);
+  kernels::matmul(w.q_proj, x, rows, q.data(), pool_.get());
+  kernels::matmul(w.k_proj, x, rows, k.data(), pool_.get());
+  kernels::matmul(w.v_proj, x, rows, v.data(), pool_.get());
+  kernels::matmul(w.gate_proj, x, rows, gate.data(), pool_.get());
+
+  const bool rope =
+      c.uses_rope(layer) || options_.ablation == testing::MuseAblation::kRopeOnNopeLayers;
+  const bool windowed = !c.is_full_attention(layer);
+  const auto qk_scale = static_cast<float>(c.qk_scale_factor);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  std::vector<float> cos_values(static_cast<std::size_t>(hd / 2));
+  std::vector<float> sin_values(static_cast<std::size_t>(hd / 2));
+  std::vector<float> scores;
+  MuseLayerKv& kv = state.layer(layer);
+  // Rows in order: each writes its key and value, then attends (a ring slot a later row
+  // overwrites has left every earlier row's window by then).
+  for (int64_t t = 0; t < rows; ++t) {
+    const int64_t position = state.position() + t;
+    if (rope) rope_.angles(position, cos_values.data(), sin_values.data());
+    for (int64_t h = 0; h < c.num_attention_heads; ++h) {
+      float* qh = q.data() + t * q_dim + h * hd;
+      muse::rms_unweighted(qh, hd, eps, qh);
+      for (int64_t d = 0; d < hd; ++d) qh[d] *= qk_scale;
+      if (rope) rope_.apply(qh, cos_values.data(), sin_values.data());
+    }
+    for (int64_t g = 0; g < c.num_key_value_heads; ++g) {
+      float* kh = k.data() + t * kv_dim + g * hd;
+      muse::rms_unweighted(kh, hd, eps, kh);
+      if (rope) rope_.apply(kh, cos_values.data(), sin_values.data());
+    }
+    kv.reserve(position);
+    store(k.data() + t * kv_dim, kv_dim, state.kv_type(), kv.key(position));
+    store(v.data() + t * kv_dim, kv_dim, state.kv_type(), kv.value(position));
+    const int64_t first = windowed ? std::max<int64_t>(0, position - c.sliding_window + 1) : 0;
+    for (int64_t h = 0; h < c.num_attention_heads; ++h) {
+      float* oh = o.data() + t * q_dim + h * hd;
+      attend_head(kv, (h / c.gqa_group()) * hd, q.data() + t * q_dim + h * hd, hd, first, position,
+                  scale, scores, oh);
+      muse::rms_unweighted(oh, hd, eps, oh);
+      const float* gh = gate.data() + t * q_dim + h * hd;
+      for (int64_t d = 0; d < hd; ++d) oh[d] *= kernels::sigmoid(gh[d]);
+    }
+  }
+  kernels::matmul(w.o_proj, o.data(), rows, out, pool_.get());
+}
+
+}  // namespace md

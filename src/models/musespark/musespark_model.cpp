@@ -1,0 +1,199 @@
+#include "models/musespark/musespark_model.h"
+
+#include <cmath>
+#include <limits>
+
+#include "base/cache_aligned.h"
+#include "base/error.h"
+#include "kernels/matmul.h"
+#include "kernels/norms.h"
+#include "kernels/weight_matrix.h"
+#include "models/common/config_files.h"
+#include "models/musespark/musespark_row_math.h"
+#include "models/musespark/musespark_state.h"
+#include "models/musespark/musespark_testing.h"
+
+namespace md {
+
+namespace {
+
+using Buffer = CacheAligned<float>;
+
+MuseSparkConfig read_config(const std::string& directory) {
+  return parse_musespark_config(read_config_files(directory));
+}
+
+double gate_floor(const MuseSparkOptions& options) {
+  return options.ablation == testing::MuseAblation::kNoGateClamp ? 0.0 : kResidualGateFloor;
+}
+
+// A model with no stated limit runs as long as its state's capacity (the caller's --context).
+constexpr int64_t kUnstatedContext = int64_t{1} << 20;
+
+// s ← α ⊙ s + β ⊙ branch on every row.
+void gated_residual(const MuseResidualGate& g, const float* branch, int64_t rows, int64_t width,
+                    float* stream) {
+  for (int64_t t = 0; t < rows; ++t) {
+    for (int64_t i = 0; i < width; ++i) {
+      float& s = stream[t * width + i];
+      s = g.alpha[static_cast<std::size_t>(i)] * s +
+          g.beta[static_cast<std::size_t>(i)] * branch[t * width + i];
+    }
+  }
+}
+
+// The branch as it joins the stream: rms(scale ⊙ branch) (scale null: rms(branch)), eps of the
+// post norms.
+void post_norm(float* branch, const std::vector<float>* scale, int64_t rows, int64_t width,
+               float eps) {
+  for (int64_t t = 0; t < rows; ++t) {
+    float* b = branch + t * width;
+    if (scale != nullptr) {
+      for (int64_t i = 0; i < width; ++i) b[i] *= (*scale)[static_cast<std::size_t>(i)];
+    }
+    muse::rms_unweighted(b, width, eps, b);
+  }
+}
+
+}  // namespace
+
+MuseSparkModel::MuseSparkModel(const std::string& directory, const ModelRunOptions& run_options,
+                               const MuseSparkOptions& options)
+    : directory_(directory),
+      config_(read_config(directory)),
+      checkpoint_(std::make_unique<Checkpoint>(directory)),
+      weights_(bind_musespark_weights(*checkpoint_, config_, gate_floor(options))),
+      run_options_(run_options),
+      options_(options),
+      rope_(config_.head_dim, config_.rope_theta),
+      pool_(std::make_unique<ThreadPool>(run_options.threads)) {
+  if (run_options_.matmul_inputs != kernels::MatmulInputs::kF32) {
+    fail("{}: muse_spark runs its matrices with f32 inputs only for now", directory_);
+  }
+}
+
+std::string MuseSparkModel::description() const {
+  int64_t nvfp4 = 0;
+  for (const MuseLayerWeights& layer : weights_.layers) nvfp4 += layer.experts.nvfp4 ? 1 : 0;
+  return fmt::format(
+      "muse_spark {} layers ({} full NoPE, {} sliding window {}), hidden {}, {} experts top-{} "
+      "(NVFP4 on {} layers), vocab {} ({})",
+      config_.num_layers, config_.num_full_attention_layers(), config_.num_sliding_layers(),
+      config_.sliding_window, config_.hidden_size, config_.num_experts,
+      config_.num_experts_per_token, nvfp4, config_.vocab_size, directory_);
+}
+
+int64_t MuseSparkModel::max_context() const {
+  return config_.max_position_embeddings > 0 ? config_.max_position_embeddings : kUnstatedContext;
+}
+
+std::vector<int32_t> MuseSparkModel::stop_token_ids() const {
+  return {config_.eos_token_ids.begin(), config_.eos_token_ids.end()};
+}
+
+std::size_t MuseSparkModel::state_bytes_per_token() const {
+  // Full layers grow with the context; sliding layers hold at most a window.
+  return static_cast<std::size_t>(2 * config_.num_full_attention_layers() * config_.kv_dim()) *
+         sizeof(float);
+}
+
+std::size_t MuseSparkModel::state_bytes_fixed() const {
+  return static_cast<std::size_t>(2 * config_.num_sliding_layers() * config_.sliding_window *
+                                  config_.kv_dim()) *
+         sizeof(float);
+}
+
+std::unique_ptr<SequenceState> MuseSparkModel::new_sequence(int64_t capacity) const {
+  if (capacity <= 0 || capacity > max_context()) {
+    fail("context {} is outside 1..{} (the context limit of {})", capacity, max_context(),
+         directory_);
+  }
+  return std::make_unique<MuseSparkState>(config_, capacity, run_options_.kv_cache);
+}
+
+std::size_t MuseSparkModel::weight_bytes() const {
+  return checkpoint_->total_bytes();
+}
+
+void MuseSparkModel::check_tokens(const SequenceState& state,
+                                  std::span<const int32_t> tokens) const {
+  if (tokens.empty()) fail("forward needs at least one token");
+  const auto count = static_cast<int64_t>(tokens.size());
+  if (state.position() + count > state.capacity()) {
+    fail(
+        "context full: {} tokens already in the sequence + {} new exceed the context of {} "
+        "tokens (raise --context)",
+        state.position(), count, state.capacity());
+  }
+  for (const int32_t token : tokens) {
+    if (token < 0 || token >= config_.vocab_size) {
+      fail("token id {} is outside the vocabulary (0..{})", token, config_.vocab_size - 1);
+    }
+  }
+}
+
+// §4.1: the embedding row through a weightless RMSNorm is the stream.
+void MuseSparkModel::embed(std::span<const int32_t> tokens, float* stream) const {
+  const int64_t h = config_.hidden_size;
+  const auto eps = static_cast<float>(config_.rms_norm_eps);
+  for (std::size_t t = 0; t < tokens.size(); ++t) {
+    float* row = stream + static_cast<int64_t>(t) * h;
+    if (!kernels::row_to_f32(weights_.embed_tokens, tokens[t], row)) {
+      fail("{}: the embedding table's format cannot be read", directory_);
+    }
+    muse::rms_unweighted(row, h, eps, row);
+  }
+}
+
+// §4.6: rms(s) ⊙ norm.weight (as stored), lm_head, then cap · tanh(raw · multiplier / cap) with
+// the untrained ids at −∞.
+void MuseSparkModel::output(const float* stream, int64_t rows, float* logits) const {
+  const int64_t h = config_.hidden_size, vocab = config_.vocab_size;
+  Buffer normed(static_cast<std::size_t>(rows * h));
+  for (int64_t t = 0; t < rows; ++t) {
+    kernels::rms_norm(stream + t * h, weights_.final_norm.data(), h,
+                      static_cast<float>(config_.rms_norm_eps), normed.data() + t * h);
+  }
+  kernels::matmul(weights_.lm_head, normed.data(), rows, logits, pool_.get());
+  const auto multiplier = static_cast<float>(config_.output_multiplier);
+  const auto cap = static_cast<float>(config_.final_logit_softcapping);
+  const bool mask = options_.ablation != testing::MuseAblation::kNoTailMask;
+  for (int64_t t = 0; t < rows; ++t) {
+    float* row = logits + t * vocab;
+    for (int64_t i = 0; i < vocab; ++i) {
+      row[i] = (mask && i >= config_.vocab_used) ? -std::numeric_limits<float>::infinity()
+                                                 : cap * std::tanh(row[i] * multiplier / cap);
+    }
+  }
+}
+
+void MuseSparkModel::forward(SequenceState& base, std::span<const int32_t> tokens, LogitRows rows,
+                             std::vector<float>& logits) {
+  check_tokens(base, tokens);
+  auto& state = dynamic_cast<MuseSparkState&>(base);
+  const auto n = static_cast<int64_t>(tokens.size());
+  const int64_t h = config_.hidden_size;
+  const auto eps = static_cast<float>(config_.rms_norm_eps);
+  const auto post_eps = static_cast<float>(config_.post_norm_eps);
+  Buffer stream(static_cast<std::size_t>(n * h));
+  Buffer x(static_cast<std::size_t>(n * h));
+  Buffer branch(static_cast<std::size_t>(n * h));
+  embed(tokens, stream.data());
+  for (int64_t l = 0; l < config_.num_layers; ++l) {
+    const MuseLayerWeights& w = weights_.layers[static_cast<std::size_t>(l)];
+    muse::rms_rows(stream.data(), w.input_norm, n, h, eps, x.data());
+    attention(l, state, x.data(), n, branch.data());
+    post_norm(branch.data(), nullptr, n, h, post_eps);
+    gated_residual(w.attention_gate, branch.data(), n, h, stream.data());
+    muse::rms_rows(stream.data(), w.pre_ffn_norm, n, h, eps, x.data());
+    moe(w, x.data(), n, branch.data());
+    post_norm(branch.data(), &w.post_ffn_norm, n, h, post_eps);
+    gated_residual(w.ffn_gate, branch.data(), n, h, stream.data());
+  }
+  state.advance(n);
+  const int64_t out_rows = rows == LogitRows::kAll ? n : 1;
+  logits.resize(static_cast<std::size_t>(out_rows * config_.vocab_size));
+  output(stream.data() + (n - out_rows) * h, out_rows, logits.data());
+}
+
+}  // namespace md

@@ -1,0 +1,75 @@
+// A loaded Muse Spark text model and its plain op-by-op reference forward
+// (docs/models/muse-spark-nvfp4.md §4): normed embedding, sliding-window RoPE and full NoPE
+// attention with QK norms and an output gate, gated residuals, the latent MoE with sigmoid routing
+// over bf16 or NVFP4 experts, the softcapped output with the untrained ids masked. House numerics:
+// f32 activations, f32 accumulation, weights read in place (NVFP4 rows dequantised as they are
+// used).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "io/checkpoint.h"
+#include "kernels/rope.h"
+#include "models/language_model.h"
+#include "models/musespark/musespark_config.h"
+#include "models/musespark/musespark_weights.h"
+
+namespace md {
+
+namespace testing {
+enum class MuseAblation : int;
+}
+
+struct MuseSparkOptions {
+  testing::MuseAblation ablation{};  // tests only (musespark_testing.h)
+  // Tests only: when set, every routing decision is appended here (per layer, per row, the chosen
+  // experts in selection order), so that a comparison can tell routing flips from formula errors.
+  std::vector<int32_t>* routing_log = nullptr;
+};
+
+class MuseSparkModel final : public LanguageModel {
+ public:
+  // Reads config.json (+ generation_config.json, hf_quant_config.json) and the checkpoint in
+  // `directory`; throws md::Error on a config or tensors the family cannot run.
+  MuseSparkModel(const std::string& directory, const ModelRunOptions& run_options,
+                 const MuseSparkOptions& options = {});
+
+  std::string description() const override;
+  int64_t vocab_size() const override { return config_.vocab_size; }
+  int64_t max_context() const override;
+  std::vector<int32_t> stop_token_ids() const override;
+  std::size_t state_bytes_per_token() const override;
+  std::size_t state_bytes_fixed() const override;
+  std::unique_ptr<SequenceState> new_sequence(int64_t capacity) const override;
+  void forward(SequenceState& state, std::span<const int32_t> tokens, LogitRows rows,
+               std::vector<float>& logits) override;
+  // Same bits however a sequence is split into forward() calls: rows are processed in order
+  // through row-independent kernels.
+  bool split_invariant() const override { return true; }
+  std::size_t weight_bytes() const override;
+
+  const MuseSparkConfig& config() const { return config_; }
+  const MuseSparkWeights& weights() const { return weights_; }
+
+ private:
+  void check_tokens(const SequenceState& state, std::span<const int32_t> tokens) const;
+  void embed(std::span<const int32_t> tokens, float* stream) const;
+  void attention(int64_t layer, class MuseSparkState& state, const float* x, int64_t rows,
+                 float* out);
+  void moe(const MuseLayerWeights& w, const float* x, int64_t rows, float* out);
+  void output(const float* stream, int64_t rows, float* logits) const;
+
+  std::string directory_;
+  MuseSparkConfig config_;
+  std::unique_ptr<Checkpoint> checkpoint_;
+  MuseSparkWeights weights_;
+  ModelRunOptions run_options_;
+  MuseSparkOptions options_;
+  kernels::Rope rope_;
+  std::unique_ptr<ThreadPool> pool_;
+};
+
+}  // namespace md
