@@ -28,22 +28,17 @@ Buffer buffer(int64_t n) {
   return Buffer(static_cast<std::size_t>(n));
 }
 
-// A bf16 KV cache holds each element rounded to bf16.
-void store(const float* from, int64_t n, kernels::KvCacheType type, float* to) {
-  for (int64_t i = 0; i < n; ++i) {
-    to[i] = type == kernels::KvCacheType::kBf16 ? bf16_to_f32(f32_to_bf16(from[i])) : from[i];
-  }
-}
-
 // out = Σ_j softmax_j(scale · q·k_j) · v_j over positions [first, last] of one KV head, keys and
-// values read from the layer's storage (a ring on sliding layers), in position order.
+// values read from the layer's storage (a ring on sliding layers), in position order; `scratch`
+// holds a bf16 cache's row widened.
 void attend_head(const MuseLayerKv& kv, int64_t kv_offset, const float* q, int64_t head_dim,
-                 int64_t first, int64_t last, float scale, std::vector<float>& scores, float* out) {
+                 int64_t first, int64_t last, float scale, std::vector<float>& scores,
+                 float* scratch, float* out) {
   const auto count = static_cast<std::size_t>(last - first + 1);
   scores.resize(count);
   float max_score = -INFINITY;
   for (int64_t j = first; j <= last; ++j) {
-    const float s = scale * kernels::dot_f32(q, kv.key(j) + kv_offset, head_dim);
+    const float s = scale * kernels::dot_f32(q, kv.key(j, kv_offset, head_dim, scratch), head_dim);
     scores[static_cast<std::size_t>(j - first)] = s;
     max_score = std::max(max_score, s);
   }
@@ -56,7 +51,7 @@ void attend_head(const MuseLayerKv& kv, int64_t kv_offset, const float* q, int64
   std::fill(out, out + head_dim, 0.0f);
   for (int64_t j = first; j <= last; ++j) {
     const float p = scores[static_cast<std::size_t>(j - first)] * inv;
-    const float* v = kv.value(j) + kv_offset;
+    const float* v = kv.value(j, kv_offset, head_dim, scratch);
     for (int64_t d = 0; d < head_dim; ++d) out[d] += p * v[d];
   }
 }
@@ -84,6 +79,7 @@ void MuseSparkModel::attention(int64_t layer, MuseSparkState& state, const float
   std::vector<float> cos_values(static_cast<std::size_t>(hd / 2));
   std::vector<float> sin_values(static_cast<std::size_t>(hd / 2));
   std::vector<float> scores;
+  std::vector<float> scratch(static_cast<std::size_t>(hd));
   MuseLayerKv& kv = state.layer(layer);
   // Rows in order: each writes its key and value, then attends (a ring slot a later row
   // overwrites has left every earlier row's window by then).
@@ -101,14 +97,12 @@ void MuseSparkModel::attention(int64_t layer, MuseSparkState& state, const float
       muse::rms_unweighted(kh, hd, eps, kh);
       if (rope) rope_.apply(kh, cos_values.data(), sin_values.data());
     }
-    kv.reserve(position);
-    store(k.data() + t * kv_dim, kv_dim, state.kv_type(), kv.key(position));
-    store(v.data() + t * kv_dim, kv_dim, state.kv_type(), kv.value(position));
+    kv.write(position, k.data() + t * kv_dim, v.data() + t * kv_dim);
     const int64_t first = windowed ? std::max<int64_t>(0, position - c.sliding_window + 1) : 0;
     for (int64_t h = 0; h < c.num_attention_heads; ++h) {
       float* oh = o.data() + t * q_dim + h * hd;
       attend_head(kv, (h / c.gqa_group()) * hd, q.data() + t * q_dim + h * hd, hd, first, position,
-                  scale, scores, oh);
+                  scale, scores, scratch.data(), oh);
       muse::rms_unweighted(oh, hd, eps, oh);
       const float* gh = gate.data() + t * q_dim + h * hd;
       for (int64_t d = 0; d < hd; ++d) oh[d] *= kernels::sigmoid(gh[d]);

@@ -94,13 +94,17 @@ std::vector<int32_t> MuseSparkModel::stop_token_ids() const {
 std::size_t MuseSparkModel::state_bytes_per_token() const {
   // Full layers grow with the context; sliding layers hold at most a window.
   return static_cast<std::size_t>(2 * config_.num_full_attention_layers() * config_.kv_dim()) *
-         sizeof(float);
+         kv_element_bytes();
 }
 
 std::size_t MuseSparkModel::state_bytes_fixed() const {
   return static_cast<std::size_t>(2 * config_.num_sliding_layers() * config_.sliding_window *
                                   config_.kv_dim()) *
-         sizeof(float);
+         kv_element_bytes();
+}
+
+std::size_t MuseSparkModel::kv_element_bytes() const {
+  return run_options_.kv_cache == KvCacheType::kBf16 ? sizeof(uint16_t) : sizeof(float);
 }
 
 std::unique_ptr<SequenceState> MuseSparkModel::new_sequence(int64_t capacity) const {

@@ -56,6 +56,7 @@ class MuseSparkModel final : public LanguageModel {
 
  private:
   void check_tokens(const SequenceState& state, std::span<const int32_t> tokens) const;
+  std::size_t kv_element_bytes() const;
   void embed(std::span<const int32_t> tokens, float* stream) const;
   void attention(int64_t layer, class MuseSparkState& state, const float* x, int64_t rows,
                  float* out);

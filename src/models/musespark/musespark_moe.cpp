@@ -17,6 +17,7 @@
 #include "kernels/nvfp4.h"
 #include "kernels/weight_matrix.h"
 #include "models/musespark/musespark_model.h"
+#include "models/musespark/musespark_routing.h"
 #include "models/musespark/musespark_row_math.h"
 
 namespace md {
@@ -24,46 +25,6 @@ namespace md {
 namespace {
 
 using Buffer = CacheAligned<float>;
-constexpr float kRouteEpsilon = 1e-15f;
-
-struct Route {
-  std::vector<int64_t> experts;  // in selection order
-  std::vector<float> weights;
-};
-
-Route route(const MuseLayerWeights& w, const MuseSparkConfig& c, const float* x) {
-  const int64_t experts = c.num_experts, h = c.hidden_size;
-  const auto multiplier = static_cast<float>(c.output_multiplier);
-  std::vector<float> score(static_cast<std::size_t>(experts));
-  std::vector<float> selection(static_cast<std::size_t>(experts));
-  for (int64_t e = 0; e < experts; ++e) {
-    const float z = kernels::dot_f32(x, w.router.data() + e * h, h);
-    score[static_cast<std::size_t>(e)] = kernels::sigmoid(z * multiplier);
-    selection[static_cast<std::size_t>(e)] =
-        score[static_cast<std::size_t>(e)] + w.router_bias[static_cast<std::size_t>(e)];
-  }
-  Route r;
-  std::vector<bool> taken(static_cast<std::size_t>(experts), false);
-  float sum = 0;
-  for (int64_t slot = 0; slot < c.num_experts_per_token; ++slot) {
-    int64_t best = -1;
-    for (int64_t e = 0; e < experts; ++e) {
-      if (taken[static_cast<std::size_t>(e)]) continue;
-      if (best < 0 ||
-          selection[static_cast<std::size_t>(e)] > selection[static_cast<std::size_t>(best)]) {
-        best = e;
-      }
-    }
-    taken[static_cast<std::size_t>(best)] = true;
-    r.experts.push_back(best);
-    sum += score[static_cast<std::size_t>(best)];
-  }
-  for (const int64_t e : r.experts) {
-    r.weights.push_back(score[static_cast<std::size_t>(e)] / (sum + kRouteEpsilon));
-  }
-  return r;
-}
-
 // y[r] = row r of expert e's matrix · x for `rows` rows of width `cols`. `first_row` is the row's
 // index within the expert's stacked matrix (gate_up: gate rows, then up rows).
 class ExpertRows {
@@ -127,7 +88,7 @@ void MuseSparkModel::moe(const MuseLayerWeights& w, const float* x, int64_t rows
   std::vector<float> gate_up(static_cast<std::size_t>(2 * inter));
   std::vector<float> y(static_cast<std::size_t>(hm));
   for (int64_t t = 0; t < rows; ++t) {
-    const Route r = route(w, c, x + t * c.hidden_size);
+    const MuseRoute r = muse_route(w, c, x + t * c.hidden_size);
     if (options_.routing_log != nullptr) {
       for (const int64_t e : r.experts) options_.routing_log->push_back(static_cast<int32_t>(e));
     }

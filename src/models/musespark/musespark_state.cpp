@@ -2,35 +2,82 @@
 
 #include <algorithm>
 
+#include "base/dtype.h"
+
 namespace md {
 
+namespace {
+
+// Grows `v` to hold `needed` elements, doubling (a full layer's storage grows with the context,
+// so its copies stay linear in it), never past `limit`.
+template <typename T>
+void grow(std::vector<T>& v, std::size_t needed, std::size_t limit) {
+  if (v.size() >= needed) return;
+  v.resize(std::min(std::max(needed, v.size() * 2), limit));
+}
+
+}  // namespace
+
 void MuseLayerKv::reserve(int64_t position) {
-  const auto needed = static_cast<std::size_t>(std::min(position + 1, slots) * width);
-  if (keys.size() >= needed) return;
-  // Doubling keeps the copies of a growing full layer linear in the context.
-  const std::size_t grown =
-      std::min(std::max(needed, keys.size() * 2), static_cast<std::size_t>(slots * width));
-  keys.resize(grown);
-  values.resize(grown);
+  const auto needed = static_cast<std::size_t>(std::min(position + 1, slots_) * width_);
+  const auto limit = static_cast<std::size_t>(slots_ * width_);
+  if (type_ == kernels::KvCacheType::kBf16) {
+    grow(keys_bf16_, needed, limit);
+    grow(values_bf16_, needed, limit);
+  } else {
+    grow(keys_f32_, needed, limit);
+    grow(values_f32_, needed, limit);
+  }
+}
+
+void MuseLayerKv::write(int64_t position, const float* key, const float* value) {
+  reserve(position);
+  const auto at = static_cast<std::size_t>(slot(position) * width_);
+  for (std::size_t i = 0; i < static_cast<std::size_t>(width_); ++i) {
+    if (type_ == kernels::KvCacheType::kBf16) {
+      keys_bf16_[at + i] = f32_to_bf16(key[i]);
+      values_bf16_[at + i] = f32_to_bf16(value[i]);
+    } else {
+      keys_f32_[at + i] = key[i];
+      values_f32_[at + i] = value[i];
+    }
+  }
+}
+
+const float* MuseLayerKv::read(const std::vector<float>& f32, const std::vector<uint16_t>& bf16,
+                               int64_t position, int64_t offset, int64_t n, float* scratch) const {
+  const auto at = static_cast<std::size_t>(slot(position) * width_ + offset);
+  if (type_ == kernels::KvCacheType::kF32) return f32.data() + at;
+  for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i)
+    scratch[i] = bf16_to_f32(bf16[at + i]);
+  return scratch;
+}
+
+std::size_t MuseLayerKv::bytes() const {
+  return (keys_f32_.capacity() + values_f32_.capacity()) * sizeof(float) +
+         (keys_bf16_.capacity() + values_bf16_.capacity()) * sizeof(uint16_t);
+}
+
+void MuseLayerKv::clear() {
+  keys_f32_ = {};
+  values_f32_ = {};
+  keys_bf16_ = {};
+  values_bf16_ = {};
 }
 
 MuseSparkState::MuseSparkState(const MuseSparkConfig& config, int64_t capacity,
                                kernels::KvCacheType kv_type)
-    : SequenceState(capacity), kv_type_(kv_type) {
+    : SequenceState(capacity) {
   for (int64_t l = 0; l < config.num_layers; ++l) {
-    MuseLayerKv kv;
-    kv.slots = config.is_full_attention(l) ? capacity : std::min(capacity, config.sliding_window);
-    kv.width = config.kv_dim();
-    layers_.push_back(std::move(kv));
+    const int64_t slots =
+        config.is_full_attention(l) ? capacity : std::min(capacity, config.sliding_window);
+    layers_.emplace_back(slots, config.kv_dim(), kv_type);
   }
 }
 
 void MuseSparkState::reset() {
   position_ = 0;
-  for (MuseLayerKv& kv : layers_) {
-    kv.keys = {};
-    kv.values = {};
-  }
+  for (MuseLayerKv& kv : layers_) kv.clear();
 }
 
 std::unique_ptr<SequenceState> MuseSparkState::clone() const {
@@ -39,9 +86,7 @@ std::unique_ptr<SequenceState> MuseSparkState::clone() const {
 
 std::size_t MuseSparkState::bytes() const {
   std::size_t total = 0;
-  for (const MuseLayerKv& kv : layers_) {
-    total += (kv.keys.capacity() + kv.values.capacity()) * sizeof(float);
-  }
+  for (const MuseLayerKv& kv : layers_) total += kv.bytes();
   return total;
 }
 

@@ -1,8 +1,7 @@
 // One Muse Spark sequence's state: per layer the keys and values it attends to. A full (NoPE)
 // layer keeps every position; a sliding layer keeps a ring of `sliding_window` slots (position p
 // in slot p mod window), so its memory does not grow with the context. Keys are stored after the
-// QK norm (and RoPE on sliding layers), values as projected, rounded to bf16 when the KV cache type
-// is bf16 (held in f32 by this reference state).
+// QK norm (and RoPE on sliding layers), values as projected, in the KV cache type (bf16 or f32).
 #pragma once
 
 #include <cstdint>
@@ -15,19 +14,37 @@
 
 namespace md {
 
-struct MuseLayerKv {
-  int64_t slots = 0;          // positions held: the window (sliding) or the capacity (full)
-  int64_t width = 0;          // kv_heads · head_dim
-  std::vector<float> keys;    // [slots][width], grown as positions are written
-  std::vector<float> values;  // [slots][width]
+// One layer's keys and values, [slots][kv_heads · head_dim] each, in bf16 or f32.
+class MuseLayerKv {
+ public:
+  MuseLayerKv(int64_t slots, int64_t width, kernels::KvCacheType type)
+      : slots_(slots), width_(width), type_(type) {}
 
-  int64_t slot(int64_t position) const { return position % slots; }
-  float* key(int64_t position) { return keys.data() + slot(position) * width; }
-  float* value(int64_t position) { return values.data() + slot(position) * width; }
-  const float* key(int64_t position) const { return keys.data() + slot(position) * width; }
-  const float* value(int64_t position) const { return values.data() + slot(position) * width; }
+  // Stores the row of `position` (slot position mod slots), rounded to bf16 in a bf16 cache.
+  void write(int64_t position, const float* key, const float* value);
+  // `n` elements from `offset` of a stored row as f32: in place for f32, converted into
+  // `scratch` for bf16.
+  const float* key(int64_t position, int64_t offset, int64_t n, float* scratch) const {
+    return read(keys_f32_, keys_bf16_, position, offset, n, scratch);
+  }
+  const float* value(int64_t position, int64_t offset, int64_t n, float* scratch) const {
+    return read(values_f32_, values_bf16_, position, offset, n, scratch);
+  }
+  std::size_t bytes() const;
+  void clear();
+
+ private:
+  int64_t slot(int64_t position) const { return position % slots_; }
   // Makes room for `position` (a full layer's storage grows with the positions written).
   void reserve(int64_t position);
+  const float* read(const std::vector<float>& f32, const std::vector<uint16_t>& bf16,
+                    int64_t position, int64_t offset, int64_t n, float* scratch) const;
+
+  int64_t slots_ = 0;  // positions held: the window (sliding) or the capacity (full)
+  int64_t width_ = 0;  // kv_heads · head_dim
+  kernels::KvCacheType type_;
+  std::vector<float> keys_f32_, values_f32_;
+  std::vector<uint16_t> keys_bf16_, values_bf16_;
 };
 
 class MuseSparkState final : public SequenceState {
@@ -38,12 +55,10 @@ class MuseSparkState final : public SequenceState {
   std::unique_ptr<SequenceState> clone() const override;
   std::size_t bytes() const override;
 
-  kernels::KvCacheType kv_type() const { return kv_type_; }
   MuseLayerKv& layer(int64_t l) { return layers_[static_cast<std::size_t>(l)]; }
   void advance(int64_t rows) { position_ += rows; }
 
  private:
-  kernels::KvCacheType kv_type_;
   std::vector<MuseLayerKv> layers_;
 };
 
