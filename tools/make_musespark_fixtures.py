@@ -2,7 +2,11 @@
 """Scaled-down Muse Spark (`muse_spark`) model directories for megadecode's tests.
 
 Writes one Hugging Face-style model folder per fixture under --out: config.json,
-generation_config.json, (hf_quant_config.json for the NVFP4 fixture) and safetensors weights.
+generation_config.json, (hf_quant_config.json for the NVFP4 fixture), safetensors weights and a
+byte-level BPE tokenizer whose chat template is tests/data/templates/muse_spark_style.jinja (§9).
+Muse's named special tokens sit at the top of the trained ids (the spec's TINY puts bos/eos/pad
+at 0..3, which are byte tokens here); reserved special tokens fill the ids between the merges
+and them.
 The tensor names, dtypes and layouts are the published checkpoint's (docs/models/muse-spark-nvfp4.md
 §2, §6); the shapes are small.
 
@@ -33,17 +37,26 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from make_qwen38_fixtures import bf16_bits, bf16_round, verify_fixture, write_json  # noqa: E402
+from byte_level import bytes_to_unicode  # noqa: E402
+from make_qwen38_fixtures import (CORPUS, SPLIT_REGEX, bf16_bits, learn_bpe,  # noqa: E402
+                                  verify_fixture, write_json)
+
+REPO = Path(__file__).resolve().parent.parent
+TEMPLATE = REPO / "tests" / "data" / "templates" / "muse_spark_style.jinja"
+# Muse's named special tokens (§9), placed at the top of each fixture's trained ids.
+SPECIAL_TOKENS = ["<|begin_of_text|>", "<|end_of_text|>", "<|eom|>", "<|eot|>",
+                  "<|finetune_right_pad|>", "<|start|>", "<|message|>"]
+MERGES = 240  # learned from the corpus; ids between the merges and the specials are reserved
 
 FIXTURES = {
     "muse-spark-tiny": dict(
         layers=6, hidden=512, heads=8, kv_heads=2, head_dim=64, moe_hidden=256, inter=96,
         experts=16, top_k=4, vocab=1024, vocab_used=1000, window=16, nvfp4_layers=(1, 2, 3, 4),
-        bos=0, eos=[1, 2], pad=3, shards=1, seed=20261204),
+        shards=1, seed=20261204),
     "muse-spark-small": dict(
         layers=5, hidden=192, heads=3, kv_heads=1, head_dim=64, moe_hidden=128, inter=64,
         experts=8, top_k=2, vocab=512, vocab_used=500, window=8, nvfp4_layers=(),
-        bos=0, eos=[1], pad=2, shards=2, seed=20261205),
+        shards=2, seed=20261205),
 }
 THETA = 500000.0
 # Experts given identical router rows, biases and weights: routing ties that the lowest-index
@@ -257,6 +270,79 @@ def make_weights(f: dict) -> dict:
     return t
 
 
+# --- tokenizer -------------------------------------------------------------------------------------
+
+
+def special_ids(f: dict) -> dict:
+    first = f["vocab_used"] - len(SPECIAL_TOKENS)
+    return {token: first + i for i, token in enumerate(SPECIAL_TOKENS)}
+
+
+def stop_ids(f: dict) -> list:
+    ids = special_ids(f)
+    return [ids["<|end_of_text|>"], ids["<|eot|>"]]
+
+
+def make_tokenizer(f: dict) -> tuple:
+    """A byte-level BPE (the GPT-2 byte characters, then merges learned from the corpus), reserved
+    special tokens up to Muse's named ones at the top of the trained ids."""
+    table = bytes_to_unicode()
+    vocab = {ch: i for i, ch in enumerate(table.values())}
+    first_special = f["vocab_used"] - len(SPECIAL_TOKENS)
+    merges = learn_bpe(CORPUS, min(MERGES, first_special - 256))
+    for a, b in merges:
+        vocab[a + b] = len(vocab)
+    added = [(i, "<|reserved_special_token_%d|>" % (i - len(vocab)))
+             for i in range(len(vocab), first_special)]
+    added += [(i, token) for token, i in special_ids(f).items()]
+    added_tokens = [{"id": i, "content": c, "single_word": False, "lstrip": False,
+                     "rstrip": False, "normalized": False, "special": True} for i, c in added]
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
+                  "use_regex": False}
+    tokenizer = {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added_tokens,
+        "normalizer": None,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": SPLIT_REGEX}, "behavior": "Isolated",
+             "invert": False},
+            byte_level]},
+        "post_processor": dict(byte_level),
+        "decoder": dict(byte_level),
+        "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                  "continuing_subword_prefix": "", "end_of_word_suffix": "", "fuse_unk": False,
+                  "byte_fallback": False, "ignore_merges": False, "vocab": vocab,
+                  "merges": [[a, b] for a, b in merges]},
+    }
+    config = {
+        "add_bos_token": False,
+        "added_tokens_decoder": {str(t["id"]): {k: v for k, v in t.items() if k != "id"}
+                                 for t in added_tokens},
+        "bos_token": "<|begin_of_text|>",
+        "eos_token": "<|eot|>",
+        "pad_token": "<|finetune_right_pad|>",
+        "chat_template": TEMPLATE.read_text(),
+        "clean_up_tokenization_spaces": False,
+        "model_max_length": 4096,
+        "tokenizer_class": "PreTrainedTokenizerFast",
+    }
+    return tokenizer, config
+
+
+def check_tokenizer(path: Path, f: dict) -> None:
+    """Round trip through the `tokenizers` package when it is installed (it is in .venv)."""
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:
+        return
+    tok = Tokenizer.from_file(str(path))
+    assert tok.get_vocab_size(with_added_tokens=True) == f["vocab_used"]
+    ids = special_ids(f)
+    text = "<|start|>assistant to=self<|message|>Hello, world!<|eom|><|eot|>"
+    encoded = tok.encode(text).ids
+    assert encoded[0] == ids["<|start|>"] and encoded[-1] == ids["<|eot|>"], encoded
+    assert tok.decode(encoded, skip_special_tokens=False) == text
+
+
 # --- configs and files -----------------------------------------------------------------------------
 
 
@@ -295,9 +381,9 @@ def text_config(f: dict) -> dict:
         "num_shared_experts": 0,
         "routed_scaling_factor": 1.0,
         "tie_word_embeddings": False,
-        "bos_token_id": f["bos"],
-        "eos_token_id": f["eos"][0],
-        "pad_token_id": f["pad"],
+        "bos_token_id": special_ids(f)["<|begin_of_text|>"],
+        "eos_token_id": stop_ids(f)[0],
+        "pad_token_id": special_ids(f)["<|finetune_right_pad|>"],
         "max_position_embeddings": 4096,
     }
 
@@ -364,8 +450,14 @@ def write_fixture(root: Path, name: str) -> None:
     for old in d.iterdir():
         old.unlink()
     write_json(d / "config.json", model_config(f))
+    ids = special_ids(f)
     write_json(d / "generation_config.json",
-               {"bos_token_id": f["bos"], "eos_token_id": f["eos"], "pad_token_id": f["pad"]})
+               {"bos_token_id": ids["<|begin_of_text|>"], "eos_token_id": stop_ids(f),
+                "pad_token_id": ids["<|finetune_right_pad|>"]})
+    tokenizer, tok_config = make_tokenizer(f)
+    write_json(d / "tokenizer.json", tokenizer)
+    write_json(d / "tokenizer_config.json", tok_config)
+    check_tokenizer(d / "tokenizer.json", f)
     if f["nvfp4_layers"]:
         write_json(d / "hf_quant_config.json",
                    {"producer": {"name": "modelopt", "version": "0.47.0"},

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/log.h"
+#include "text/channel_splitter.h"
 
 namespace md::cli {
 namespace {
@@ -76,7 +77,10 @@ ChatTurn ChatSession::send(const std::string& user_text, const SegmentCallback& 
   std::vector<int32_t> prompt = encode_prompt(rendered);
 
   ChatTurn turn;
-  ReasoningParser parser(ReasoningParser::starts_in_reasoning(rendered));
+  // Templates without markers still go through think tags: a model may think unprompted.
+  ChannelFormat format = channel_format_of_template(model_.chat_template->source());
+  if (format == ChannelFormat::kNone) format = ChannelFormat::kThinkTags;
+  std::unique_ptr<ChannelSplitter> parser = make_channel_splitter(format, rendered);
   auto deliver = [&](const std::vector<ReasoningParser::Segment>& segments) {
     for (const ReasoningParser::Segment& segment : segments) {
       bool reasoning = segment.kind == ReasoningParser::Segment::kReasoning;
@@ -84,10 +88,12 @@ ChatTurn ChatSession::send(const std::string& user_text, const SegmentCallback& 
       if (on_segment) on_segment(segment);
     }
   };
+  engine::GenerationRequest request = make_request(model_, sampling_, prompt);
+  // Muse's headers are special tokens: the splitter must see them as text.
+  request.kept_special = channel_marker_ids(format, *model_.tokenizer);
   engine::GenerationResult result = generator_.generate(
-      make_request(model_, sampling_, prompt),
-      [&](std::string_view piece) { deliver(parser.push(piece)); }, cancel);
-  deliver(parser.finish());
+      request, [&](std::string_view piece) { deliver(parser->push(piece)); }, cancel);
+  deliver(parser->finish());
   turn.finish = result.finish;
   turn.stats = result.stats;
 

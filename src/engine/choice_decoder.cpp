@@ -37,7 +37,7 @@ ChoiceDecoder::ChoiceDecoder(const GenerationRequest& request, std::vector<int32
       sampler_(request.sampling, vocab_size, seed),
       stop_tokens_{request.stop_token_ids, std::move(eos_ids), request.ignore_eos},
       stop_strings_(request.stop),
-      detokenizer_(tokenizer, request.skip_special) {
+      detokenizer_(tokenizer, request.skip_special, request.kept_special) {
   auto prompt_size = static_cast<int64_t>(request.prompt.size());
   if (prompt_size == 0) fail("the prompt is empty: at least one token is needed");
   if (prompt_size >= capacity) {

@@ -26,7 +26,8 @@ struct GenerationRequest {
   std::vector<std::string> stop;        // extra stop strings (not part of the returned text)
   std::vector<int32_t> stop_token_ids;  // in addition to the model's own
   bool ignore_eos = false;              // the model's end tokens do not stop (stop_token_ids do)
-  bool skip_special = true;             // special tokens produce no text
+  bool skip_special = true;             // special tokens produce no text,
+  std::vector<int32_t> kept_special;    // but these (a chat format's markers its parser reads)
   bool logprobs = false;                // record each generated token's log-probability
   int32_t top_logprobs = 0;             // alternatives per generated token (implies logprobs)
   bool prompt_logprobs = false;         // log p(prompt[t+1] | prompt[..t]) for every t

@@ -8,6 +8,7 @@
 #include "server/routes.h"
 #include "server/token_text.h"
 #include "server/tool_call_grammar.h"
+#include "text/muse_channel_parser.h"
 
 namespace md::server {
 namespace {
@@ -255,8 +256,16 @@ ChatRun start_chat_run(ServerContext& context, const HttpRequest& req, const Cha
   constrain_output(request, prompt, context, out.engine_request);
   uint64_t seed = request_seed(request);
   ChoiceConfig config;
-  config.split_reasoning = context.options.reasoning_parser && context.reasoning_markers;
+  config.split_reasoning =
+      context.options.reasoning_parser && context.channel_format != ChannelFormat::kNone;
+  config.channel_format = context.channel_format;
   config.starts_in_reasoning = prompt.starts_in_reasoning;
+  config.starts_in_header = MuseChannelParser::starts_in_header(prompt.text);
+  // Muse's headers are special tokens: the splitter must see them as text.
+  if (config.split_reasoning) {
+    out.engine_request.kept_special =
+        channel_marker_ids(config.channel_format, *context.model.tokenizer);
+  }
   config.parse_tools = !request.tools.is_null() && request.tool_choice != ToolChoiceKind::kNone;
   config.tools = request.tools;
   config.parallel_tool_calls = request.parallel_tool_calls;

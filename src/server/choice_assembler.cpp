@@ -2,6 +2,9 @@
 
 #include <utility>
 
+#include "text/muse_channel_parser.h"
+#include "text/reasoning_parser.h"
+
 namespace md::server {
 
 void ChoiceDelta::append(ChoiceDelta&& later) {
@@ -17,7 +20,13 @@ void ChoiceDelta::append(ChoiceDelta&& later) {
 }
 
 ChoiceAssembler::ChoiceAssembler(ChoiceConfig config) : config_(std::move(config)) {
-  if (config_.split_reasoning) reasoning_.emplace(config_.starts_in_reasoning);
+  if (config_.split_reasoning) {
+    if (config_.channel_format == ChannelFormat::kMuseHeaders) {
+      reasoning_ = std::make_unique<MuseChannelParser>(config_.starts_in_header);
+    } else {
+      reasoning_ = std::make_unique<ReasoningParser>(config_.starts_in_reasoning);
+    }
+  }
   if (config_.parse_tools) {
     tools_.emplace(config_.tools);
     // The forced prefix is already in the prompt; the parser sees it as the output's start.
@@ -57,8 +66,8 @@ void ChoiceAssembler::route_text(const std::string& text, ChoiceDelta& delta) {
     route_answer(text, delta);
     return;
   }
-  for (ReasoningParser::Segment& segment : reasoning_->push(text)) {
-    if (segment.kind == ReasoningParser::Segment::kReasoning) {
+  for (ChannelSplitter::Segment& segment : reasoning_->push(text)) {
+    if (segment.kind == ChannelSplitter::Segment::kReasoning) {
       add_reasoning(segment.text, delta);
     } else {
       reasoning_newlines_.clear();
@@ -69,7 +78,7 @@ void ChoiceAssembler::route_text(const std::string& text, ChoiceDelta& delta) {
 
 void ChoiceAssembler::flush(ChoiceDelta& delta) {
   if (reasoning_) {
-    for (ReasoningParser::Segment& segment : reasoning_->finish()) {
+    for (ChannelSplitter::Segment& segment : reasoning_->finish()) {
       if (segment.kind == ReasoningParser::Segment::kReasoning) {
         add_reasoning(segment.text, delta);
       } else {

@@ -5,20 +5,23 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/choice_decoder.h"
-#include "text/reasoning_parser.h"
+#include "text/channel_splitter.h"
 #include "text/tool_call_parser.h"
 
 namespace md::server {
 
 struct ChoiceConfig {
-  bool split_reasoning = false;      // chat with the reasoning parser on
-  bool starts_in_reasoning = false;  // the rendered prompt opened <think>
+  bool split_reasoning = false;                              // chat with the reasoning parser on
+  ChannelFormat channel_format = ChannelFormat::kThinkTags;  // how the output marks reasoning
+  bool starts_in_reasoning = false;  // think tags: the rendered prompt opened <think>
+  bool starts_in_header = false;     // Muse headers: the prompt ends with `<|start|>assistant`
   bool parse_tools = false;          // chat with tools and tool_choice != none
   nlohmann::ordered_json tools = nullptr;
   bool parallel_tool_calls = true;
@@ -63,7 +66,7 @@ class ChoiceAssembler {
   void finish(ChoiceDelta& delta, std::string reason, nlohmann::ordered_json stop_reason);
 
   ChoiceConfig config_;
-  std::optional<ReasoningParser> reasoning_;
+  std::unique_ptr<ChannelSplitter> reasoning_;
   std::optional<ToolCallParser> tools_;
   std::string reasoning_newlines_;  // a trailing run of '\n' in reasoning, held (§11)
   bool reasoning_started_ = false;

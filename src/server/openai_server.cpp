@@ -338,7 +338,7 @@ void OpenAiServer::serve_model(const ServedModel& model) {
   if (source.find("reasoning_effort") != std::string::npos) {
     ctx.limits.reasoning_effort_values = std::vector<std::string>{"low", "medium", "xhigh"};
   }
-  ctx.reasoning_markers = source.find("<think>") != std::string::npos;
+  ctx.channel_format = channel_format_of_template(source);
   ctx.tool_format = ctx.options.tool_call_format == "json"  ? ToolCallFormat::kJson
                     : ctx.options.tool_call_format == "xml" ? ToolCallFormat::kXml
                                                             : tool_call_format_for_template(source);

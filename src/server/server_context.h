@@ -20,6 +20,7 @@
 #include "server/response_store.h"
 #include "server/served_model.h"
 #include "server/server_options.h"
+#include "text/channel_splitter.h"
 #include "text/tool_call_parser.h"
 
 namespace md::server {
@@ -48,7 +49,8 @@ struct ServerContext {
   RequestLimits limits;
   std::string fingerprint;
   ToolCallFormat tool_format = ToolCallFormat::kJson;
-  bool reasoning_markers = false;  // the template emits <think>
+  // How the chat template marks reasoning (<think> tags, Muse's message headers, or not at all).
+  ChannelFormat channel_format = ChannelFormat::kNone;
   std::unique_ptr<engine::BatchScheduler> scheduler;
   // Structured output's compiled grammars, shared by requests with the same grammar.
   std::unique_ptr<engine::ConstraintCache> constraints;

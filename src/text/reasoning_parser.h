@@ -1,11 +1,13 @@
 // Splits streamed model text into reasoning (inside <think>...</think>) and answer, as pieces
-// arrive. Shared by the terminal chat and the HTTP server (OpenAI `reasoning_content`), so it
-// knows nothing about how either shows the two.
+// arrive: the ChannelSplitter of chat formats with think tags. Shared by the terminal chat and the
+// HTTP server (OpenAI `reasoning_content`), so it knows nothing about how either shows the two.
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "text/channel_splitter.h"
 
 namespace md {
 
@@ -14,14 +16,9 @@ struct ReasoningTags {
   std::string close = "</think>";
 };
 
-class ReasoningParser {
+class ReasoningParser final : public ChannelSplitter {
  public:
-  struct Segment {
-    enum Kind { kReasoning, kAnswer };
-    Kind kind = kAnswer;
-    std::string text;
-    bool operator==(const Segment&) const = default;
-  };
+  using Segment = ChannelSplitter::Segment;
 
   // `starts_in_reasoning`: the prompt already opened the reasoning block (see the helper below).
   explicit ReasoningParser(bool starts_in_reasoning, ReasoningTags tags = {});
@@ -32,12 +29,12 @@ class ReasoningParser {
   // piece decides. Newlines right after a tag (the templates' "<think>\n", "</think>\n\n"), or
   // at the start of a stream that begins inside reasoning, are dropped. Feeding the stream in
   // any split gives the same concatenated text.
-  std::vector<Segment> push(std::string_view piece);
+  std::vector<Segment> push(std::string_view piece) override;
 
   // Ends the stream: a held-back partial tag is plain text after all.
-  std::vector<Segment> finish();
+  std::vector<Segment> finish() override;
 
-  bool in_reasoning() const { return in_reasoning_; }
+  bool in_reasoning() const override { return in_reasoning_; }
 
   // True when the rendered prompt ends with an open tag (trailing whitespace ignored), i.e. the
   // model's first token is already reasoning.

@@ -1,11 +1,16 @@
 #include "text/stream_detokenizer.h"
 
+#include <algorithm>
+
 #include "base/utf8.h"
 
 namespace md {
 
 std::string StreamDetokenizer::push(std::int32_t id) {
-  if (skip_special_ && tokenizer_->is_special(id)) return {};
+  if (skip_special_ && tokenizer_->is_special(id) &&
+      std::find(kept_special_.begin(), kept_special_.end(), id) == kept_special_.end()) {
+    return {};
+  }
   if (!tokenizer_->append_token_bytes(id, pending_)) return {};
   // Same classification as utf8::repair, applied to the bytes seen so far; only a valid prefix
   // of a character that the end cuts short is kept for later.

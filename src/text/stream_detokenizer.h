@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "text/tokenizer.h"
 
@@ -11,9 +13,13 @@ namespace md {
 
 class StreamDetokenizer {
  public:
-  // `tokenizer` must outlive this object. With skip_special, special tokens produce no text.
-  explicit StreamDetokenizer(const Tokenizer& tokenizer, bool skip_special = false)
-      : tokenizer_(&tokenizer), skip_special_(skip_special) {}
+  // `tokenizer` must outlive this object. With skip_special, special tokens produce no text, but
+  // for those in `kept_special` (a chat format's markers that a parser reads from the text).
+  explicit StreamDetokenizer(const Tokenizer& tokenizer, bool skip_special = false,
+                             std::vector<std::int32_t> kept_special = {})
+      : tokenizer_(&tokenizer),
+        skip_special_(skip_special),
+        kept_special_(std::move(kept_special)) {}
 
   // Adds one token; returns the text it completes (often empty while a multi-byte character is
   // split across tokens). Invalid bytes become U+FFFD as soon as they are known to be invalid.
@@ -29,6 +35,7 @@ class StreamDetokenizer {
  private:
   const Tokenizer* tokenizer_;
   bool skip_special_;
+  std::vector<std::int32_t> kept_special_;
   std::string pending_;
 };
 

@@ -60,6 +60,16 @@ TEST(DetokenizerStream, SpecialTokensAreKeptOrSkipped) {
   EXPECT_EQ(skipped, "assistant\n<think>x</think>");  // <think> is not special in Qwen3
 }
 
+// A chat format's markers stay text while the other special tokens are skipped.
+TEST(DetokenizerStream, KeptSpecialTokensStayWhenSkipping) {
+  const auto ids = qwen().encode("<|im_start|>assistant\nx<|im_end|>");
+  const std::int32_t im_start = *qwen().token_id("<|im_start|>");
+  StreamDetokenizer s(qwen(), /*skip_special=*/true, {im_start});
+  std::string text;
+  for (std::int32_t id : ids) text += s.push(id);
+  EXPECT_EQ(text, "<|im_start|>assistant\nx");
+}
+
 TEST(DetokenizerStream, InvalidBytesBecomeReplacementCharacters) {
   const std::string r(utf8::kReplacement);
   StreamDetokenizer s(qwen());

@@ -1,0 +1,42 @@
+#include "text/channel_splitter.h"
+
+#include "text/muse_channel_parser.h"
+#include "text/reasoning_parser.h"
+#include "text/tokenizer.h"
+
+namespace md {
+
+ChannelFormat channel_format_of_template(std::string_view source) {
+  if (source.find("<|message|>") != std::string_view::npos &&
+      source.find("to=self") != std::string_view::npos) {
+    return ChannelFormat::kMuseHeaders;
+  }
+  if (source.find("<think>") != std::string_view::npos) return ChannelFormat::kThinkTags;
+  return ChannelFormat::kNone;
+}
+
+std::vector<int32_t> channel_marker_ids(ChannelFormat format, const Tokenizer& tokenizer) {
+  std::vector<int32_t> ids;
+  if (format != ChannelFormat::kMuseHeaders) return ids;
+  for (const char* marker : {"<|start|>", "<|message|>", "<|eom|>", "<|eot|>"}) {
+    if (std::optional<int32_t> id = tokenizer.token_id(marker)) ids.push_back(*id);
+  }
+  return ids;
+}
+
+std::unique_ptr<ChannelSplitter> make_channel_splitter(ChannelFormat format,
+                                                       std::string_view rendered_prompt) {
+  switch (format) {
+    case ChannelFormat::kThinkTags:
+      return std::make_unique<ReasoningParser>(
+          ReasoningParser::starts_in_reasoning(rendered_prompt));
+    case ChannelFormat::kMuseHeaders:
+      return std::make_unique<MuseChannelParser>(
+          MuseChannelParser::starts_in_header(rendered_prompt));
+    case ChannelFormat::kNone:
+      break;
+  }
+  return nullptr;
+}
+
+}  // namespace md

@@ -1,0 +1,57 @@
+// Splits streamed model text into reasoning and answer, as pieces arrive, in whichever way the
+// model's chat format marks them: <think> … </think> tags (Qwen, DeepSeek; reasoning_parser.h) or
+// Muse Spark's message headers, `<|start|>assistant to=self<|message|>…<|eom|>`
+// (muse_channel_parser.h). The terminal chat and the server use it without knowing which.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace md {
+
+enum class ChannelFormat {
+  kNone,         // no reasoning markers: everything is the answer
+  kThinkTags,    // <think> … </think>
+  kMuseHeaders,  // <|start|>{role} to={recipient}<|message|>{body}<|eom|> or <|eot|>
+};
+
+class ChannelSplitter {
+ public:
+  struct Segment {
+    enum Kind { kReasoning, kAnswer };
+    Kind kind = kAnswer;
+    std::string text;
+    bool operator==(const Segment&) const = default;
+  };
+
+  virtual ~ChannelSplitter() = default;
+  // Adds a piece of the stream; returns the text it completes, adjacent pieces of one kind
+  // merged. Markers are consumed, never returned; a piece ending in what may be the start of a
+  // marker is held back until the next piece decides. Any split of the stream gives the same
+  // concatenated output.
+  virtual std::vector<Segment> push(std::string_view piece) = 0;
+  // Ends the stream.
+  virtual std::vector<Segment> finish() = 0;
+  // Whether the next text would be reasoning.
+  virtual bool in_reasoning() const = 0;
+};
+
+// The format a chat template writes, read from its source: Muse's headers where it writes
+// `<|message|>` and a `to=self` recipient, think tags where it writes <think>.
+ChannelFormat channel_format_of_template(std::string_view template_source);
+
+class Tokenizer;
+
+// The special tokens the splitter of `format` reads from the text, which the detokenizer must
+// therefore keep (Muse's header and end markers; none for think tags, which are plain text).
+std::vector<int32_t> channel_marker_ids(ChannelFormat format, const Tokenizer& tokenizer);
+
+// A splitter for `format` after `rendered_prompt` (which tells whether the output starts inside
+// reasoning or inside a header). kNone: null.
+std::unique_ptr<ChannelSplitter> make_channel_splitter(ChannelFormat format,
+                                                       std::string_view rendered_prompt);
+
+}  // namespace md

@@ -1,0 +1,76 @@
+"""`megadecode serve` on the scaled-down Muse Spark fixture (tools/make_musespark_fixtures.py:
+NVFP4 and bf16 experts, Muse's chat format) through the official openai client: the prompt is
+rendered and tokenized as Hugging Face's jinja2 and `tokenizers` do it, the message headers never
+reach the client (they split reasoning from the answer), and a streamed answer is the same as the
+whole one."""
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import MODEL_DIR, Server
+
+FIXTURE = Path(MODEL_DIR).parent.parent / "musespark" / "muse-spark-tiny"
+MARKERS = ("<|start|>", "<|message|>", "<|eom|>", "<|eot|>", "<|reserved", "<|begin_of_text|>")
+MESSAGES = [{"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "What is 2+2? <|eot|>"}]
+
+
+@pytest.fixture(scope="module")
+def muse():
+    openai = pytest.importorskip("openai")
+    if not FIXTURE.exists():
+        pytest.skip("the Muse Spark fixture is not built")
+    server = Server(model=str(FIXTURE))
+    client = openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0,
+                           timeout=120)
+    yield client
+    assert server.stop() == 0, server.output()
+
+
+def expected_prompt_tokens():
+    """The template rendered by jinja2 as transformers sets it up, encoded by `tokenizers`."""
+    import sys
+    from tokenizers import Tokenizer
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    from gen_template_goldens import make_environment
+    config = json.loads((FIXTURE / "tokenizer_config.json").read_text())
+    text = make_environment().from_string(config["chat_template"]).render(
+        messages=MESSAGES, add_generation_prompt=True)
+    return len(Tokenizer.from_file(str(FIXTURE / "tokenizer.json")).encode(
+        text, add_special_tokens=False).ids)
+
+
+def test_the_prompt_is_rendered_and_tokenized_as_transformers_does(muse):
+    r = muse.chat.completions.create(model=muse.models.list().data[0].id, messages=MESSAGES,
+                                     max_tokens=1, temperature=0)
+    assert r.usage.prompt_tokens == expected_prompt_tokens()
+
+
+def test_headers_never_reach_the_client_and_streaming_agrees(muse):
+    model = muse.models.list().data[0].id
+    whole = muse.chat.completions.create(model=model, messages=MESSAGES, max_tokens=24,
+                                         temperature=0)
+    message = whole.choices[0].message
+    content = message.content or ""
+    reasoning = getattr(message, "reasoning_content", None) or ""
+    for marker in MARKERS:
+        assert marker not in content and marker not in reasoning, (marker, content, reasoning)
+    assert whole.choices[0].finish_reason in ("stop", "length")
+    assert 1 <= whole.usage.completion_tokens <= 24
+
+    streamed_content, streamed_reasoning = "", ""
+    for chunk in muse.chat.completions.create(model=model, messages=MESSAGES, max_tokens=24,
+                                              temperature=0, stream=True):
+        if not chunk.choices:
+            continue
+        delta = chunk.choices[0].delta
+        streamed_content += delta.content or ""
+        streamed_reasoning += getattr(delta, "reasoning_content", None) or ""
+    assert (streamed_content, streamed_reasoning) == (content, reasoning)
+
+
+def test_completions_take_a_raw_prompt(muse):
+    r = muse.completions.create(model=muse.models.list().data[0].id, prompt="The quick brown fox",
+                                max_tokens=8, temperature=0)
+    assert r.usage.prompt_tokens > 0 and r.usage.completion_tokens >= 1
