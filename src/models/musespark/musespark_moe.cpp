@@ -1,20 +1,18 @@
-// Muse Spark's latent MoE (docs/models/muse-spark-nvfp4.md §4.4): the router scores every expert
-// from the 8192-wide normed stream in f32, sigmoid(z · output_multiplier); the selection adds the
-// correction bias and takes the k largest by iterated argmax (the lowest index on ties); the mix
-// weights are the unbiased scores renormalised. The stream is projected to the latent width and
-// normed; each chosen expert's gate/up, SiLU·up and down run at that width, the expert's output is
-// scaled by its post-expert norm weight and then normalised; the weighted sum (slot order) is
-// projected back. NVFP4 rows are dequantised as they are used.
+// Muse Spark's latent MoE (docs/models/muse-spark-nvfp4.md §4.4): every row is routed
+// (musespark_routing.h); the stream is projected to the latent width and normed; each expert any
+// row chose runs once over all the rows that chose it (ascending expert ids: its weights are read
+// once per step), gate/up, SiLU·up and down at the latent width, bf16 or NVFP4 (in-register
+// dequantisation, nvfp4_matmul.h); each expert output is scaled by the post-expert norm weight and
+// then normalised; each row sums its experts' outputs weighted in selection order, and the sum is
+// projected back to the stream.
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "base/cache_aligned.h"
-#include "base/dtype.h"
 #include "kernels/activations.h"
-#include "kernels/dot_f32.h"
 #include "kernels/matmul.h"
 #include "kernels/nvfp4.h"
+#include "kernels/nvfp4_matmul.h"
 #include "kernels/weight_matrix.h"
 #include "models/musespark/musespark_model.h"
 #include "models/musespark/musespark_routing.h"
@@ -25,52 +23,59 @@ namespace md {
 namespace {
 
 using Buffer = CacheAligned<float>;
-// y[r] = row r of expert e's matrix · x for `rows` rows of width `cols`. `first_row` is the row's
-// index within the expert's stacked matrix (gate_up: gate rows, then up rows).
-class ExpertRows {
- public:
-  ExpertRows(const MuseExperts& w, const MuseSparkConfig& c) : w_(w), c_(c) {}
 
-  void gate_up(int64_t e, const float* x, float* y) {
-    const int64_t rows = 2 * c_.moe_intermediate_size, cols = c_.moe_hidden_size;
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t at = e * rows + r;
-      if (!w_.nvfp4) {
-        y[r] = kernels::dot_bf16(w_.gate_up + at * cols, x, cols);
-        continue;
-      }
-      const float global = w_.gate_up_global[static_cast<std::size_t>(
-          2 * e + (r < c_.moe_intermediate_size ? 0 : 1))];
-      y[r] = nvfp4_dot(w_.gate_up_codes + at * (cols / 2),
-                       w_.gate_up_scales + at * (cols / kernels::kNvfp4Block), cols, global, x);
+// One expert's matrix (gate half, up half or down) in its format.
+struct ExpertMatrix {
+  bool nvfp4 = false;
+  kernels::Bf16Matrix bf16;
+  kernels::Nvfp4Matrix fp4;
+
+  // y[n][r] = Σ_c W[r][c] · x[n][c] for n < rows, y of row stride `y_stride`.
+  void apply(const float* x, int64_t n_rows, float* y, int64_t y_stride) const {
+    const kernels::MatmulOut out{y, y_stride, false};
+    if (nvfp4) {
+      kernels::nvfp4_matmul_tile(fp4, 0, fp4.rows, x, fp4.cols, n_rows, out);
+    } else {
+      kernels::matmul_tile(bf16, 0, bf16.rows, x, bf16.cols, n_rows, out);
     }
   }
+};
 
-  void down(int64_t e, const float* x, float* y) {
-    const int64_t rows = c_.moe_hidden_size, cols = c_.moe_intermediate_size;
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t at = e * rows + r;
-      if (!w_.nvfp4) {
-        y[r] = kernels::dot_bf16(w_.down + at * cols, x, cols);
-        continue;
-      }
-      y[r] = nvfp4_dot(w_.down_codes + at * (cols / 2),
-                       w_.down_scales + at * (cols / kernels::kNvfp4Block), cols,
-                       w_.down_global[static_cast<std::size_t>(e)], x);
-    }
+// Rows [first, first + rows) of expert e's stacked matrix ([E][stacked][cols]) in its format.
+ExpertMatrix expert_rows(const MuseExperts& w, bool down, int64_t e, int64_t stacked, int64_t first,
+                         int64_t rows, int64_t cols, float global) {
+  const int64_t row = e * stacked + first;
+  ExpertMatrix m;
+  m.nvfp4 = w.nvfp4;
+  if (!w.nvfp4) {
+    m.bf16 = {(down ? w.down : w.gate_up) + row * cols, rows, cols};
+  } else {
+    m.fp4 = {(down ? w.down_codes : w.gate_up_codes) + row * (cols / 2),
+             (down ? w.down_scales : w.gate_up_scales) + row * (cols / kernels::kNvfp4Block), rows,
+             cols, global};
   }
+  return m;
+}
 
- private:
-  float nvfp4_dot(const uint8_t* codes, const uint8_t* scales, int64_t cols, float global,
-                  const float* x) {
-    row_.resize(static_cast<std::size_t>(cols));
-    kernels::dequantize_nvfp4_row(codes, scales, cols, global, row_.data());
-    return kernels::dot_f32(row_.data(), x, cols);
-  }
+struct ExpertWeights {
+  ExpertMatrix gate, up, down;
+};
 
-  const MuseExperts& w_;
-  const MuseSparkConfig& c_;
-  std::vector<float> row_;
+ExpertWeights expert_weights(const MuseExperts& w, const MuseSparkConfig& c, int64_t e) {
+  const int64_t inter = c.moe_intermediate_size, hm = c.moe_hidden_size;
+  const auto global = [](const std::vector<float>& g, int64_t i) {
+    return g.empty() ? 1.0f : g[static_cast<std::size_t>(i)];
+  };
+  return {
+      expert_rows(w, false, e, 2 * inter, 0, inter, hm, global(w.gate_up_global, 2 * e)),
+      expert_rows(w, false, e, 2 * inter, inter, inter, hm, global(w.gate_up_global, 2 * e + 1)),
+      expert_rows(w, true, e, hm, 0, hm, inter, global(w.down_global, e))};
+}
+
+// The (row, slot) pairs that chose each expert.
+struct Choice {
+  int64_t row = 0;
+  std::size_t slot = 0;
 };
 
 }  // namespace
@@ -78,35 +83,66 @@ class ExpertRows {
 void MuseSparkModel::moe(const MuseLayerWeights& w, const float* x, int64_t rows, float* out) {
   const MuseSparkConfig& c = config_;
   const int64_t hm = c.moe_hidden_size, inter = c.moe_intermediate_size;
+  const int64_t k = c.num_experts_per_token;
   const auto eps = static_cast<float>(c.rms_norm_eps);
   const auto post_eps = static_cast<float>(c.post_norm_eps);
   Buffer latent(static_cast<std::size_t>(rows * hm));
-  Buffer mixed(static_cast<std::size_t>(rows * hm));
   kernels::matmul(w.pre_expert_proj, x, rows, latent.data(), pool_.get());
   muse::rms_rows(latent.data(), w.pre_expert_norm, rows, hm, eps, latent.data());
-  ExpertRows experts(w.experts, c);
-  std::vector<float> gate_up(static_cast<std::size_t>(2 * inter));
-  std::vector<float> y(static_cast<std::size_t>(hm));
+
+  std::vector<MuseRoute> routes;
+  std::vector<std::vector<Choice>> chosen(static_cast<std::size_t>(c.num_experts));
   for (int64_t t = 0; t < rows; ++t) {
-    const MuseRoute r = muse_route(w, c, x + t * c.hidden_size);
-    if (options_.routing_log != nullptr) {
-      for (const int64_t e : r.experts) options_.routing_log->push_back(static_cast<int32_t>(e));
+    routes.push_back(muse_route(w, c, x + t * c.hidden_size));
+    for (std::size_t slot = 0; slot < routes.back().experts.size(); ++slot) {
+      chosen[static_cast<std::size_t>(routes.back().experts[slot])].push_back({t, slot});
     }
+    if (options_.routing_log != nullptr) {
+      for (const int64_t e : routes.back().experts) {
+        options_.routing_log->push_back(static_cast<int32_t>(e));
+      }
+    }
+  }
+
+  // Each chosen expert's normalised output for every (row, slot) that chose it.
+  Buffer outputs(static_cast<std::size_t>(rows * k * hm));
+  for (int64_t e = 0; e < c.num_experts; ++e) {
+    const std::vector<Choice>& pairs = chosen[static_cast<std::size_t>(e)];
+    if (pairs.empty()) continue;
+    const auto n = static_cast<int64_t>(pairs.size());
+    Buffer in(static_cast<std::size_t>(n * hm)), gate(static_cast<std::size_t>(n * inter));
+    Buffer up(static_cast<std::size_t>(n * inter)), y(static_cast<std::size_t>(n * hm));
+    for (int64_t i = 0; i < n; ++i) {
+      const float* row = latent.data() + pairs[static_cast<std::size_t>(i)].row * hm;
+      std::copy(row, row + hm, in.data() + i * hm);
+    }
+    const ExpertWeights ew = expert_weights(w.experts, c, e);
+    ew.gate.apply(in.data(), n, gate.data(), inter);
+    ew.up.apply(in.data(), n, up.data(), inter);
+    for (int64_t i = 0; i < n * inter; ++i) {
+      gate[static_cast<std::size_t>(i)] =
+          kernels::silu(gate[static_cast<std::size_t>(i)]) * up[static_cast<std::size_t>(i)];
+    }
+    ew.down.apply(gate.data(), n, y.data(), hm);
+    for (int64_t i = 0; i < n; ++i) {
+      const Choice& choice = pairs[static_cast<std::size_t>(i)];
+      float* o = outputs.data() + (choice.row * k + static_cast<int64_t>(choice.slot)) * hm;
+      for (int64_t j = 0; j < hm; ++j) {
+        o[j] = y[static_cast<std::size_t>(i * hm + j)] *
+               w.post_expert_norm[static_cast<std::size_t>(j)];
+      }
+      muse::rms_unweighted(o, hm, post_eps, o);
+    }
+  }
+
+  Buffer mixed(static_cast<std::size_t>(rows * hm));
+  for (int64_t t = 0; t < rows; ++t) {
     float* m = mixed.data() + t * hm;
     std::fill(m, m + hm, 0.0f);
+    const MuseRoute& r = routes[static_cast<std::size_t>(t)];
     for (std::size_t slot = 0; slot < r.experts.size(); ++slot) {
-      const int64_t e = r.experts[slot];
-      experts.gate_up(e, latent.data() + t * hm, gate_up.data());
-      for (int64_t i = 0; i < inter; ++i) {
-        gate_up[static_cast<std::size_t>(i)] = kernels::silu(gate_up[static_cast<std::size_t>(i)]) *
-                                               gate_up[static_cast<std::size_t>(inter + i)];
-      }
-      experts.down(e, gate_up.data(), y.data());
-      for (int64_t i = 0; i < hm; ++i) {
-        y[static_cast<std::size_t>(i)] *= w.post_expert_norm[static_cast<std::size_t>(i)];
-      }
-      muse::rms_unweighted(y.data(), hm, post_eps, y.data());
-      for (int64_t i = 0; i < hm; ++i) m[i] += r.weights[slot] * y[static_cast<std::size_t>(i)];
+      const float* o = outputs.data() + (t * k + static_cast<int64_t>(slot)) * hm;
+      for (int64_t j = 0; j < hm; ++j) m[j] += r.weights[slot] * o[j];
     }
   }
   kernels::matmul(w.post_expert_proj, mixed.data(), rows, out, pool_.get());
