@@ -95,5 +95,19 @@ TEST(MuseState, SlidingLayersHoldOnlyTheirWindow) {
   EXPECT_LT(state->bytes(), static_cast<std::size_t>(c.num_layers) * n * row);
 }
 
+// What a decode step streams, from the bound tensors, against what `info` computes from the config
+// alone (musespark_footprint): everything but the embedding table (one row a step) and the norm
+// and gate vectors.
+TEST(MuseWeights, DecodeBytesAgreeWithTheConfigFootprint) {
+  auto model = load_muse("muse-spark-tiny");
+  const ConfigFootprint footprint = musespark_footprint(model->config(), FootprintOptions{});
+  int64_t expected = 0;
+  for (const WeightGroup& group : footprint.weights) {
+    if (group.kind == WeightKind::kEmbedding || group.kind == WeightKind::kNorms) continue;
+    expected += group.read_bytes_per_token;
+  }
+  EXPECT_EQ(static_cast<int64_t>(model->decode_weight_bytes()), expected);
+}
+
 }  // namespace
 }  // namespace md::test

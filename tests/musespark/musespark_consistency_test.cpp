@@ -102,12 +102,14 @@ std::size_t rows_before_first_flip(const std::vector<int32_t>& a, const std::vec
 // of the largest |logit|. 5e-2 is the spec's own bound for bf16 numerics on its test model (§10)
 // and stays far below any formula change (> 1 in the negative controls).
 TEST_P(MuseConsistency, Bf16CacheStaysWithinItsBoundUntilRoutingFlips) {
-  std::vector<int32_t> f32_routes, bf16_routes;
+  md::testing::MuseProbe f32_probe, bf16_probe;
+  std::vector<int32_t>& f32_routes = f32_probe.routes;
+  std::vector<int32_t>& bf16_routes = bf16_probe.routes;
   MuseSparkModel f32_model(musespark_fixture_dir(GetParam()), ModelRunOptions{1, KvCacheType::kF32},
-                           MuseSparkOptions{{}, &f32_routes});
+                           MuseSparkOptions{{}, &f32_probe});
   MuseSparkModel bf16_model(musespark_fixture_dir(GetParam()),
                             ModelRunOptions{1, KvCacheType::kBf16},
-                            MuseSparkOptions{{}, &bf16_routes});
+                            MuseSparkOptions{{}, &bf16_probe});
   const MuseSparkConfig& c = bf16_model.config();
   const auto vocab = static_cast<std::size_t>(c.vocab_size);
   double worst = 0;

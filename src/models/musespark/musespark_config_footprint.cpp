@@ -34,13 +34,15 @@ void add_expert_weights(const MuseSparkConfig& c, ConfigFootprint& f) {
   int64_t params = 3 * width * hm;  // gate_up [2I, Hm] + down [Hm, I]
   for (WeightFormat format : c.expert_formats) {
     int64_t expert_bytes = params * 2;
+    int64_t read_bytes = expert_bytes;
     if (format == WeightFormat::kNVFP4) {
-      // Codes and e4m3 block scales, plus f32 global and (unused) input scales: two for the
-      // gate/up halves, one for down.
-      expert_bytes = nvfp4_matrix_bytes(2 * width, hm) + nvfp4_matrix_bytes(hm, width) + 6 * 4;
+      // Codes and e4m3 block scales, plus f32 global scales (read) and input scales (stored,
+      // never read): one each for the gate and up halves and one for down.
+      read_bytes = nvfp4_matrix_bytes(2 * width, hm) + nvfp4_matrix_bytes(hm, width) + 3 * 4;
+      expert_bytes = read_bytes + 3 * 4;
     }
     f.add_weights(WeightKind::kRoutedExperts, format, c.num_experts * params,
-                  c.num_experts * expert_bytes, c.num_experts_per_token * expert_bytes);
+                  c.num_experts * expert_bytes, c.num_experts_per_token * read_bytes);
   }
 }
 

@@ -119,6 +119,24 @@ std::size_t MuseSparkModel::weight_bytes() const {
   return checkpoint_->total_bytes();
 }
 
+std::size_t MuseSparkModel::decode_weight_bytes() const {
+  const auto matrix = [](const kernels::WeightMatrix& m) { return m.bytes(0, m.rows); };
+  const auto weights_per_expert =
+      static_cast<std::size_t>(3 * config_.moe_intermediate_size * config_.moe_hidden_size);
+  std::size_t total = matrix(weights_.lm_head);
+  for (const MuseLayerWeights& w : weights_.layers) {
+    total += matrix(w.q_proj) + matrix(w.k_proj) + matrix(w.v_proj) + matrix(w.gate_proj) +
+             matrix(w.o_proj) + matrix(w.pre_expert_proj) + matrix(w.post_expert_proj) +
+             (w.router.size() + w.router_bias.size()) * sizeof(float);
+    // NVFP4: half a byte per weight, one scale byte per 16 and three f32 global scales.
+    const std::size_t expert = w.experts.nvfp4
+                                   ? weights_per_expert / 2 + weights_per_expert / 16 + 3 * 4
+                                   : weights_per_expert * sizeof(uint16_t);
+    total += expert * static_cast<std::size_t>(config_.num_experts_per_token);
+  }
+  return total;
+}
+
 void MuseSparkModel::check_tokens(const SequenceState& state,
                                   std::span<const int32_t> tokens) const {
   if (tokens.empty()) fail("forward needs at least one token");

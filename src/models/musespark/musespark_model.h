@@ -21,13 +21,12 @@ namespace md {
 
 namespace testing {
 enum class MuseAblation : int;
-}
+struct MuseProbe;
+}  // namespace testing
 
 struct MuseSparkOptions {
-  testing::MuseAblation ablation{};  // tests only (musespark_testing.h)
-  // Tests only: when set, every routing decision is appended here (per layer, per row, the chosen
-  // experts in selection order), so that a comparison can tell routing flips from formula errors.
-  std::vector<int32_t>* routing_log = nullptr;
+  testing::MuseAblation ablation{};     // tests only (musespark_testing.h)
+  testing::MuseProbe* probe = nullptr;  // tests only (musespark_testing.h)
 };
 
 class MuseSparkModel final : public LanguageModel {
@@ -50,6 +49,9 @@ class MuseSparkModel final : public LanguageModel {
   // through row-independent kernels.
   bool split_invariant() const override { return true; }
   std::size_t weight_bytes() const override;
+  // Every dense matrix, the router, the k experts a row takes in each layer, and lm_head (not the
+  // embedding table, of which a step reads one row).
+  std::size_t decode_weight_bytes() const override;
 
   const MuseSparkConfig& config() const { return config_; }
   const MuseSparkWeights& weights() const { return weights_; }

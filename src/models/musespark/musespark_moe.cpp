@@ -17,6 +17,7 @@
 #include "models/musespark/musespark_model.h"
 #include "models/musespark/musespark_routing.h"
 #include "models/musespark/musespark_row_math.h"
+#include "models/musespark/musespark_testing.h"
 
 namespace md {
 
@@ -97,9 +98,9 @@ void MuseSparkModel::moe(const MuseLayerWeights& w, const float* x, int64_t rows
     for (std::size_t slot = 0; slot < routes.back().experts.size(); ++slot) {
       chosen[static_cast<std::size_t>(routes.back().experts[slot])].push_back({t, slot});
     }
-    if (options_.routing_log != nullptr) {
+    if (options_.probe != nullptr) {
       for (const int64_t e : routes.back().experts) {
-        options_.routing_log->push_back(static_cast<int32_t>(e));
+        options_.probe->routes.push_back(static_cast<int32_t>(e));
       }
     }
   }

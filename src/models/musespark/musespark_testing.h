@@ -3,6 +3,9 @@
 // sets one; MuseSparkOptions::ablation holds kNone unless a test says otherwise.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 namespace md::testing {
 
 enum class MuseAblation : int {
@@ -10,6 +13,13 @@ enum class MuseAblation : int {
   kRopeOnNopeLayers,  // full-attention layers rotate q and k as the sliding ones do
   kNoGateClamp,       // residual gates: α = sqrt(sigmoid(−u)(1 + β)) without the 1e-3 floor
   kNoTailMask,        // logits of the untrained ids (>= vocab_used) left as computed
+};
+
+// What a forward records for a test when MuseSparkOptions::probe points here.
+struct MuseProbe {
+  // Every routing decision: per layer, per row, the chosen experts in selection order, so that a
+  // comparison can tell routing flips from formula errors.
+  std::vector<int32_t> routes;
 };
 
 }  // namespace md::testing
