@@ -38,8 +38,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from byte_level import bytes_to_unicode  # noqa: E402
-from make_qwen38_fixtures import (CORPUS, SPLIT_REGEX, bf16_bits, learn_bpe,  # noqa: E402
-                                  verify_fixture, write_json)
+from make_qwen38_fixtures import (CORPUS, added_token_entries, bf16_bits,  # noqa: E402
+                                  byte_level_bpe, learn_bpe, verify_fixture, write_json)
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATE = REPO / "tests" / "data" / "templates" / "muse_spark_style.jinja"
@@ -295,24 +295,8 @@ def make_tokenizer(f: dict) -> tuple:
     added = [(i, "<|reserved_special_token_%d|>" % (i - len(vocab)))
              for i in range(len(vocab), first_special)]
     added += [(i, token) for token, i in special_ids(f).items()]
-    added_tokens = [{"id": i, "content": c, "single_word": False, "lstrip": False,
-                     "rstrip": False, "normalized": False, "special": True} for i, c in added]
-    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
-                  "use_regex": False}
-    tokenizer = {
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added_tokens,
-        "normalizer": None,
-        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
-            {"type": "Split", "pattern": {"Regex": SPLIT_REGEX}, "behavior": "Isolated",
-             "invert": False},
-            byte_level]},
-        "post_processor": dict(byte_level),
-        "decoder": dict(byte_level),
-        "model": {"type": "BPE", "dropout": None, "unk_token": None,
-                  "continuing_subword_prefix": "", "end_of_word_suffix": "", "fuse_unk": False,
-                  "byte_fallback": False, "ignore_merges": False, "vocab": vocab,
-                  "merges": [[a, b] for a, b in merges]},
-    }
+    added_tokens = added_token_entries([(i, c, True) for i, c in added])
+    tokenizer = byte_level_bpe(vocab, merges, added_tokens, normalizer=None)
     config = {
         "add_bos_token": False,
         "added_tokens_decoder": {str(t["id"]): {k: v for k, v in t.items() if k != "id"}

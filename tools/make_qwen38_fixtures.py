@@ -264,23 +264,22 @@ def learn_bpe(text: str, count: int) -> list:
     return merges
 
 
-def make_tokenizer() -> tuple:
-    table = bytes_to_unicode()
-    vocab = {ch: i for i, ch in enumerate(table.values())}
-    merges = learn_bpe(CORPUS, MERGED_VOCAB - 256)
-    for a, b in merges:
-        vocab[a + b] = len(vocab)
-    assert len(vocab) == MERGED_VOCAB
-    added = [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
-              "normalized": False, "special": s} for i, c, s in ADDED_TOKENS]
+def added_token_entries(tokens) -> list:
+    """tokenizer.json `added_tokens` entries from (id, content, special) triples."""
+    return [{"id": i, "content": c, "single_word": False, "lstrip": False, "rstrip": False,
+             "normalized": False, "special": s} for i, c, s in tokens]
+
+
+def byte_level_bpe(vocab: dict, merges: list, added: list, normalizer) -> dict:
+    """A tokenizer.json of a byte-level BPE split by the Qwen pre-tokenizer regex."""
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
                   "use_regex": False}
-    tokenizer = {
+    return {
         "version": "1.0",
         "truncation": None,
         "padding": None,
         "added_tokens": added,
-        "normalizer": {"type": "NFC"},
+        "normalizer": normalizer,
         "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
             {"type": "Split", "pattern": {"Regex": SPLIT_REGEX}, "behavior": "Isolated",
              "invert": False},
@@ -292,6 +291,17 @@ def make_tokenizer() -> tuple:
                   "byte_fallback": False, "ignore_merges": False, "vocab": vocab,
                   "merges": [[a, b] for a, b in merges]},
     }
+
+
+def make_tokenizer() -> tuple:
+    table = bytes_to_unicode()
+    vocab = {ch: i for i, ch in enumerate(table.values())}
+    merges = learn_bpe(CORPUS, MERGED_VOCAB - 256)
+    for a, b in merges:
+        vocab[a + b] = len(vocab)
+    assert len(vocab) == MERGED_VOCAB
+    added = added_token_entries(ADDED_TOKENS)
+    tokenizer = byte_level_bpe(vocab, merges, added, normalizer={"type": "NFC"})
     config = {
         "add_bos_token": False,
         "add_prefix_space": False,

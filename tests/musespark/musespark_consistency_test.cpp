@@ -140,7 +140,7 @@ TEST_P(MuseConsistency, Bf16CacheStaysWithinItsBoundUntilRoutingFlips) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, MuseConsistency, ::testing::ValuesIn(musespark_fixture_names()),
-                         muse_test_name);
+                         fixture_test_name);
 
 // Rows 0..3 of expert 0 of every NVFP4 layer against compressed-tensors' unpacking and torch's
 // e4m3 (tools/gen_musespark_goldens.py), bit for bit; the gate and up halves' global scales on

@@ -128,7 +128,7 @@ TEST_P(MuseGolden, GreedyContinuationsMatchTransformers) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, MuseGolden, ::testing::ValuesIn(musespark_fixture_names()),
-                         muse_test_name);
+                         fixture_test_name);
 
 }  // namespace
 }  // namespace md::test

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../support/golden_math.h"
+#include "../support/param_names.h"
 #include "io/safetensors_file.h"
 #include "models/musespark/musespark_model.h"
 #include "models/musespark/musespark_testing.h"
@@ -57,15 +58,6 @@ inline std::vector<MuseGoldenPrompt> load_muse_goldens(const std::string& name) 
     prompts.push_back(std::move(g));
   }
   return prompts;
-}
-
-// GoogleTest parameter names cannot contain '-'.
-inline std::string muse_test_name(const ::testing::TestParamInfo<std::string>& info) {
-  std::string name = info.param;
-  for (char& c : name) {
-    if (c == '-') c = '_';
-  }
-  return name;
 }
 
 }  // namespace md::test

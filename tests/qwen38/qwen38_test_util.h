@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../support/golden_math.h"
+#include "../support/param_names.h"
 #include "io/safetensors_file.h"
 #include "models/qwen38/qwen38_model.h"
 #include "models/qwen38/qwen38_state.h"
@@ -53,15 +54,6 @@ inline std::vector<md::testing::Qwen38Ablation> ablations_that_change(const Qwen
     ablations.push_back(md::testing::Qwen38Ablation::kMoeUngatedSharedExpert);
   }
   return ablations;
-}
-
-// GoogleTest parameter names cannot contain '-'.
-inline std::string fixture_test_name(const ::testing::TestParamInfo<std::string>& info) {
-  std::string name = info.param;
-  for (char& c : name) {
-    if (c == '-') c = '_';
-  }
-  return name;
 }
 
 inline std::string qwen38_fixture_dir(const std::string& name) {
