@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/error.h"
 #include "kernels/nvfp4.h"
 #include "musespark_test_util.h"
 
@@ -35,26 +36,11 @@ std::vector<float> logits_in_pieces(MuseSparkModel& model, const std::vector<int
   return all;
 }
 
-class MuseConsistency : public ::testing::TestWithParam<std::string> {};
-
-// Prompt 2 is 40 tokens: past the window of both fixtures, so the ring wraps inside a piece.
-TEST_P(MuseConsistency, PrefillSplitAndDecodeGiveTheSameBits) {
-  auto model = load_muse(GetParam(), KvCacheType::kBf16);
-  const std::vector<int32_t> ids = load_muse_goldens(GetParam())[2].ids;
-  const std::vector<float> whole = logits_in_pieces(*model, ids, {ids.size()});
-  EXPECT_TRUE(same_bits(logits_in_pieces(*model, ids, {17, ids.size() - 17}), whole));
-  EXPECT_TRUE(
-      same_bits(logits_in_pieces(*model, ids, std::vector<std::size_t>(ids.size(), 1)), whole));
-  // Two threads split the matrices differently; every output keeps its order.
-  auto threaded = load_muse(GetParam(), KvCacheType::kBf16, md::testing::MuseAblation::kNone, 2);
-  EXPECT_TRUE(same_bits(logits_in_pieces(*threaded, ids, {ids.size()}), whole));
-}
-
-// One decode step over sequences at different positions: each row as if it ran alone.
-TEST_P(MuseConsistency, DecodeRowsAreIndependent) {
-  auto model = load_muse(GetParam(), KvCacheType::kBf16);
-  const std::vector<int32_t> ids = load_muse_goldens(GetParam())[2].ids;
-  const std::vector<std::size_t> prefixes = {3, 20, 39};
+// The prefixes of golden prompt 2 decoded one more token in one step, each row against the same
+// sequence run alone.
+void expect_rows_independent(const std::string& fixture, const std::vector<std::size_t>& prefixes) {
+  auto model = load_muse(fixture, KvCacheType::kBf16);
+  const std::vector<int32_t> ids = load_muse_goldens(fixture)[2].ids;
   std::vector<std::unique_ptr<SequenceState>> states;
   std::vector<SequenceState*> rows;
   std::vector<int32_t> next;
@@ -80,6 +66,29 @@ TEST_P(MuseConsistency, DecodeRowsAreIndependent) {
   }
 }
 
+class MuseConsistency : public ::testing::TestWithParam<std::string> {};
+
+// Prompt 2 is 40 tokens: past the window of both fixtures, so the ring wraps inside a piece.
+TEST_P(MuseConsistency, PrefillSplitAndDecodeGiveTheSameBits) {
+  auto model = load_muse(GetParam(), KvCacheType::kBf16);
+  const std::vector<int32_t> ids = load_muse_goldens(GetParam())[2].ids;
+  const std::vector<float> whole = logits_in_pieces(*model, ids, {ids.size()});
+  EXPECT_TRUE(same_bits(logits_in_pieces(*model, ids, {17, ids.size() - 17}), whole));
+  EXPECT_TRUE(
+      same_bits(logits_in_pieces(*model, ids, std::vector<std::size_t>(ids.size(), 1)), whole));
+  // Two threads split the matrices differently; every output keeps its order.
+  auto threaded = load_muse(GetParam(), KvCacheType::kBf16, md::testing::MuseAblation::kNone, 2);
+  EXPECT_TRUE(same_bits(logits_in_pieces(*threaded, ids, {ids.size()}), whole));
+}
+
+// One decode step over 1, 2, 4 and 8 sequences at different positions (two of them identical,
+// past the window and not): each row's logits are the bits it gets alone.
+TEST_P(MuseConsistency, DecodeRowsAreIndependent) {
+  for (const std::size_t batch : {1, 2, 4, 8}) {
+    const std::vector<std::size_t> all = {20, 3, 39, 20, 1, 17, 33, 8};
+    expect_rows_independent(GetParam(), std::vector<std::size_t>(all.begin(), all.begin() + batch));
+  }
+}
 // Rows of `prompt` before the first one whose experts differ between two routing logs of the
 // same prompt (layer-major, rows inside, top-k per row): later rows see the flip through the cache.
 std::size_t rows_before_first_flip(const std::vector<int32_t>& a, const std::vector<int32_t>& b,
@@ -137,6 +146,15 @@ TEST_P(MuseConsistency, Bf16CacheStaysWithinItsBoundUntilRoutingFlips) {
               worst, compared);
   EXPECT_GE(compared, 4u);
   EXPECT_LE(worst, 5e-2);
+}
+
+TEST(MuseDecode, ASequenceTwiceInOneStepIsRefused) {
+  auto model = load_muse("muse-spark-small");
+  auto state = model->new_sequence(16);
+  std::vector<SequenceState*> rows = {state.get(), state.get()};
+  std::vector<float> logits;
+  EXPECT_THROW(model->decode(rows, std::vector<int32_t>{5, 6}, logits), Error);
+  EXPECT_EQ(state->position(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, MuseConsistency, ::testing::ValuesIn(musespark_fixture_names()),

@@ -58,8 +58,9 @@ void attend_head(const MuseLayerKv& kv, int64_t kv_offset, const float* q, int64
 
 }  // namespace
 
-void MuseSparkModel::attention(int64_t layer, MuseSparkState& state, const float* x, int64_t rows,
+void MuseSparkModel::attention(int64_t layer, std::span<const Row> step, const float* x,
                                float* out) {
+  const auto rows = static_cast<int64_t>(step.size());
   const MuseSparkConfig& c = config_;
   const MuseLayerWeights& w = weights_.layers[static_cast<std::size_t>(layer)];
   const int64_t hd = c.head_dim, q_dim = c.q_dim(), kv_dim = c.kv_dim();
@@ -80,11 +81,11 @@ void MuseSparkModel::attention(int64_t layer, MuseSparkState& state, const float
   std::vector<float> sin_values(static_cast<std::size_t>(hd / 2));
   std::vector<float> scores;
   std::vector<float> scratch(static_cast<std::size_t>(hd));
-  MuseLayerKv& kv = state.layer(layer);
-  // Rows in order: each writes its key and value, then attends (a ring slot a later row
-  // overwrites has left every earlier row's window by then).
+  // Rows in order: each writes its key and value, then attends (a ring slot a later row of the
+  // same sequence overwrites has left every earlier row's window by then).
   for (int64_t t = 0; t < rows; ++t) {
-    const int64_t position = state.position() + t;
+    const int64_t position = step[static_cast<std::size_t>(t)].position;
+    MuseLayerKv& kv = step[static_cast<std::size_t>(t)].state->layer(layer);
     if (rope) rope_.angles(position, cos_values.data(), sin_values.data());
     for (int64_t h = 0; h < c.num_attention_heads; ++h) {
       float* qh = q.data() + t * q_dim + h * hd;

@@ -189,33 +189,64 @@ void MuseSparkModel::output(const float* stream, int64_t rows, float* logits) co
   }
 }
 
+void MuseSparkModel::run_rows(std::span<const Row> rows, std::span<const int32_t> tokens,
+                              float* stream) {
+  const auto n = static_cast<int64_t>(rows.size());
+  const int64_t h = config_.hidden_size;
+  const auto eps = static_cast<float>(config_.rms_norm_eps);
+  const auto post_eps = static_cast<float>(config_.post_norm_eps);
+  Buffer x(static_cast<std::size_t>(n * h));
+  Buffer branch(static_cast<std::size_t>(n * h));
+  embed(tokens, stream);
+  for (int64_t l = 0; l < config_.num_layers; ++l) {
+    const MuseLayerWeights& w = weights_.layers[static_cast<std::size_t>(l)];
+    muse::rms_rows(stream, w.input_norm, n, h, eps, x.data());
+    attention(l, rows, x.data(), branch.data());
+    post_norm(branch.data(), nullptr, n, h, post_eps);
+    gated_residual(w.attention_gate, branch.data(), n, h, stream);
+    muse::rms_rows(stream, w.pre_ffn_norm, n, h, eps, x.data());
+    moe(w, x.data(), n, branch.data());
+    post_norm(branch.data(), &w.post_ffn_norm, n, h, post_eps);
+    gated_residual(w.ffn_gate, branch.data(), n, h, stream);
+  }
+}
+
 void MuseSparkModel::forward(SequenceState& base, std::span<const int32_t> tokens, LogitRows rows,
                              std::vector<float>& logits) {
   check_tokens(base, tokens);
   auto& state = dynamic_cast<MuseSparkState&>(base);
   const auto n = static_cast<int64_t>(tokens.size());
   const int64_t h = config_.hidden_size;
-  const auto eps = static_cast<float>(config_.rms_norm_eps);
-  const auto post_eps = static_cast<float>(config_.post_norm_eps);
+  std::vector<Row> step;
+  for (int64_t t = 0; t < n; ++t) step.push_back({&state, state.position() + t});
   Buffer stream(static_cast<std::size_t>(n * h));
-  Buffer x(static_cast<std::size_t>(n * h));
-  Buffer branch(static_cast<std::size_t>(n * h));
-  embed(tokens, stream.data());
-  for (int64_t l = 0; l < config_.num_layers; ++l) {
-    const MuseLayerWeights& w = weights_.layers[static_cast<std::size_t>(l)];
-    muse::rms_rows(stream.data(), w.input_norm, n, h, eps, x.data());
-    attention(l, state, x.data(), n, branch.data());
-    post_norm(branch.data(), nullptr, n, h, post_eps);
-    gated_residual(w.attention_gate, branch.data(), n, h, stream.data());
-    muse::rms_rows(stream.data(), w.pre_ffn_norm, n, h, eps, x.data());
-    moe(w, x.data(), n, branch.data());
-    post_norm(branch.data(), &w.post_ffn_norm, n, h, post_eps);
-    gated_residual(w.ffn_gate, branch.data(), n, h, stream.data());
-  }
+  run_rows(step, tokens, stream.data());
   state.advance(n);
   const int64_t out_rows = rows == LogitRows::kAll ? n : 1;
   logits.resize(static_cast<std::size_t>(out_rows * config_.vocab_size));
   output(stream.data() + (n - out_rows) * h, out_rows, logits.data());
+}
+
+void MuseSparkModel::decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
+                            std::vector<float>& logits) {
+  if (states.size() != tokens.size()) {
+    fail("decode: {} sequences but {} tokens", states.size(), tokens.size());
+  }
+  std::vector<Row> step;
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    check_tokens(*states[i], tokens.subspan(i, 1));
+    auto* state = dynamic_cast<MuseSparkState*>(states[i]);
+    for (const Row& other : step) {
+      if (other.state == state) fail("decode: a sequence appears twice in one step");
+    }
+    step.push_back({state, state->position()});
+  }
+  const auto n = static_cast<int64_t>(step.size());
+  Buffer stream(static_cast<std::size_t>(n * config_.hidden_size));
+  run_rows(step, tokens, stream.data());
+  for (const Row& row : step) row.state->advance(1);
+  logits.resize(static_cast<std::size_t>(n * config_.vocab_size));
+  output(stream.data(), n, logits.data());
 }
 
 }  // namespace md

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,10 @@ class MuseSparkModel final : public LanguageModel {
   std::unique_ptr<SequenceState> new_sequence(int64_t capacity) const override;
   void forward(SequenceState& state, std::span<const int32_t> tokens, LogitRows rows,
                std::vector<float>& logits) override;
+  // Independent sequences, one token each, through every layer together: each dense matrix and
+  // each chosen expert is read once for all of them; a row's bits are those it gets alone.
+  void decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
+              std::vector<float>& logits) override;
   // Same bits however a sequence is split into forward() calls: rows are processed in order
   // through row-independent kernels.
   bool split_invariant() const override { return true; }
@@ -60,8 +65,14 @@ class MuseSparkModel final : public LanguageModel {
   void check_tokens(const SequenceState& state, std::span<const int32_t> tokens) const;
   std::size_t kv_element_bytes() const;
   void embed(std::span<const int32_t> tokens, float* stream) const;
-  void attention(int64_t layer, class MuseSparkState& state, const float* x, int64_t rows,
-                 float* out);
+  // One row of a step: the sequence it extends and its position there.
+  struct Row {
+    class MuseSparkState* state = nullptr;
+    int64_t position = 0;
+  };
+  // Rows run through every layer; rows of one sequence must come in position order.
+  void run_rows(std::span<const Row> rows, std::span<const int32_t> tokens, float* stream);
+  void attention(int64_t layer, std::span<const Row> rows, const float* x, float* out);
   void moe(const MuseLayerWeights& w, const float* x, int64_t rows, float* out);
   void output(const float* stream, int64_t rows, float* logits) const;
 
