@@ -98,8 +98,8 @@ std::size_t MuseSparkModel::state_bytes_per_token() const {
 }
 
 std::size_t MuseSparkModel::state_bytes_fixed() const {
-  return static_cast<std::size_t>(2 * config_.num_sliding_layers() * config_.sliding_window *
-                                  config_.kv_dim()) *
+  return static_cast<std::size_t>(2 * config_.num_sliding_layers() *
+                                  (config_.sliding_window + kMuseVerifyRows) * config_.kv_dim()) *
          kv_element_bytes();
 }
 
@@ -197,6 +197,8 @@ void MuseSparkModel::run_rows(std::span<const Row> rows, std::span<const int32_t
   const auto post_eps = static_cast<float>(config_.post_norm_eps);
   Buffer x(static_cast<std::size_t>(n * h));
   Buffer branch(static_cast<std::size_t>(n * h));
+  const auto taps = static_cast<int64_t>(tap_layers_.size());
+  last_taps_.assign(static_cast<std::size_t>(n * taps * h), 0.0f);
   embed(tokens, stream);
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const MuseLayerWeights& w = weights_.layers[static_cast<std::size_t>(l)];
@@ -208,6 +210,12 @@ void MuseSparkModel::run_rows(std::span<const Row> rows, std::span<const int32_t
     moe(w, x.data(), n, branch.data());
     post_norm(branch.data(), &w.post_ffn_norm, n, h, post_eps);
     gated_residual(w.ffn_gate, branch.data(), n, h, stream);
+    for (int64_t i = 0; i < taps; ++i) {
+      if (tap_layers_[static_cast<std::size_t>(i)] != l) continue;
+      for (int64_t t = 0; t < n; ++t) {
+        std::copy(stream + t * h, stream + (t + 1) * h, last_taps_.data() + (t * taps + i) * h);
+      }
+    }
   }
 }
 
@@ -222,6 +230,7 @@ void MuseSparkModel::forward(SequenceState& base, std::span<const int32_t> token
   Buffer stream(static_cast<std::size_t>(n * h));
   run_rows(step, tokens, stream.data());
   state.advance(n);
+  state.hold_verified(0);
   const int64_t out_rows = rows == LogitRows::kAll ? n : 1;
   logits.resize(static_cast<std::size_t>(out_rows * config_.vocab_size));
   output(stream.data() + (n - out_rows) * h, out_rows, logits.data());
@@ -244,9 +253,40 @@ void MuseSparkModel::decode(std::span<SequenceState* const> states, std::span<co
   const auto n = static_cast<int64_t>(step.size());
   Buffer stream(static_cast<std::size_t>(n * config_.hidden_size));
   run_rows(step, tokens, stream.data());
-  for (const Row& row : step) row.state->advance(1);
+  for (const Row& row : step) {
+    row.state->advance(1);
+    row.state->hold_verified(0);
+  }
   logits.resize(static_cast<std::size_t>(n * config_.vocab_size));
   output(stream.data(), n, logits.data());
+}
+
+void MuseSparkModel::verify(SequenceState& state, std::span<const int32_t> tokens,
+                            std::vector<float>& logits) {
+  const auto rows = static_cast<int64_t>(tokens.size());
+  if (rows < 1 || rows > kMuseVerifyRows) {
+    fail("verify takes 1..{} tokens, got {}", kMuseVerifyRows, rows);
+  }
+  forward(state, tokens, LogitRows::kAll, logits);
+  dynamic_cast<MuseSparkState&>(state).hold_verified(rows);
+}
+
+void MuseSparkModel::commit(SequenceState& state, int64_t rows_kept) {
+  auto& typed = dynamic_cast<MuseSparkState&>(state);
+  if (typed.verified_rows() == 0) fail("commit without a verify run on this sequence");
+  if (rows_kept < 0 || rows_kept > typed.verified_rows()) {
+    fail("commit keeps 0..{} rows, got {}", typed.verified_rows(), rows_kept);
+  }
+  typed.commit(rows_kept);
+}
+
+void MuseSparkModel::set_tap_layers(std::vector<int64_t> layers) {
+  for (const int64_t layer : layers) {
+    if (layer < 0 || layer >= config_.num_layers) {
+      fail("tap layer {} is outside the target's layers [0, {})", layer, config_.num_layers);
+    }
+  }
+  tap_layers_ = std::move(layers);
 }
 
 }  // namespace md

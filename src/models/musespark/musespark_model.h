@@ -53,6 +53,18 @@ class MuseSparkModel final : public LanguageModel {
   // Same bits however a sequence is split into forward() calls: rows are processed in order
   // through row-independent kernels.
   bool split_invariant() const override { return true; }
+
+  // Verify rows (speculative decoding): `tokens` (1..8) at the sequence's next positions in one
+  // step, logits for every row; the sequence holds them until commit() keeps the first
+  // `rows_kept`. Sliding layers keep 8 spare ring slots for this.
+  bool supports_verify() const override { return true; }
+  void verify(SequenceState& state, std::span<const int32_t> tokens,
+              std::vector<float>& logits) override;
+  void commit(SequenceState& state, int64_t rows_kept) override;
+  // The post-layer residuals of these layers, copied out by every forward(), verify() and
+  // decode() for each of its rows: [rows][layers.size() · hidden].
+  void set_tap_layers(std::vector<int64_t> layers) override;
+  const std::vector<float>& last_taps() const override { return last_taps_; }
   std::size_t weight_bytes() const override;
   // Every dense matrix, the router, the k experts a row takes in each layer, and lm_head (not the
   // embedding table, of which a step reads one row).
@@ -82,6 +94,8 @@ class MuseSparkModel final : public LanguageModel {
   MuseSparkWeights weights_;
   ModelRunOptions run_options_;
   MuseSparkOptions options_;
+  std::vector<int64_t> tap_layers_;
+  std::vector<float> last_taps_;
   kernels::Rope rope_;
   std::unique_ptr<ThreadPool> pool_;
 };

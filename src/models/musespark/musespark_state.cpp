@@ -69,14 +69,21 @@ MuseSparkState::MuseSparkState(const MuseSparkConfig& config, int64_t capacity,
                                kernels::KvCacheType kv_type)
     : SequenceState(capacity) {
   for (int64_t l = 0; l < config.num_layers; ++l) {
-    const int64_t slots =
-        config.is_full_attention(l) ? capacity : std::min(capacity, config.sliding_window);
+    const int64_t slots = config.is_full_attention(l)
+                              ? capacity
+                              : std::min(capacity, config.sliding_window + kMuseVerifyRows);
     layers_.emplace_back(slots, config.kv_dim(), kv_type);
   }
 }
 
+void MuseSparkState::commit(int64_t kept) {
+  position_ -= verified_rows_ - kept;
+  verified_rows_ = 0;
+}
+
 void MuseSparkState::reset() {
   position_ = 0;
+  verified_rows_ = 0;
   for (MuseLayerKv& kv : layers_) kv.clear();
 }
 

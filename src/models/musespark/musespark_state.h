@@ -1,7 +1,9 @@
 // One Muse Spark sequence's state: per layer the keys and values it attends to. A full (NoPE)
-// layer keeps every position; a sliding layer keeps a ring of `sliding_window` slots (position p
-// in slot p mod window), so its memory does not grow with the context. Keys are stored after the
-// QK norm (and RoPE on sliding layers), values as projected, in the KV cache type (bf16 or f32).
+// layer keeps every position; a sliding layer keeps a ring of `sliding_window` + 8 slots
+// (position p in slot p mod slots), so its memory does not grow with the context: the 8 spare
+// slots hold what a block of verify rows overwrites until commit decides how many rows stay. Keys
+// are stored after the QK norm (and RoPE on sliding layers), values as projected, in the KV cache
+// type (bf16 or f32).
 #pragma once
 
 #include <cstdint>
@@ -13,6 +15,9 @@
 #include "models/musespark/musespark_config.h"
 
 namespace md {
+
+// The most verify rows one step takes (a draft block and the target's own token).
+inline constexpr int64_t kMuseVerifyRows = 8;
 
 // One layer's keys and values, [slots][kv_heads · head_dim] each, in bf16 or f32.
 class MuseLayerKv {
@@ -58,8 +63,16 @@ class MuseSparkState final : public SequenceState {
   MuseLayerKv& layer(int64_t l) { return layers_[static_cast<std::size_t>(l)]; }
   void advance(int64_t rows) { position_ += rows; }
 
+  // Verify rows: the sequence holds `rows` unconfirmed positions until commit keeps some.
+  void hold_verified(int64_t rows) { verified_rows_ = rows; }
+  int64_t verified_rows() const { return verified_rows_; }
+  // Keeps the first `kept` verified rows: the others' keys and values stay in their slots,
+  // never read (attention reads positions up to the current one) and later overwritten.
+  void commit(int64_t kept);
+
  private:
   std::vector<MuseLayerKv> layers_;
+  int64_t verified_rows_ = 0;
 };
 
 }  // namespace md
