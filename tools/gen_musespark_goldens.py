@@ -18,8 +18,9 @@ outputs. For each fixture made by tools/make_musespark_fixtures.py:
                                            cache (HF does not mask the untrained tail)
       p{i}.greedy         I32 [32]         greedy continuation over the trained ids (p0..p2)
       p{i}.greedy_margin  F32 [32]         top-1 minus top-2 trained logit of each greedy choice
-      nvfp4.layer{l}.gate_up / .down  F32 [4, K]   (NVFP4 fixtures) rows 0..3 of expert 0's
-                                           dequantised matrices of each NVFP4 layer
+      nvfp4.layer{l}.gate_up / .up / .down  F32 [4, K]   (NVFP4 fixtures) rows 0..3 of expert
+                                           0's dequantised gate half, up half and down of each
+                                           NVFP4 layer
   <out>/<fixture>.json  versions, sha256 of the fixture files, prompt lengths, max |logit| and
                         minimum greedy margin per prompt, HF's loading report.
 
@@ -102,6 +103,7 @@ def expert_weights(t: dict, prefix: str, f: dict, goldens: dict, layer: int) -> 
         assert np.array_equal(mine_gu.view(np.uint32), gate_up[-1].view(np.uint32)), (layer, x)
         assert np.array_equal(mine_d.view(np.uint32), down[-1].view(np.uint32)), (layer, x)
     goldens[f"nvfp4.layer{layer}.gate_up"] = torch.from_numpy(gate_up[0][:4].copy())
+    goldens[f"nvfp4.layer{layer}.up"] = torch.from_numpy(gate_up[0][i:i + 4].copy())
     goldens[f"nvfp4.layer{layer}.down"] = torch.from_numpy(down[0][:4].copy())
     return np.stack(gate_up), np.stack(down)
 

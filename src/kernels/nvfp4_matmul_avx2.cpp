@@ -31,27 +31,26 @@ inline __m256 block_table(std::uint8_t scale, float global) {
                        _mm256_set1_ps(global));
 }
 
-// Eight codes (one per byte) as their weights: the magnitude by a permute, the sign from bit 3.
-inline __m256 weights_of(__m128i eight_codes, __m256 table) {
-  const __m256i code = _mm256_cvtepu8_epi32(eight_codes);
-  const __m256 magnitude = _mm256_permutevar8x32_ps(table, code);  // uses code & 7
-  const __m256i sign = _mm256_and_si256(_mm256_slli_epi32(code, 28), _mm256_set1_epi32(INT32_MIN));
+// Eight codes packed in 4 bytes (code k in bits 4k..4k+3) as their weights: each lane shifts its
+// own code down (the permute reads bits 0-2) and its sign bit up to bit 31.
+inline __m256 weights_of(std::uint32_t packed, __m256 table) {
+  const __m256i codes = _mm256_set1_epi32(static_cast<int>(packed));
+  const __m256i down = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+  const __m256i up = _mm256_setr_epi32(28, 24, 20, 16, 12, 8, 4, 0);
+  const __m256 magnitude = _mm256_permutevar8x32_ps(table, _mm256_srlv_epi32(codes, down));
+  const __m256i sign = _mm256_and_si256(_mm256_sllv_epi32(codes, up), _mm256_set1_epi32(INT32_MIN));
   return _mm256_xor_ps(magnitude, _mm256_castsi256_ps(sign));
 }
 
 // The 16 weights of one block as two vectors (inputs 0..7 and 8..15 of the block).
 inline void decode_block(const std::uint8_t* codes, std::uint8_t scale, float global, __m256& low,
                          __m256& high) {
-  std::uint64_t packed;
-  std::memcpy(&packed, codes, sizeof packed);
-  const __m128i bytes = _mm_cvtsi64_si128(static_cast<long long>(packed));
-  const __m128i mask = _mm_set1_epi8(0x0F);
-  const __m128i even = _mm_and_si128(bytes, mask);                    // codes 0, 2, 4, ...
-  const __m128i odd = _mm_and_si128(_mm_srli_epi16(bytes, 4), mask);  // codes 1, 3, 5, ...
-  const __m128i ordered = _mm_unpacklo_epi8(even, odd);               // codes 0..15 in order
+  std::uint32_t first, second;
+  std::memcpy(&first, codes, sizeof first);
+  std::memcpy(&second, codes + 4, sizeof second);
   const __m256 table = block_table(scale, global);
-  low = weights_of(ordered, table);
-  high = weights_of(_mm_srli_si128(ordered, 8), table);
+  low = weights_of(first, table);
+  high = weights_of(second, table);
 }
 
 inline float lane_sum(__m256 acc) {

@@ -23,7 +23,9 @@ void nvfp4_matmul_tile_avx2(const Nvfp4Matrix& w, int64_t row_begin, int64_t row
 Nvfp4TileFn nvfp4_tile_for(Isa isa);
 
 // The lane sum of the documented order.
-inline float nvfp4_lane_sum(const float* l) {
+// Internal linkage: this header is compiled with and without -mavx2, and one linked copy of an
+// inline function must not carry VEX code into the scalar path.
+static inline float nvfp4_lane_sum(const float* l) {
   return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
 }
 

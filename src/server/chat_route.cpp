@@ -231,6 +231,31 @@ void constrain_output(const ChatRequest& request, const ChatPrompt& prompt, Serv
   }
 }
 
+// The end of a rendered prompt that tells a channel splitter where the output starts: its last
+// 64 bytes before trailing whitespace (both splitters ignore that whitespace).
+std::string prompt_end(std::string_view text) {
+  const std::size_t end = text.find_last_not_of(" \t\r\n");
+  if (end == std::string_view::npos) return {};
+  const std::size_t begin = end + 1 > 64 ? end + 1 - 64 : 0;
+  return std::string(text.substr(begin, end + 1 - begin));
+}
+
+// Muse's format opens the answer itself (` to=user<|message|>`) before structured output: the
+// grammar then shapes the answer's body, not a header it could never write (its markers are
+// added tokens), and the reasoning message is skipped, as a forced tool call skips thinking.
+void open_answer_for_structured_output(const ChatRequest& request, const ServerContext& context,
+                                       ChatPrompt& prompt) {
+  if (!request.grammar || context.channel_format != ChannelFormat::kMuseHeaders ||
+      !MuseChannelParser::starts_in_header(prompt.text)) {
+    return;
+  }
+  const std::string header = " to=user<|message|>";
+  prompt.text += header;
+  for (const int32_t id : context.model.tokenizer->encode(header, /*parse_special=*/true)) {
+    prompt.ids.push_back(id);
+  }
+}
+
 }  // namespace
 
 ChatRun start_chat_run(ServerContext& context, const HttpRequest& req, const ChatRequest& request,
@@ -239,6 +264,7 @@ ChatRun start_chat_run(ServerContext& context, const HttpRequest& req, const Cha
   ChatRun out;
   out.prompt = render_chat_prompt(request, context.model.chat_template, *context.model.tokenizer,
                                   context.tool_format);
+  open_answer_for_structured_output(request, context, out.prompt);
   const ChatPrompt& prompt = out.prompt;
   auto prompt_tokens = static_cast<int64_t>(prompt.ids.size());
   req.log->prompt_tokens = prompt_tokens;
@@ -259,13 +285,11 @@ ChatRun start_chat_run(ServerContext& context, const HttpRequest& req, const Cha
   config.split_reasoning =
       context.options.reasoning_parser && context.channel_format != ChannelFormat::kNone;
   config.channel_format = context.channel_format;
-  config.starts_in_reasoning = prompt.starts_in_reasoning;
-  config.starts_in_header = MuseChannelParser::starts_in_header(prompt.text);
-  // Muse's headers are special tokens: the splitter must see them as text.
-  if (config.split_reasoning) {
-    out.engine_request.kept_special =
-        channel_marker_ids(config.channel_format, *context.model.tokenizer);
-  }
+  config.prompt_end = prompt_end(prompt.text);
+  // Muse's headers are special tokens: the splitter must see them as text (and without the
+  // splitter they stay in the content whole, not as bare header words).
+  out.engine_request.kept_special =
+      channel_marker_ids(context.channel_format, *context.model.tokenizer);
   config.parse_tools = !request.tools.is_null() && request.tool_choice != ToolChoiceKind::kNone;
   config.tools = request.tools;
   config.parallel_tool_calls = request.parallel_tool_calls;

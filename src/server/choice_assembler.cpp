@@ -2,9 +2,6 @@
 
 #include <utility>
 
-#include "text/muse_channel_parser.h"
-#include "text/reasoning_parser.h"
-
 namespace md::server {
 
 void ChoiceDelta::append(ChoiceDelta&& later) {
@@ -21,11 +18,7 @@ void ChoiceDelta::append(ChoiceDelta&& later) {
 
 ChoiceAssembler::ChoiceAssembler(ChoiceConfig config) : config_(std::move(config)) {
   if (config_.split_reasoning) {
-    if (config_.channel_format == ChannelFormat::kMuseHeaders) {
-      reasoning_ = std::make_unique<MuseChannelParser>(config_.starts_in_header);
-    } else {
-      reasoning_ = std::make_unique<ReasoningParser>(config_.starts_in_reasoning);
-    }
+    reasoning_ = make_channel_splitter(config_.channel_format, config_.prompt_end);
   }
   if (config_.parse_tools) {
     tools_.emplace(config_.tools);
@@ -61,9 +54,8 @@ void ChoiceAssembler::route_answer(const std::string& text, ChoiceDelta& delta) 
 }
 
 void ChoiceAssembler::route_text(const std::string& text, ChoiceDelta& delta) {
-  if (text.empty()) return;
   if (!reasoning_) {
-    route_answer(text, delta);
+    if (!text.empty()) route_answer(text, delta);
     return;
   }
   for (ChannelSplitter::Segment& segment : reasoning_->push(text)) {
@@ -79,7 +71,7 @@ void ChoiceAssembler::route_text(const std::string& text, ChoiceDelta& delta) {
 void ChoiceAssembler::flush(ChoiceDelta& delta) {
   if (reasoning_) {
     for (ChannelSplitter::Segment& segment : reasoning_->finish()) {
-      if (segment.kind == ReasoningParser::Segment::kReasoning) {
+      if (segment.kind == ChannelSplitter::Segment::kReasoning) {
         add_reasoning(segment.text, delta);
       } else {
         route_answer(segment.text, delta);
@@ -113,10 +105,10 @@ ChoiceDelta ChoiceAssembler::add(const engine::TokenOutcome& outcome) {
   ChoiceDelta delta;
   if (finished_) return delta;
   ++completion_tokens_;
-  // Tokens up to and including the one that closes reasoning count as reasoning tokens.
-  if (reasoning_ && reasoning_->in_reasoning()) ++reasoning_tokens_;
   if (outcome.reported) delta.tokens.push_back(outcome.token);
+  // Every token is one piece for the splitter (an empty one too): it counts reasoning tokens.
   route_text(outcome.text, delta);
+  if (reasoning_) reasoning_tokens_ = reasoning_->reasoning_pieces();
   if (outcome.finished) {
     engine_finished_ = true;
     nlohmann::ordered_json stop_reason = nullptr;

@@ -18,11 +18,11 @@
 namespace md::server {
 
 struct ChoiceConfig {
-  bool split_reasoning = false;                              // chat with the reasoning parser on
-  ChannelFormat channel_format = ChannelFormat::kThinkTags;  // how the output marks reasoning
-  bool starts_in_reasoning = false;  // think tags: the rendered prompt opened <think>
-  bool starts_in_header = false;     // Muse headers: the prompt ends with `<|start|>assistant`
-  bool parse_tools = false;          // chat with tools and tool_choice != none
+  bool split_reasoning = false;                         // chat with the reasoning parser on
+  ChannelFormat channel_format = ChannelFormat::kNone;  // how the output marks reasoning
+  // The rendered prompt's last bytes: whether the output starts inside reasoning or a header.
+  std::string prompt_end;
+  bool parse_tools = false;  // chat with tools and tool_choice != none
   nlohmann::ordered_json tools = nullptr;
   bool parallel_tool_calls = true;
   std::string forced_prefix;  // forced tool-call prefix: the start of the output

@@ -481,9 +481,14 @@ void apply_thinking_switches(Json& kwargs, std::optional<bool> enable_thinking,
   // Templates without an effort variable (Qwen3): only none has an effect.
   if (!limits.reasoning_effort_values || kwargs.contains("reasoning_effort")) return;
   const std::vector<std::string>& allowed = *limits.reasoning_effort_values;
+  // A value the template takes goes as it is (Muse: minimal .. xhigh); others map onto the
+  // Qwen3.8 set, and a template whose set lacks the target keeps its default rather than being
+  // handed a value it would raise on.
+  if (std::find(allowed.begin(), allowed.end(), *effort) != allowed.end()) {
+    kwargs["reasoning_effort"] = *effort;
+    return;
+  }
   const std::string_view mapped = template_effort(*effort);
-  // The mapping targets the Qwen3.8 set; a template whose set lacks the target keeps its default
-  // rather than being handed a value it would raise on.
   if (std::find(allowed.begin(), allowed.end(), mapped) != allowed.end()) {
     kwargs["reasoning_effort"] = std::string(mapped);
   }

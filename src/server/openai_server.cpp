@@ -334,11 +334,15 @@ void OpenAiServer::serve_model(const ServedModel& model) {
   ctx.limits.model_names = ctx.names;
   ctx.limits.max_messages = ctx.options.max_messages;
   std::string source = model.chat_template ? model.chat_template->source() : "";
-  // Qwen3.8's template takes reasoning_effort and raises on values other than these.
-  if (source.find("reasoning_effort") != std::string::npos) {
+  ctx.channel_format = channel_format_of_template(source);
+  // The efforts a template takes: Muse's maps five to a reasoning strength (§9 of its spec);
+  // Qwen3.8's raises on values other than its three.
+  if (ctx.channel_format == ChannelFormat::kMuseHeaders) {
+    ctx.limits.reasoning_effort_values =
+        std::vector<std::string>{"minimal", "low", "medium", "high", "xhigh"};
+  } else if (source.find("reasoning_effort") != std::string::npos) {
     ctx.limits.reasoning_effort_values = std::vector<std::string>{"low", "medium", "xhigh"};
   }
-  ctx.channel_format = channel_format_of_template(source);
   ctx.tool_format = ctx.options.tool_call_format == "json"  ? ToolCallFormat::kJson
                     : ctx.options.tool_call_format == "xml" ? ToolCallFormat::kXml
                                                             : tool_call_format_for_template(source);

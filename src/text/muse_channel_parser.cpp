@@ -63,12 +63,25 @@ void MuseChannelParser::open_body() {
 void MuseChannelParser::consume(std::string_view text, std::vector<Segment>& out) {
   if (in_header_) {
     header_ += text;
+    if (!saw_message_) unrouted_ += text;
   } else {
     append(body_is_reasoning_ ? Segment::kReasoning : Segment::kAnswer, text, out);
   }
 }
 
 std::vector<ChannelSplitter::Segment> MuseChannelParser::push(std::string_view piece) {
+  // Each piece is one token: those of a `to=self` message, header and end marker included, are
+  // reasoning; a header's are known to be only when its <|message|> arrives.
+  bool counted = false;
+  auto count = [&] {
+    if (!counted) ++reasoning_pieces_;
+    counted = true;
+  };
+  if (counting_) {
+    count();
+  } else if (in_header_) {
+    ++header_pieces_;
+  }
   pending_ += piece;
   std::vector<Segment> out;
   for (;;) {
@@ -87,8 +100,19 @@ std::vector<ChannelSplitter::Segment> MuseChannelParser::push(std::string_view p
     if (marker == kStart) {
       in_header_ = true;
       header_.clear();
+      counting_ = false;
+      header_pieces_ = counted ? 0 : 1;
     } else if (marker == kMessage) {
       open_body();
+      if (body_is_reasoning_) {
+        reasoning_pieces_ += header_pieces_;
+        counted = counted || header_pieces_ > 0;
+        counting_ = true;
+      }
+      header_pieces_ = 0;
+    } else if (counting_) {
+      count();  // the end marker of a `to=self` message
+      counting_ = false;
     }
     // An end marker closes the message; text before the next <|start|> stays in its channel.
   }
@@ -102,8 +126,9 @@ std::vector<ChannelSplitter::Segment> MuseChannelParser::finish() {
   std::vector<Segment> out;
   consume(pending_, out);
   pending_.clear();
-  if (in_header_ && !saw_message_) append(Segment::kAnswer, header_, out);
+  if (!saw_message_) append(Segment::kAnswer, unrouted_, out);
   header_.clear();
+  unrouted_.clear();
   return out;
 }
 

@@ -21,7 +21,7 @@ class MuseChannelParser final : public ChannelSplitter {
 
   std::vector<Segment> push(std::string_view piece) override;
   // An unfinished header is dropped, unless no message ever started: then the whole output was
-  // plain text and is the answer (as the seed's non-streamed parse does).
+  // plain text and is the answer, markers removed (as the seed's non-streamed parse does).
   std::vector<Segment> finish() override;
   bool in_reasoning() const override { return !in_header_ && body_is_reasoning_; }
 
@@ -35,8 +35,13 @@ class MuseChannelParser final : public ChannelSplitter {
   bool in_header_;
   bool body_is_reasoning_ = false;
   bool saw_message_ = false;
-  std::string header_;   // the current header's text so far
-  std::string pending_;  // text that may end in the start of a marker
+  std::string header_;    // the current header's text so far
+  std::string unrouted_;  // every header's text while no message has opened (see finish)
+  std::string pending_;   // text that may end in the start of a marker
+  // Reasoning pieces: those of the current header (counted once it turns out to be `to=self`),
+  // and whether the pieces of a `to=self` message are being counted (until its end marker).
+  int64_t header_pieces_ = 0;
+  bool counting_ = false;
 };
 
 }  // namespace md

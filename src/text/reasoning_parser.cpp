@@ -29,6 +29,8 @@ ReasoningParser::ReasoningParser(bool starts_in_reasoning, ReasoningTags tags)
 }
 
 std::vector<ReasoningParser::Segment> ReasoningParser::push(std::string_view piece) {
+  // A token counts as reasoning up to and including the one that closes it.
+  if (in_reasoning_) ++reasoning_pieces_;
   pending_ += piece;
   std::vector<Segment> out;
   for (;;) {

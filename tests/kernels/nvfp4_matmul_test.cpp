@@ -48,8 +48,17 @@ float replay(const Nvfp4Matrix& w, int64_t r, const float* x) {
   return nvfp4_lane_sum(lanes);
 }
 
+void expect_documented_order(int64_t rows, int64_t cols, int64_t n_rows);
+
+// One activation row (output rows side by side), a partial group of rows, and more rows than one
+// group holds; 37 output rows leave a remainder to every grouping.
 TEST(Nvfp4Matmul, EveryPathFollowsTheDocumentedOrderBitwise) {
-  const int64_t rows = 37, cols = 96, n_rows = 6;
+  for (const int64_t n_rows : {1, 6, 9}) {
+    expect_documented_order(37, 96, n_rows);
+  }
+}
+
+void expect_documented_order(int64_t rows, int64_t cols, int64_t n_rows) {
   Problem p = problem(rows, cols, n_rows, 7);
   for (const Isa isa : available_isas()) {
     std::vector<float> y(static_cast<std::size_t>(n_rows * rows), -1.0f);

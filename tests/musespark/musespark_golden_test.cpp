@@ -16,8 +16,11 @@ using md::testing::MuseAblation;
 
 constexpr int64_t kCapacity = 512;
 // f32 activations and KV against transformers in float32: the same formulas in f32, differing in
-// summation order (~1e-6 relative). 1e-3 of the largest |logit| is the bound, far below
-// what a formula change costs (the negative controls below).
+// summation order. At one token that is 1.4e-6 (tiny) / 3e-7 (small) of the largest |logit|; it
+// grows with the prompt (4e-4 / 1.4e-4 at 300 tokens), amplified by attention that the QK norms
+// and qk_scale_factor make sharp and by routing decisions near ties. 1e-3 of the largest |logit|
+// (about 0.02, the softcap's saturated row setting the scale) is the bound; every formula
+// change in the negative controls below costs over 1 (x1000).
 constexpr double kF32Bound = 1e-3;
 constexpr float kNearTie = 1e-3f;
 
@@ -68,8 +71,8 @@ TEST_P(MuseGolden, PromptLogitsMatchTransformersWithF32Cache) {
 // Every negative control changes one formula; each must fail the bound the model passes.
 TEST_P(MuseGolden, EachFormulaChangeFailsTheBound) {
   std::vector<MuseGoldenPrompt> goldens = load_muse_goldens(GetParam());
-  for (const MuseAblation ablation :
-       {MuseAblation::kRopeOnNopeLayers, MuseAblation::kNoGateClamp}) {
+  for (const MuseAblation ablation : {MuseAblation::kRopeOnNopeLayers, MuseAblation::kNoGateClamp,
+                                      MuseAblation::kWindowOneLonger}) {
     auto model = load_muse(GetParam(), KvCacheType::kF32, ablation);
     const double error = worst_prompt_error(*model, goldens);
     std::printf("%s, ablation %d: %.3g\n", GetParam().c_str(), static_cast<int>(ablation), error);

@@ -34,15 +34,15 @@ TEST(ChoiceAssemblerChannels, MuseHeadersSplitReasoningFromTheAnswer) {
   ChoiceConfig config;
   config.split_reasoning = true;
   config.channel_format = ChannelFormat::kMuseHeaders;
-  config.starts_in_header = true;
+  config.prompt_end = "<|eot|><|start|>assistant";
   ChoiceAssembler assembler(config);
   Totals t = run(assembler, {" to", "=self", "<|message|>", "Add them", ".", "<|eom|>", "<|start|>",
                              "assistant to=user", "<|message|>", "4", ""});
   EXPECT_EQ(t.reasoning, "Add them.");
   EXPECT_EQ(t.content, "4");
   EXPECT_EQ(t.finish_reason, "stop");
-  // The tokens up to and including the one that ends reasoning (<|eom|>) count as reasoning.
-  EXPECT_EQ(assembler.reasoning_tokens(), 4);
+  // The to=self message's tokens count as reasoning, its header and <|eom|> included: 6.
+  EXPECT_EQ(assembler.reasoning_tokens(), 6);
 }
 
 // The same stream with think tags configured is all answer: the format decides.
@@ -58,6 +58,7 @@ TEST(ChoiceAssemblerChannels, ThinkTagsDoNotReadHeaders) {
   t = run(thinking, {"<think>", "hm", "</think>", "ok", ""});
   EXPECT_EQ(t.reasoning, "hm");
   EXPECT_EQ(t.content, "ok");
+  EXPECT_EQ(thinking.reasoning_tokens(), 2);  // "hm" and the closing tag
 }
 
 }  // namespace

@@ -63,6 +63,8 @@ TEST(MuseChannelParser, PartialMarkersAreHeldBack) {
 
 TEST(MuseChannelParser, OutputWithoutAnyHeaderIsTheAnswer) {
   EXPECT_EQ(split("just text", 3), (std::vector<Segment>{{Segment::kAnswer, "just text"}}));
+  // Every header's text, while no message opened, markers removed.
+  EXPECT_EQ(split("foo<|start|>bar", 2), (std::vector<Segment>{{Segment::kAnswer, "foobar"}}));
   // Once a message has been seen, an unfinished header is dropped.
   EXPECT_EQ(split(" to=user<|message|>A<|eot|><|start|>assistant to=us", 2),
             (std::vector<Segment>{{Segment::kAnswer, "A"}}));
@@ -77,6 +79,24 @@ TEST(MuseChannelParser, ReasoningStateFollowsTheHeaders) {
   EXPECT_TRUE(parser.in_reasoning());
   (void)parser.push("<|eom|><|start|>assistant");
   EXPECT_FALSE(parser.in_reasoning());
+}
+
+// One piece per token: a to=self message's tokens count, header and end marker included, once
+// each; an answer's do not.
+TEST(MuseChannelParser, ReasoningPiecesAreTheSelfMessagesTokens) {
+  MuseChannelParser parser(true);
+  for (std::string_view piece : {" to", "=self", "<|message|>", "a", "", "b<|eom|>", "<|start|>",
+                                 "assistant to=user", "<|message|>", "c", "<|eot|>"}) {
+    (void)parser.push(piece);
+  }
+  EXPECT_EQ(parser.reasoning_pieces(), 6);
+  // A token that ends one self message and starts another counts once.
+  MuseChannelParser twice(true);
+  for (std::string_view piece :
+       {" to=self<|message|>", "x<|eom|><|start|>assistant to=self", "<|message|>y"}) {
+    (void)twice.push(piece);
+  }
+  EXPECT_EQ(twice.reasoning_pieces(), 3);
 }
 
 TEST(MuseChannelParser, TheGenerationPromptStartsAHeader) {

@@ -99,7 +99,9 @@ void MuseSparkModel::attention(int64_t layer, std::span<const Row> step, const f
       if (rope) rope_.apply(kh, cos_values.data(), sin_values.data());
     }
     kv.write(position, k.data() + t * kv_dim, v.data() + t * kv_dim);
-    const int64_t first = windowed ? std::max<int64_t>(0, position - c.sliding_window + 1) : 0;
+    const int64_t window =
+        c.sliding_window + (options_.ablation == testing::MuseAblation::kWindowOneLonger ? 1 : 0);
+    const int64_t first = windowed ? std::max<int64_t>(0, position - window + 1) : 0;
     for (int64_t h = 0; h < c.num_attention_heads; ++h) {
       float* oh = o.data() + t * q_dim + h * hd;
       attend_head(kv, (h / c.gqa_group()) * hd, q.data() + t * q_dim + h * hd, hd, first, position,

@@ -11,9 +11,8 @@
 #include "base/cache_aligned.h"
 #include "kernels/activations.h"
 #include "kernels/matmul.h"
-#include "kernels/nvfp4.h"
-#include "kernels/nvfp4_matmul.h"
 #include "kernels/weight_matrix.h"
+#include "models/musespark/musespark_experts.h"
 #include "models/musespark/musespark_model.h"
 #include "models/musespark/musespark_routing.h"
 #include "models/musespark/musespark_row_math.h"
@@ -24,54 +23,6 @@ namespace md {
 namespace {
 
 using Buffer = CacheAligned<float>;
-
-// One expert's matrix (gate half, up half or down) in its format.
-struct ExpertMatrix {
-  bool nvfp4 = false;
-  kernels::Bf16Matrix bf16;
-  kernels::Nvfp4Matrix fp4;
-
-  // y[n][r] = Σ_c W[r][c] · x[n][c] for n < rows, y of row stride `y_stride`.
-  void apply(const float* x, int64_t n_rows, float* y, int64_t y_stride) const {
-    const kernels::MatmulOut out{y, y_stride, false};
-    if (nvfp4) {
-      kernels::nvfp4_matmul_tile(fp4, 0, fp4.rows, x, fp4.cols, n_rows, out);
-    } else {
-      kernels::matmul_tile(bf16, 0, bf16.rows, x, bf16.cols, n_rows, out);
-    }
-  }
-};
-
-// Rows [first, first + rows) of expert e's stacked matrix ([E][stacked][cols]) in its format.
-ExpertMatrix expert_rows(const MuseExperts& w, bool down, int64_t e, int64_t stacked, int64_t first,
-                         int64_t rows, int64_t cols, float global) {
-  const int64_t row = e * stacked + first;
-  ExpertMatrix m;
-  m.nvfp4 = w.nvfp4;
-  if (!w.nvfp4) {
-    m.bf16 = {(down ? w.down : w.gate_up) + row * cols, rows, cols};
-  } else {
-    m.fp4 = {(down ? w.down_codes : w.gate_up_codes) + row * (cols / 2),
-             (down ? w.down_scales : w.gate_up_scales) + row * (cols / kernels::kNvfp4Block), rows,
-             cols, global};
-  }
-  return m;
-}
-
-struct ExpertWeights {
-  ExpertMatrix gate, up, down;
-};
-
-ExpertWeights expert_weights(const MuseExperts& w, const MuseSparkConfig& c, int64_t e) {
-  const int64_t inter = c.moe_intermediate_size, hm = c.moe_hidden_size;
-  const auto global = [](const std::vector<float>& g, int64_t i) {
-    return g.empty() ? 1.0f : g[static_cast<std::size_t>(i)];
-  };
-  return {
-      expert_rows(w, false, e, 2 * inter, 0, inter, hm, global(w.gate_up_global, 2 * e)),
-      expert_rows(w, false, e, 2 * inter, inter, inter, hm, global(w.gate_up_global, 2 * e + 1)),
-      expert_rows(w, true, e, hm, 0, hm, inter, global(w.down_global, e))};
-}
 
 // The (row, slot) pairs that chose each expert.
 struct Choice {
@@ -117,14 +68,14 @@ void MuseSparkModel::moe(const MuseLayerWeights& w, const float* x, int64_t rows
       const float* row = latent.data() + pairs[static_cast<std::size_t>(i)].row * hm;
       std::copy(row, row + hm, in.data() + i * hm);
     }
-    const ExpertWeights ew = expert_weights(w.experts, c, e);
-    ew.gate.apply(in.data(), n, gate.data(), inter);
-    ew.up.apply(in.data(), n, up.data(), inter);
+    const MuseExpertWeights ew = muse_expert_weights(w.experts, c, e);
+    ew.gate.apply(in.data(), n, gate.data(), inter, pool_.get());
+    ew.up.apply(in.data(), n, up.data(), inter, pool_.get());
     for (int64_t i = 0; i < n * inter; ++i) {
       gate[static_cast<std::size_t>(i)] =
           kernels::silu(gate[static_cast<std::size_t>(i)]) * up[static_cast<std::size_t>(i)];
     }
-    ew.down.apply(gate.data(), n, y.data(), hm);
+    ew.down.apply(gate.data(), n, y.data(), hm, pool_.get());
     for (int64_t i = 0; i < n; ++i) {
       const Choice& choice = pairs[static_cast<std::size_t>(i)];
       float* o = outputs.data() + (choice.row * k + static_cast<int64_t>(choice.slot)) * hm;

@@ -13,6 +13,7 @@ enum class MuseAblation : int {
   kRopeOnNopeLayers,  // full-attention layers rotate q and k as the sliding ones do
   kNoGateClamp,       // residual gates: α = sqrt(sigmoid(−u)(1 + β)) without the 1e-3 floor
   kNoTailMask,        // logits of the untrained ids (>= vocab_used) left as computed
+  kWindowOneLonger,   // sliding layers attend to window + 1 keys (a `k > q − window` mask)
 };
 
 // What a forward records for a test when MuseSparkOptions::probe points here.

@@ -61,13 +61,12 @@ struct MuseSparkWeights {
   OwnedWeights owned;
 };
 
-// Binds every tensor of the text model; the vision and audio towers are not read. Throws md::Error
-// naming the tensor, its file and the mismatch (missing, dtype, shape; a layer holding only some of
-// the NVFP4 tensors).
 // The floor of α² in the residual gates (transformers, the seed and llama.cpp's converter agree).
 inline constexpr double kResidualGateFloor = 1e-3;
 
-// `gate_floor` is kResidualGateFloor but for a test's negative control.
+// Binds every tensor of the text model; the vision and audio towers are not read. Throws md::Error
+// naming the tensor, its file and the mismatch (missing, dtype, shape; a layer holding only some of
+// the NVFP4 tensors). `gate_floor` is kResidualGateFloor but for a test's negative control.
 MuseSparkWeights bind_musespark_weights(const Checkpoint& checkpoint, const MuseSparkConfig& config,
                                         double gate_floor = kResidualGateFloor);
 
