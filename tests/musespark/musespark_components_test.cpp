@@ -91,6 +91,11 @@ TEST(MuseState, SlidingLayersHoldOnlyTheirWindow) {
   const std::size_t ring =
       static_cast<std::size_t>(c.num_sliding_layers() * (c.sliding_window + 8)) * row;
   EXPECT_EQ(model->state_bytes_fixed(), ring);
+  // What `info` reports from the config alone: the same sizes.
+  const ConfigFootprint footprint = musespark_footprint(c, FootprintOptions{});
+  int64_t reported = 0;
+  for (const StateGroup& group : footprint.state) reported += group.bytes(static_cast<int64_t>(n));
+  EXPECT_EQ(reported, static_cast<int64_t>(full + ring));
   EXPECT_EQ(model->state_bytes_per_token() * n, full);
   EXPECT_GE(state->bytes(), full + ring);
   EXPECT_LE(state->bytes(), 2 * full + ring);  // a full layer's storage grows by doubling

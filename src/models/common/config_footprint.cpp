@@ -98,7 +98,7 @@ int64_t StateGroup::positions_attended(int64_t context) const {
 }
 
 int64_t StateGroup::positions_stored(int64_t context) const {
-  return ring ? positions_attended(context) : context;
+  return ring ? std::min(context, window + ring_spare) : context;
 }
 
 int64_t StateGroup::bytes(int64_t context) const {

@@ -72,6 +72,7 @@ struct StateGroup {
   int64_t bytes_per_token = 0;  // caches: one row written per step, the kept rows read
   int64_t window = 0;           // > 0: only the last `window` positions are attended
   bool ring = false;            // the cache stores only the window (else the whole context)
+  int64_t ring_spare = 0;       // ring slots beyond the window (keys of verify rows until commit)
 
   int64_t positions_attended(int64_t context) const;
   int64_t positions_stored(int64_t context) const;

@@ -28,18 +28,37 @@ Buffer buffer(int64_t n) {
   return Buffer(static_cast<std::size_t>(n));
 }
 
-// out = Σ_j softmax_j(scale · q·k_j) · v_j over positions [first, last] of one KV head, keys and
-// values read from the layer's storage (a ring on sliding layers), in position order; `scratch`
-// holds a bf16 cache's row widened.
-void attend_head(const MuseLayerKv& kv, int64_t kv_offset, const float* q, int64_t head_dim,
-                 int64_t first, int64_t last, float scale, std::vector<float>& scores,
-                 float* scratch, float* out) {
-  const auto count = static_cast<std::size_t>(last - first + 1);
-  scores.resize(count);
+// One KV head's keys and values of positions [first, last] as f32 rows in position order, read
+// once from the layer's storage (a ring on sliding layers; a bf16 cache widened) for every query
+// head of its group.
+struct HeadKeys {
+  std::vector<float> keys, values;
+  int64_t count = 0;
+
+  void gather(const MuseLayerKv& kv, int64_t offset, int64_t head_dim, int64_t first,
+              int64_t last) {
+    count = last - first + 1;
+    keys.resize(static_cast<std::size_t>(count * head_dim));
+    values.resize(keys.size());
+    for (int64_t j = 0; j < count; ++j) {
+      float* key = keys.data() + j * head_dim;
+      float* value = values.data() + j * head_dim;
+      const float* k = kv.key(first + j, offset, head_dim, key);
+      const float* v = kv.value(first + j, offset, head_dim, value);
+      if (k != key) std::copy(k, k + head_dim, key);
+      if (v != value) std::copy(v, v + head_dim, value);
+    }
+  }
+};
+
+// out = Σ_j softmax_j(scale · q·k_j) · v_j over the gathered positions, in position order.
+void attend_head(const HeadKeys& kv, const float* q, int64_t head_dim, float scale,
+                 std::vector<float>& scores, float* out) {
+  scores.resize(static_cast<std::size_t>(kv.count));
   float max_score = -INFINITY;
-  for (int64_t j = first; j <= last; ++j) {
-    const float s = scale * kernels::dot_f32(q, kv.key(j, kv_offset, head_dim, scratch), head_dim);
-    scores[static_cast<std::size_t>(j - first)] = s;
+  for (int64_t j = 0; j < kv.count; ++j) {
+    const float s = scale * kernels::dot_f32(q, kv.keys.data() + j * head_dim, head_dim);
+    scores[static_cast<std::size_t>(j)] = s;
     max_score = std::max(max_score, s);
   }
   double sum = 0;
@@ -49,9 +68,9 @@ void attend_head(const MuseLayerKv& kv, int64_t kv_offset, const float* q, int64
   }
   const auto inv = static_cast<float>(1.0 / sum);
   std::fill(out, out + head_dim, 0.0f);
-  for (int64_t j = first; j <= last; ++j) {
-    const float p = scores[static_cast<std::size_t>(j - first)] * inv;
-    const float* v = kv.value(j, kv_offset, head_dim, scratch);
+  for (int64_t j = 0; j < kv.count; ++j) {
+    const float p = scores[static_cast<std::size_t>(j)] * inv;
+    const float* v = kv.values.data() + j * head_dim;
     for (int64_t d = 0; d < head_dim; ++d) out[d] += p * v[d];
   }
 }
@@ -80,7 +99,7 @@ void MuseSparkModel::attention(int64_t layer, std::span<const Row> step, const f
   std::vector<float> cos_values(static_cast<std::size_t>(hd / 2));
   std::vector<float> sin_values(static_cast<std::size_t>(hd / 2));
   std::vector<float> scores;
-  std::vector<float> scratch(static_cast<std::size_t>(hd));
+  HeadKeys head_keys;
   // Rows in order: each writes its key and value, then attends (a ring slot a later row of the
   // same sequence overwrites has left every earlier row's window by then).
   for (int64_t t = 0; t < rows; ++t) {
@@ -103,9 +122,10 @@ void MuseSparkModel::attention(int64_t layer, std::span<const Row> step, const f
         c.sliding_window + (options_.ablation == testing::MuseAblation::kWindowOneLonger ? 1 : 0);
     const int64_t first = windowed ? std::max<int64_t>(0, position - window + 1) : 0;
     for (int64_t h = 0; h < c.num_attention_heads; ++h) {
+      if (h % c.gqa_group() == 0)
+        head_keys.gather(kv, (h / c.gqa_group()) * hd, hd, first, position);
       float* oh = o.data() + t * q_dim + h * hd;
-      attend_head(kv, (h / c.gqa_group()) * hd, q.data() + t * q_dim + h * hd, hd, first, position,
-                  scale, scores, scratch.data(), oh);
+      attend_head(head_keys, q.data() + t * q_dim + h * hd, hd, scale, scores, oh);
       muse::rms_unweighted(oh, hd, eps, oh);
       const float* gh = gate.data() + t * q_dim + h * hd;
       for (int64_t d = 0; d < hd; ++d) oh[d] *= kernels::sigmoid(gh[d]);

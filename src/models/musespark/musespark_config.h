@@ -14,6 +14,10 @@ namespace md {
 
 enum class MuseLayerKind : uint8_t { kSlidingAttention, kFullAttention };
 
+// The most verify rows one step takes (a draft block and the target's own token); a sliding
+// layer's ring keeps this many slots beyond its window for them (musespark_state.h).
+inline constexpr int64_t kMuseVerifyRows = 8;
+
 struct MuseSparkConfig {
   int64_t hidden_size = 0;
   int64_t num_layers = 0;

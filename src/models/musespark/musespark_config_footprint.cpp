@@ -55,12 +55,15 @@ void add_state(const MuseSparkConfig& c, const FootprintOptions& options, Config
                                fmt::format("{} layers x {{K,V}} x [ctx][{}][{}] {}", full,
                                            c.num_key_value_heads, c.head_dim, dtype),
                                0, full * row, 0, false});
-  f.state.push_back(StateGroup{
-      "KV cache (sliding window)",
-      fmt::format("{} layers x {{K,V}} x [{}][{}][{}] {}", sliding,
-                  options.sliding_window_ring ? fmt::format("ring {}", c.sliding_window) : "ctx",
-                  c.num_key_value_heads, c.head_dim, dtype),
-      0, sliding * row, c.sliding_window, options.sliding_window_ring});
+  f.state.push_back(
+      StateGroup{"KV cache (sliding window)",
+                 fmt::format("{} layers x {{K,V}} x [{}][{}][{}] {}", sliding,
+                             options.sliding_window_ring
+                                 ? fmt::format("ring {}+{}", c.sliding_window, kMuseVerifyRows)
+                                 : "ctx",
+                             c.num_key_value_heads, c.head_dim, dtype),
+                 0, sliding * row, c.sliding_window, options.sliding_window_ring,
+                 options.sliding_window_ring ? kMuseVerifyRows : 0});
 }
 
 }  // namespace

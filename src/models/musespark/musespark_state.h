@@ -16,9 +16,6 @@
 
 namespace md {
 
-// The most verify rows one step takes (a draft block and the target's own token).
-inline constexpr int64_t kMuseVerifyRows = 8;
-
 // One layer's keys and values, [slots][kv_heads · head_dim] each, in bf16 or f32.
 class MuseLayerKv {
  public:
