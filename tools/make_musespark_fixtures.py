@@ -28,9 +28,7 @@ against the spec's encode test vector before anything is written. Usage:
 """
 
 import argparse
-import json
 import re
-import struct
 import sys
 from pathlib import Path
 
@@ -38,6 +36,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from byte_level import bytes_to_unicode  # noqa: E402
+import make_qwen38_fixtures as qwen38_fixtures  # noqa: E402
 from make_qwen38_fixtures import (CORPUS, added_token_entries, bf16_bits,  # noqa: E402
                                   byte_level_bpe, learn_bpe, verify_fixture, write_json)
 
@@ -388,23 +387,8 @@ def tensor_bytes(value: np.ndarray, dtype: str) -> bytes:
 
 
 def write_safetensors(path: Path, tensors: dict) -> int:
-    """tensors: name -> (dtype, ndarray); names sorted, header padded to a multiple of 8."""
-    header, blobs, offset = {}, [], 0
-    for name in sorted(tensors):
-        dtype, value = tensors[name]
-        blob = tensor_bytes(value, dtype)
-        header[name] = {"dtype": dtype, "shape": list(value.shape),
-                        "data_offsets": [offset, offset + len(blob)]}
-        blobs.append(blob)
-        offset += len(blob)
-    raw = json.dumps({"__metadata__": {"format": "pt"}, **header}, separators=(",", ":")).encode()
-    raw += b" " * (-len(raw) % 8)
-    with open(path, "wb") as out:
-        out.write(struct.pack("<Q", len(raw)))
-        out.write(raw)
-        for blob in blobs:
-            out.write(blob)
-    return offset
+    """The qwen38 fixtures' writer with this family's dtypes (U8 codes, F8_E4M3 scales, exact F32)."""
+    return qwen38_fixtures.write_safetensors(path, tensors, encode=tensor_bytes)
 
 
 def write_weights(d: Path, f: dict, weights: dict) -> None:

@@ -205,13 +205,15 @@ def tensor_bytes(value: np.ndarray, dtype: str) -> bytes:
     raise ValueError(dtype)
 
 
-def write_safetensors(path: Path, tensors: dict) -> int:
+def write_safetensors(path: Path, tensors: dict, encode=None) -> int:
     """tensors: name -> (dtype, ndarray). Names sorted, data packed in that order, header padded
-    with spaces to a multiple of 8 like the reference library. Returns the data size."""
+    with spaces to a multiple of 8 like the reference library. `encode(value, dtype)` gives a
+    tensor's bytes (tensor_bytes by default). Returns the data size."""
+    encode = encode or tensor_bytes
     header, blobs, offset = {}, [], 0
     for name in sorted(tensors):
         dtype, value = tensors[name]
-        blob = tensor_bytes(value, dtype)
+        blob = encode(value, dtype)
         header[name] = {"dtype": dtype, "shape": list(value.shape),
                         "data_offsets": [offset, offset + len(blob)]}
         blobs.append(blob)
