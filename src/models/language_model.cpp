@@ -11,6 +11,23 @@ void LanguageModel::decode(std::span<SequenceState* const> states, std::span<con
   decode_each(states, tokens, logits, [](std::size_t) {});
 }
 
+void LanguageModel::check_append(const SequenceState& state, std::span<const int32_t> tokens,
+                                 int64_t vocab_size) {
+  if (tokens.empty()) fail("forward needs at least one token");
+  const auto count = static_cast<int64_t>(tokens.size());
+  if (state.position() + count > state.capacity()) {
+    fail(
+        "context full: {} tokens already in the sequence + {} new exceed the context of {} "
+        "tokens (raise --context)",
+        state.position(), count, state.capacity());
+  }
+  for (const int32_t token : tokens) {
+    if (token < 0 || token >= vocab_size) {
+      fail("token id {} is outside the vocabulary (0..{})", token, vocab_size - 1);
+    }
+  }
+}
+
 void LanguageModel::decode_each(std::span<SequenceState* const> states,
                                 std::span<const int32_t> tokens, std::vector<float>& logits,
                                 const std::function<void(std::size_t)>& after_row) {

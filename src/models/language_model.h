@@ -131,6 +131,10 @@ class LanguageModel {
   virtual TargetView target_view() const;
 
  protected:
+  // Throws md::Error, naming what is wrong, unless `tokens` (at least one) fit in the state's
+  // capacity after its position and every id is below `vocab_size`: forward()'s precondition.
+  static void check_append(const SequenceState& state, std::span<const int32_t> tokens,
+                           int64_t vocab_size);
   // decode() as one forward() per sequence; `after_row(i)` runs after sequence i's forward (a
   // family keeps per-row outputs there, e.g. the drafter taps each forward replaces).
   void decode_each(std::span<SequenceState* const> states, std::span<const int32_t> tokens,

@@ -35,8 +35,6 @@ class ChannelSplitter {
   virtual std::vector<Segment> push(std::string_view piece) = 0;
   // Ends the stream.
   virtual std::vector<Segment> finish() = 0;
-  // Whether the next text would be reasoning.
-  virtual bool in_reasoning() const = 0;
   // How many of the pieces pushed so far (one per generated token, empty ones included) belong
   // to reasoning, its markers included: what `completion_tokens_details.reasoning_tokens` reports.
   int64_t reasoning_pieces() const { return reasoning_pieces_; }

@@ -23,7 +23,8 @@ class MuseChannelParser final : public ChannelSplitter {
   // An unfinished header is dropped, unless no message ever started: then the whole output was
   // plain text and is the answer, markers removed (as the seed's non-streamed parse does).
   std::vector<Segment> finish() override;
-  bool in_reasoning() const override { return !in_header_ && body_is_reasoning_; }
+  // Whether the next text would be reasoning.
+  bool in_reasoning() const { return !in_header_ && body_is_reasoning_; }
 
   // Whether the rendered prompt ends with the generation prompt `<|start|>assistant`.
   static bool starts_in_header(std::string_view rendered_prompt);

@@ -34,7 +34,7 @@ class ReasoningParser final : public ChannelSplitter {
   // Ends the stream: a held-back partial tag is plain text after all.
   std::vector<Segment> finish() override;
 
-  bool in_reasoning() const override { return in_reasoning_; }
+  bool in_reasoning() const { return in_reasoning_; }
 
   // True when the rendered prompt ends with an open tag (trailing whitespace ignored), i.e. the
   // model's first token is already reasoning.

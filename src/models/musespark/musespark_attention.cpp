@@ -94,6 +94,8 @@ void MuseSparkModel::attention(int64_t layer, std::span<const Row> step, const f
   const bool rope =
       c.uses_rope(layer) || options_.ablation == testing::MuseAblation::kRopeOnNopeLayers;
   const bool windowed = !c.is_full_attention(layer);
+  const int64_t window =
+      c.sliding_window + (options_.ablation == testing::MuseAblation::kWindowOneLonger ? 1 : 0);
   const auto qk_scale = static_cast<float>(c.qk_scale_factor);
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   std::vector<float> cos_values(static_cast<std::size_t>(hd / 2));
@@ -118,8 +120,6 @@ void MuseSparkModel::attention(int64_t layer, std::span<const Row> step, const f
       if (rope) rope_.apply(kh, cos_values.data(), sin_values.data());
     }
     kv.write(position, k.data() + t * kv_dim, v.data() + t * kv_dim);
-    const int64_t window =
-        c.sliding_window + (options_.ablation == testing::MuseAblation::kWindowOneLonger ? 1 : 0);
     const int64_t first = windowed ? std::max<int64_t>(0, position - window + 1) : 0;
     for (int64_t h = 0; h < c.num_attention_heads; ++h) {
       if (h % c.gqa_group() == 0)

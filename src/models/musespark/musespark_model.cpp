@@ -49,9 +49,10 @@ void post_norm(float* branch, const std::vector<float>* scale, int64_t rows, int
   for (int64_t t = 0; t < rows; ++t) {
     float* b = branch + t * width;
     if (scale != nullptr) {
-      for (int64_t i = 0; i < width; ++i) b[i] *= (*scale)[static_cast<std::size_t>(i)];
+      muse::scale_then_normalise(b, *scale, width, eps);
+    } else {
+      muse::rms_unweighted(b, width, eps, b);
     }
-    muse::rms_unweighted(b, width, eps, b);
   }
 }
 
@@ -137,23 +138,6 @@ std::size_t MuseSparkModel::decode_weight_bytes() const {
   return total;
 }
 
-void MuseSparkModel::check_tokens(const SequenceState& state,
-                                  std::span<const int32_t> tokens) const {
-  if (tokens.empty()) fail("forward needs at least one token");
-  const auto count = static_cast<int64_t>(tokens.size());
-  if (state.position() + count > state.capacity()) {
-    fail(
-        "context full: {} tokens already in the sequence + {} new exceed the context of {} "
-        "tokens (raise --context)",
-        state.position(), count, state.capacity());
-  }
-  for (const int32_t token : tokens) {
-    if (token < 0 || token >= config_.vocab_size) {
-      fail("token id {} is outside the vocabulary (0..{})", token, config_.vocab_size - 1);
-    }
-  }
-}
-
 // §4.1: the embedding row through a weightless RMSNorm is the stream.
 void MuseSparkModel::embed(std::span<const int32_t> tokens, float* stream) const {
   const int64_t h = config_.hidden_size;
@@ -221,7 +205,7 @@ void MuseSparkModel::run_rows(std::span<const Row> rows, std::span<const int32_t
 
 void MuseSparkModel::forward(SequenceState& base, std::span<const int32_t> tokens, LogitRows rows,
                              std::vector<float>& logits) {
-  check_tokens(base, tokens);
+  check_append(base, tokens, config_.vocab_size);
   auto& state = dynamic_cast<MuseSparkState&>(base);
   const auto n = static_cast<int64_t>(tokens.size());
   const int64_t h = config_.hidden_size;
@@ -243,7 +227,7 @@ void MuseSparkModel::decode(std::span<SequenceState* const> states, std::span<co
   }
   std::vector<Row> step;
   for (std::size_t i = 0; i < states.size(); ++i) {
-    check_tokens(*states[i], tokens.subspan(i, 1));
+    check_append(*states[i], tokens.subspan(i, 1), config_.vocab_size);
     auto* state = dynamic_cast<MuseSparkState*>(states[i]);
     for (const Row& other : step) {
       if (other.state == state) fail("decode: a sequence appears twice in one step");

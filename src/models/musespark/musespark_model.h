@@ -74,7 +74,6 @@ class MuseSparkModel final : public LanguageModel {
   const MuseSparkWeights& weights() const { return weights_; }
 
  private:
-  void check_tokens(const SequenceState& state, std::span<const int32_t> tokens) const;
   std::size_t kv_element_bytes() const;
   void embed(std::span<const int32_t> tokens, float* stream) const;
   // One row of a step: the sequence it extends and its position there.

@@ -58,12 +58,13 @@ void MuseSparkModel::moe(const MuseLayerWeights& w, const float* x, int64_t rows
 
   // Each chosen expert's normalised output for every (row, slot) that chose it.
   Buffer outputs(static_cast<std::size_t>(rows * k * hm));
+  // Scratch for the most rows an expert can take (every row chooses it at most once).
+  Buffer in(static_cast<std::size_t>(rows * hm)), gate(static_cast<std::size_t>(rows * inter));
+  Buffer up(static_cast<std::size_t>(rows * inter)), y(static_cast<std::size_t>(rows * hm));
   for (int64_t e = 0; e < c.num_experts; ++e) {
     const std::vector<Choice>& pairs = chosen[static_cast<std::size_t>(e)];
     if (pairs.empty()) continue;
     const auto n = static_cast<int64_t>(pairs.size());
-    Buffer in(static_cast<std::size_t>(n * hm)), gate(static_cast<std::size_t>(n * inter));
-    Buffer up(static_cast<std::size_t>(n * inter)), y(static_cast<std::size_t>(n * hm));
     for (int64_t i = 0; i < n; ++i) {
       const float* row = latent.data() + pairs[static_cast<std::size_t>(i)].row * hm;
       std::copy(row, row + hm, in.data() + i * hm);
@@ -79,11 +80,8 @@ void MuseSparkModel::moe(const MuseLayerWeights& w, const float* x, int64_t rows
     for (int64_t i = 0; i < n; ++i) {
       const Choice& choice = pairs[static_cast<std::size_t>(i)];
       float* o = outputs.data() + (choice.row * k + static_cast<int64_t>(choice.slot)) * hm;
-      for (int64_t j = 0; j < hm; ++j) {
-        o[j] = y[static_cast<std::size_t>(i * hm + j)] *
-               w.post_expert_norm[static_cast<std::size_t>(j)];
-      }
-      muse::rms_unweighted(o, hm, post_eps, o);
+      std::copy(y.data() + i * hm, y.data() + (i + 1) * hm, o);
+      muse::scale_then_normalise(o, w.post_expert_norm, hm, post_eps);
     }
   }
 

@@ -15,6 +15,13 @@ inline void rms_unweighted(const float* x, int64_t n, float eps, float* y) {
                     y);
 }
 
+// x ← rms(x ⊙ scale), eps of the caller: the post-FFN and post-expert norms, whose weight
+// multiplies before the normalisation.
+inline void scale_then_normalise(float* x, const std::vector<float>& scale, int64_t n, float eps) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= scale[static_cast<std::size_t>(i)];
+  rms_unweighted(x, n, eps, x);
+}
+
 // y_t = rms(x_t) ⊙ scale for `rows` rows of `width`.
 inline void rms_rows(const float* x, const std::vector<float>& scale, int64_t rows, int64_t width,
                      float eps, float* y) {

@@ -32,15 +32,15 @@ void MuseLayerKv::reserve(int64_t position) {
 
 void MuseLayerKv::write(int64_t position, const float* key, const float* value) {
   reserve(position);
-  const auto at = static_cast<std::size_t>(slot(position) * width_);
-  for (std::size_t i = 0; i < static_cast<std::size_t>(width_); ++i) {
-    if (type_ == kernels::KvCacheType::kBf16) {
-      keys_bf16_[at + i] = f32_to_bf16(key[i]);
-      values_bf16_[at + i] = f32_to_bf16(value[i]);
-    } else {
-      keys_f32_[at + i] = key[i];
-      values_f32_[at + i] = value[i];
-    }
+  const auto at = static_cast<std::ptrdiff_t>(slot(position) * width_);
+  if (type_ == kernels::KvCacheType::kF32) {
+    std::copy(key, key + width_, keys_f32_.begin() + at);
+    std::copy(value, value + width_, values_f32_.begin() + at);
+    return;
+  }
+  for (int64_t i = 0; i < width_; ++i) {
+    keys_bf16_[static_cast<std::size_t>(at + i)] = f32_to_bf16(key[i]);
+    values_bf16_[static_cast<std::size_t>(at + i)] = f32_to_bf16(value[i]);
   }
 }
 

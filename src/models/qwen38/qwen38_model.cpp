@@ -149,19 +149,7 @@ std::unique_ptr<SequenceState> Qwen38Model::new_sequence(int64_t capacity) const
 }
 
 void Qwen38Model::check_tokens(const SequenceState& state, std::span<const int32_t> tokens) const {
-  if (tokens.empty()) fail("forward needs at least one token");
-  auto count = static_cast<int64_t>(tokens.size());
-  if (state.position() + count > state.capacity()) {
-    fail(
-        "context full: {} tokens already in the sequence + {} new exceed the context of {} "
-        "tokens (raise --context)",
-        state.position(), count, state.capacity());
-  }
-  for (int32_t token : tokens) {
-    if (token < 0 || token >= config_.vocab_size) {
-      fail("token id {} is outside the vocabulary (0..{})", token, config_.vocab_size - 1);
-    }
-  }
+  check_append(state, tokens, config_.vocab_size);
 }
 
 namespace {
