@@ -24,6 +24,7 @@
 #include "models/drafters/dflash2/dflash2_drafter.h"
 #include "models/drafters/dflash2/dflash2_synthetic.h"
 #include "models/model_loader.h"
+#include "models/musespark/musespark_synthetic.h"
 #include "models/qwen38/qwen38_synthetic.h"
 #include "text/id_only_tokenizer.h"
 
@@ -36,7 +37,7 @@ struct BenchOptions {
   std::string model;
   std::string synthetic;
   std::vector<int> rows = {1, 2, 4, 8};
-  std::vector<std::string> executors = {"mega", "ops"};
+  std::vector<std::string> executors;  // empty: default_executors()
   int threads = 0;
   double seconds = 1.5;
   int rounds = 3;  // interleaved: each re-measures the bandwidth, then every (executor, rows)
@@ -66,8 +67,11 @@ struct DecodeFigure {
   int rows = 0;
   int64_t steps = 0;
   double seconds = 0;
+  double weight_bytes = 0;  // read over all steps (a MoE's rows may choose different experts)
   double tokens_per_second() const { return static_cast<double>(rows * steps) / seconds; }
   double step_ms() const { return seconds / static_cast<double>(steps) * 1e3; }
+  double step_bytes() const { return weight_bytes / static_cast<double>(steps); }
+  double bytes_per_second() const { return weight_bytes / seconds; }
 };
 
 // One (executor, rows) pair: its rounds, each timed right after that round's bandwidth pass.
@@ -78,10 +82,11 @@ struct DecodeSeries {
 
   // All rounds as one measurement.
   DecodeFigure total() const {
-    DecodeFigure sum{executor, rows, 0, 0};
+    DecodeFigure sum{executor, rows, 0, 0, 0};
     for (const DecodeFigure& f : rounds) {
       sum.steps += f.steps;
       sum.seconds += f.seconds;
+      sum.weight_bytes += f.weight_bytes;
     }
     return sum;
   }
@@ -106,10 +111,10 @@ Spread spread(std::vector<double> values) {
 struct DecodeRounds {
   std::vector<double> bandwidth;  // per round, all threads
   std::vector<DecodeSeries> series;
-  double step_bytes = 0;
+  double step_bytes = 0;  // one row's step
 
   double fraction(const DecodeFigure& f, std::size_t round) const {
-    return step_bytes / (f.step_ms() / 1e3) / bandwidth[round];
+    return f.bytes_per_second() / bandwidth[round];
   }
   std::vector<double> fractions(const DecodeSeries& s) const {
     std::vector<double> out;
@@ -170,7 +175,8 @@ DecodeFigure measure_decode(LanguageModel& model, const BenchOptions& options, i
     refill(r);
     tokens.push_back(static_cast<int32_t>((r * 31 + 7) % model.vocab_size()));
   }
-  DecodeFigure figure{executor, rows, 0, 0};
+  DecodeFigure figure{executor, rows, 0, 0, 0};
+  const auto one_row_bytes = static_cast<double>(model.decode_weight_bytes());
   for (int warm = 0; warm < 2; ++warm) model.decode(states, tokens, logits);
   while (figure.steps < 3 || figure.seconds < seconds) {
     if (states[0]->position() + 1 >= states[0]->capacity()) {
@@ -180,6 +186,8 @@ DecodeFigure measure_decode(LanguageModel& model, const BenchOptions& options, i
     model.decode(states, tokens, logits);
     figure.seconds += since(start);
     ++figure.steps;
+    const std::size_t read = model.last_step_weight_bytes();
+    figure.weight_bytes += read > 0 ? static_cast<double>(read) : one_row_bytes;
     for (int r = 0; r < rows; ++r) {
       tokens[static_cast<std::size_t>(r)] =
           static_cast<int32_t>((tokens[static_cast<std::size_t>(r)] * 13 + 5) % model.vocab_size());
@@ -268,6 +276,22 @@ nlohmann::ordered_json speculation_json(const std::vector<SpecFigure>& figures) 
   return out;
 }
 
+std::vector<std::string> synthetic_shapes() {
+  std::vector<std::string> shapes = synthetic_qwen38_shapes();
+  for (std::string& shape : synthetic_musespark_shapes()) shapes.push_back(std::move(shape));
+  return shapes;
+}
+
+std::unique_ptr<LanguageModel> make_synthetic_model(const std::string& shape,
+                                                    const ModelRunOptions& run) {
+  if (is_synthetic_musespark_shape(shape)) return make_synthetic_musespark(shape, run);
+  const std::vector<std::string> qwen38 = synthetic_qwen38_shapes();
+  if (std::find(qwen38.begin(), qwen38.end(), shape) != qwen38.end()) {
+    return make_synthetic_qwen38(shape, run);
+  }
+  fail("unknown synthetic shape '{}' (known: {})", shape, fmt::join(synthetic_shapes(), ", "));
+}
+
 std::unique_ptr<LanguageModel> open_model(const BenchOptions& options, std::string& name) {
   ModelRunOptions run;
   run.threads = options.threads;
@@ -278,7 +302,7 @@ std::unique_ptr<LanguageModel> open_model(const BenchOptions& options, std::stri
     return load_language_model(source.directory, run);
   }
   name = "synthetic " + options.synthetic;
-  return make_synthetic_qwen38(options.synthetic, run);
+  return make_synthetic_model(options.synthetic, run);
 }
 
 // One prompt prefilled as the engine does it (chunks of Generator::kPrefillChunk, logits of the
@@ -337,7 +361,14 @@ std::vector<BatchRatio> batch_ratios(const DecodeRounds& measured, const BenchOp
   return out;
 }
 
-int run_bench(const BenchOptions& options) {
+// The fused executors where the family has a fused program, else its reference forward.
+std::vector<std::string> default_executors(LanguageModel& model) {
+  if (model.set_executor(ExecutorKind::kMega)) return {"mega", "ops"};
+  return {"reference"};
+}
+
+// `options` by value: its executors default from the model once it is open.
+int run_bench(BenchOptions options) {
   if (!options.model.empty() && !options.synthetic.empty())
     fail("--model and --synthetic exclude each other");
   for (int rows : options.rows) {
@@ -347,6 +378,7 @@ int run_bench(const BenchOptions& options) {
   Clock::time_point load_start = Clock::now();
   std::unique_ptr<LanguageModel> model = open_model(options, name);
   double load_seconds = since(load_start);
+  if (options.executors.empty()) options.executors = default_executors(*model);
   int threads = options.threads > 0 ? options.threads : ThreadPool::hardware_threads();
   DecodeRounds measured;
   measured.step_bytes = static_cast<double>(model->decode_weight_bytes());
@@ -387,7 +419,8 @@ int run_bench(const BenchOptions& options) {
         fmt::format("profile: {} executor, {} row(s)\n{}", executor, rows,
                     format_profile(*program, bandwidth, series.total().step_ms() / 1e3)));
   }
-  model->set_executor(ExecutorKind::kMega);
+  // Prefill and verify run on the fused executor where the family has one.
+  const char* main_executor = model->set_executor(ExecutorKind::kMega) ? "mega" : "reference";
   std::unique_ptr<SequenceState> prefilled;
   const std::vector<PrefillFigure> prefills =
       measure_prefills(*model, options.prefill_tokens, prefilled);
@@ -436,7 +469,8 @@ int run_bench(const BenchOptions& options) {
                         {"steps", f.steps},
                         {"tokens_per_s", f.tokens_per_second()},
                         {"step_ms", f.step_ms()},
-                        {"weight_bytes_per_s", step_bytes / (f.step_ms() / 1e3)},
+                        {"weight_bytes_per_step", f.step_bytes()},
+                        {"weight_bytes_per_s", f.bytes_per_second()},
                         {"fraction_of_bandwidth", spread(fractions).median},
                         {"fraction_of_bandwidth_per_round", fractions}});
     }
@@ -463,7 +497,7 @@ int run_bench(const BenchOptions& options) {
   fmt::print("model      {} (loaded in {:.1f} s)\n", name, load_seconds);
   fmt::print("           {}\n", model->description());
   fmt::print("kernels    {} path, weights {}; executors {}\n", kernels::active_isa(),
-             listed != nullptr ? weight_formats(*listed) : std::string("(no step program)"),
+             listed != nullptr ? weight_formats(*listed) : std::string("(no fused program)"),
              fmt::join(options.executors, ", "));
   fmt::print("threads    {}\n", threads);
   if (options.matmul_inputs != "f32") fmt::print("matmul     {} inputs\n", options.matmul_inputs);
@@ -472,7 +506,10 @@ int run_bench(const BenchOptions& options) {
       "{:.2f} GB/s with 1), measured now\n",
       bandwidth / 1e9, threads, options.rounds, bandwidth_spread.min / 1e9,
       bandwidth_spread.max / 1e9, bandwidth_one / 1e9);
-  fmt::print("weights    {:.3f} GB streamed per decode step\n\n", step_bytes / 1e9);
+  fmt::print(
+      "weights    {:.3f} GB streamed per 1-row decode step (the GB/s below count what each step "
+      "read: rows that choose different experts read more)\n\n",
+      step_bytes / 1e9);
   // "of bandwidth": the median over rounds of each round's fraction, with their range.
   fmt::print("{:<9} {:>4} {:>10} {:>10} {:>9} {:>12}  {}\n", "executor", "rows", "tok/s", "step ms",
              "GB/s", "of bandwidth", "rounds");
@@ -480,7 +517,7 @@ int run_bench(const BenchOptions& options) {
     const DecodeFigure f = series.total();
     const Spread fraction = spread(measured.fractions(series));
     fmt::print("{:<9} {:>4} {:>10.1f} {:>10.3f} {:>9.2f} {:>11.1f}%  {:.0f}-{:.0f}%\n", f.executor,
-               f.rows, f.tokens_per_second(), f.step_ms(), step_bytes / (f.step_ms() / 1e3) / 1e9,
+               f.rows, f.tokens_per_second(), f.step_ms(), f.bytes_per_second() / 1e9,
                100 * fraction.median, 100 * fraction.min, 100 * fraction.max);
   }
   for (int rows : options.rows) {
@@ -501,8 +538,9 @@ int run_bench(const BenchOptions& options) {
   if (verify) {
     fmt::print(
         "verify     {} rows of one sequence: {:.3f} ms a step = {:.2f}x a 1-row decode step "
-        "({:.3f} ms; mega, medians, interleaved)\n",
-        verify->rows, verify->verify_seconds * 1e3, verify->ratio(), verify->decode_seconds * 1e3);
+        "({:.3f} ms; {}, medians, interleaved)\n",
+        verify->rows, verify->verify_seconds * 1e3, verify->ratio(), verify->decode_seconds * 1e3,
+        main_executor);
   }
   fmt::print("\nprefill    (chunks of {} tokens, as the engine runs a prompt)\n",
              engine::Generator::kPrefillChunk);
@@ -542,11 +580,13 @@ CommandAction add_bench_command(CLI::App& app) {
   auto options = std::make_shared<BenchOptions>();
   sub->add_option("-m,--model", options->model, "Model directory or org/name[@revision]");
   sub->add_option("--synthetic", options->synthetic,
-                  "Built-in shape with random weights: qwen38-0.8b, qwen38-tiny (default "
-                  "qwen38-0.8b when no --model)");
+                  "Built-in shape with random weights: qwen38-0.8b, qwen38-tiny, "
+                  "muse-spark-tiny, muse-spark-layer (default qwen38-0.8b when no --model)");
   sub->add_option("--rows", options->rows, "Decode batch sizes (independent sequences)")
       ->delimiter(',');
-  sub->add_option("--executors", options->executors, "Executors to compare")
+  sub->add_option("--executors", options->executors,
+                  "Executors to compare (default mega,ops; reference for a family without a "
+                  "fused program)")
       ->delimiter(',')
       ->check(CLI::IsMember({"mega", "ops", "reference"}));
   sub->add_option("-t,--threads", options->threads, "Worker threads (default: all cores)");

@@ -42,7 +42,11 @@ for key in fraction_of_peak one_row_decode_step_seconds tokens_per_s_vs_one_row;
   grep -Eq "\"$key\": [0-9]" "$work/many.json"; expect "bench-json-$key" $? "$(cat "$work/many.json")"
 done
 check bench-bad-rows 1 '' 'outside 1..8' -- "$bin" bench --synthetic qwen38-tiny --rows 9
-check bench-bad-shape 1 '' 'unknown synthetic shape' -- "$bin" bench --synthetic nope
+check bench-bad-shape 1 '' "unknown synthetic shape 'nope' .*muse-spark-layer" -- "$bin" bench --synthetic nope
+# A family without a fused program benches its reference forward by default; a fused executor it
+# lacks is refused by name.
+check bench-muse-default 0 '^reference +2 +[0-9]' '' -- "$bin" bench --synthetic muse-spark-tiny --rows 2 --seconds 0.05 --rounds 1 --prefill-tokens 8 -t 1
+check bench-muse-no-mega 1 '' "synthetic muse-spark-tiny has no 'mega' executor" -- "$bin" bench --synthetic muse-spark-tiny --executors mega --seconds 0.05
 # Speculative figures on a synthetic target need a synthetic drafter (forced τ 1..8, then the split).
 check bench-spec-synthetic 0 '  8 +[0-9.]+ +[0-9.]+x +[0-9.]+ +[0-9.]+' '' -- "$bin" bench --synthetic qwen38-tiny --draft synthetic --rows 1 --executors mega --seconds 0.05 --prefill-tokens 8 --spec-tokens 8
 check bench-spec-needs-model 1 '' 'needs --model.*--draft synthetic' -- "$bin" bench --synthetic qwen38-tiny --draft /nonexistent --rows 1 --seconds 0.05

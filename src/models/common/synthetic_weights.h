@@ -2,6 +2,7 @@
 // --synthetic`), so that decode speed can be measured without a checkpoint on disk.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "base/thread_pool.h"
@@ -21,11 +22,17 @@ class SyntheticWeights {
   const uint16_t* tensor(int64_t count, float scale);
   // [rows, cols] scaled like 1/sqrt(cols), so activations keep their size through a layer.
   kernels::Bf16Matrix matrix(int64_t rows, int64_t cols);
+  // `count` bytes `base | (random & mask)`: packed codes (mask 0xff) or scale codes confined to a
+  // range of exponents (a base and a narrow mask).
+  const uint8_t* bytes(int64_t count, uint8_t base, uint8_t mask);
+  // Everything handed out so far, for the model's resident-weights figure.
+  std::size_t bytes_handed_out() const { return handed_out_; }
 
  private:
   OwnedWeights& owned_;
   ThreadPool& pool_;
   uint64_t seed_;
+  std::size_t handed_out_ = 0;
 };
 
 }  // namespace md

@@ -51,8 +51,10 @@ void MuseExpertMatrix::apply(const float* x, int64_t n_rows, float* y, int64_t y
   }
 }
 
-MuseExpertWeights muse_expert_weights(const MuseExperts& w, const MuseSparkConfig& c, int64_t e) {
+MuseExpertWeights muse_expert_weights(const MuseExperts& w, const MuseSparkConfig& c,
+                                      int64_t expert) {
   const int64_t inter = c.moe_intermediate_size, hm = c.moe_hidden_size;
+  const int64_t e = w.stored_experts > 0 ? expert % w.stored_experts : expert;
   const auto global = [](const std::vector<float>& g, int64_t i) {
     return g.empty() ? 1.0f : g[static_cast<std::size_t>(i)];
   };

@@ -68,6 +68,24 @@ MuseSparkModel::MuseSparkModel(const std::string& directory, const ModelRunOptio
       options_(options),
       rope_(config_.head_dim, config_.rope_theta),
       pool_(std::make_unique<ThreadPool>(run_options.threads)) {
+  check_run_options();
+}
+
+MuseSparkModel::MuseSparkModel(std::string name, MuseSparkConfig config, MuseSparkWeights weights,
+                               std::size_t resident_bytes, const ModelRunOptions& run_options,
+                               const MuseSparkOptions& options)
+    : directory_(std::move(name)),
+      config_(std::move(config)),
+      weights_(std::move(weights)),
+      resident_bytes_(resident_bytes),
+      run_options_(run_options),
+      options_(options),
+      rope_(config_.head_dim, config_.rope_theta),
+      pool_(std::make_unique<ThreadPool>(run_options.threads)) {
+  check_run_options();
+}
+
+void MuseSparkModel::check_run_options() const {
   if (run_options_.matmul_inputs != kernels::MatmulInputs::kF32) {
     fail("{}: muse_spark runs its matrices with f32 inputs only for now", directory_);
   }
@@ -117,25 +135,37 @@ std::unique_ptr<SequenceState> MuseSparkModel::new_sequence(int64_t capacity) co
 }
 
 std::size_t MuseSparkModel::weight_bytes() const {
-  return checkpoint_->total_bytes();
+  return checkpoint_ ? checkpoint_->total_bytes() : resident_bytes_;
 }
 
-std::size_t MuseSparkModel::decode_weight_bytes() const {
-  const auto matrix = [](const kernels::WeightMatrix& m) { return m.bytes(0, m.rows); };
-  const auto weights_per_expert =
+std::size_t MuseSparkModel::expert_bytes(const MuseExperts& experts) const {
+  const auto weights =
       static_cast<std::size_t>(3 * config_.moe_intermediate_size * config_.moe_hidden_size);
+  // NVFP4: half a byte per weight, one scale byte per 16 and three f32 global scales.
+  return experts.nvfp4 ? weights / 2 + weights / 16 + 3 * 4 : weights * sizeof(uint16_t);
+}
+
+std::size_t MuseSparkModel::dense_decode_bytes() const {
+  const auto matrix = [](const kernels::WeightMatrix& m) { return m.bytes(0, m.rows); };
   std::size_t total = matrix(weights_.lm_head);
   for (const MuseLayerWeights& w : weights_.layers) {
     total += matrix(w.q_proj) + matrix(w.k_proj) + matrix(w.v_proj) + matrix(w.gate_proj) +
              matrix(w.o_proj) + matrix(w.pre_expert_proj) + matrix(w.post_expert_proj) +
              (w.router.size() + w.router_bias.size()) * sizeof(float);
-    // NVFP4: half a byte per weight, one scale byte per 16 and three f32 global scales.
-    const std::size_t expert = w.experts.nvfp4
-                                   ? weights_per_expert / 2 + weights_per_expert / 16 + 3 * 4
-                                   : weights_per_expert * sizeof(uint16_t);
-    total += expert * static_cast<std::size_t>(config_.num_experts_per_token);
   }
   return total;
+}
+
+std::size_t MuseSparkModel::decode_weight_bytes() const {
+  std::size_t total = dense_decode_bytes();
+  for (const MuseLayerWeights& w : weights_.layers) {
+    total += expert_bytes(w.experts) * static_cast<std::size_t>(config_.num_experts_per_token);
+  }
+  return total;
+}
+
+std::size_t MuseSparkModel::last_step_weight_bytes() const {
+  return dense_decode_bytes() + step_expert_bytes_;
 }
 
 // §4.1: the embedding row through a weightless RMSNorm is the stream.
@@ -183,6 +213,7 @@ void MuseSparkModel::run_rows(std::span<const Row> rows, std::span<const int32_t
   Buffer branch(static_cast<std::size_t>(n * h));
   const auto taps = static_cast<int64_t>(tap_layers_.size());
   last_taps_.assign(static_cast<std::size_t>(n * taps * h), 0.0f);
+  step_expert_bytes_ = 0;
   embed(tokens, stream);
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const MuseLayerWeights& w = weights_.layers[static_cast<std::size_t>(l)];

@@ -36,6 +36,11 @@ class MuseSparkModel final : public LanguageModel {
   // `directory`; throws md::Error on a config or tensors the family cannot run.
   MuseSparkModel(const std::string& directory, const ModelRunOptions& run_options,
                  const MuseSparkOptions& options = {});
+  // Weights built in memory (synthetic benchmark shapes): `name` stands for the directory in
+  // descriptions and errors, `resident_bytes` is what the weights occupy.
+  MuseSparkModel(std::string name, MuseSparkConfig config, MuseSparkWeights weights,
+                 std::size_t resident_bytes, const ModelRunOptions& run_options,
+                 const MuseSparkOptions& options = {});
 
   std::string description() const override;
   int64_t vocab_size() const override { return config_.vocab_size; }
@@ -69,12 +74,17 @@ class MuseSparkModel final : public LanguageModel {
   // Every dense matrix, the router, the k experts a row takes in each layer, and lm_head (not the
   // embedding table, of which a step reads one row).
   std::size_t decode_weight_bytes() const override;
+  // The dense matrices, the router and lm_head, and each expert the step ran once.
+  std::size_t last_step_weight_bytes() const override;
 
   const MuseSparkConfig& config() const { return config_; }
   const MuseSparkWeights& weights() const { return weights_; }
 
  private:
+  void check_run_options() const;
   std::size_t kv_element_bytes() const;
+  std::size_t expert_bytes(const MuseExperts& experts) const;
+  std::size_t dense_decode_bytes() const;  // every matrix a step reads but the experts
   void embed(std::span<const int32_t> tokens, float* stream) const;
   // One row of a step: the sequence it extends and its position there.
   struct Row {
@@ -89,12 +99,14 @@ class MuseSparkModel final : public LanguageModel {
 
   std::string directory_;
   MuseSparkConfig config_;
-  std::unique_ptr<Checkpoint> checkpoint_;
+  std::unique_ptr<Checkpoint> checkpoint_;  // null for weights built in memory
   MuseSparkWeights weights_;
+  std::size_t resident_bytes_ = 0;  // weights built in memory
   ModelRunOptions run_options_;
   MuseSparkOptions options_;
   std::vector<int64_t> tap_layers_;
   std::vector<float> last_taps_;
+  std::size_t step_expert_bytes_ = 0;  // experts the last step ran
   kernels::Rope rope_;
   std::unique_ptr<ThreadPool> pool_;
 };

@@ -70,6 +70,7 @@ void MuseSparkModel::moe(const MuseLayerWeights& w, const float* x, int64_t rows
       std::copy(row, row + hm, in.data() + i * hm);
     }
     const MuseExpertWeights ew = muse_expert_weights(w.experts, c, e);
+    step_expert_bytes_ += expert_bytes(w.experts);
     ew.gate.apply(in.data(), n, gate.data(), inter, pool_.get());
     ew.up.apply(in.data(), n, up.data(), inter, pool_.get());
     for (int64_t i = 0; i < n * inter; ++i) {

@@ -24,6 +24,10 @@ struct MuseResidualGate {
 // One layer's routed experts: [E][2I][Hm] gate_up (gate rows first) and [E][Hm][I] down.
 struct MuseExperts {
   bool nvfp4 = false;
+  // Experts with storage of their own; expert e reads slot e % stored_experts. A checkpoint stores
+  // every expert (0: all of them); a synthetic real-width layer backs 256 experts with a few slots
+  // so that it fits in memory (musespark_synthetic.h).
+  int64_t stored_experts = 0;
   // bf16: the matrices in place.
   const uint16_t* gate_up = nullptr;
   const uint16_t* down = nullptr;
