@@ -23,6 +23,14 @@ outputs. For each fixture made by tools/make_musespark_fixtures.py:
                                            NVFP4 layer
   <out>/<fixture>.json  versions, sha256 of the fixture files, prompt lengths, max |logit| and
                         minimum greedy margin per prompt, HF's loading report.
+  <out>/muse-spark-tiny-int8.safetensors (+ .json)
+      the int8-dense twin (§7): the same fixture with q, k, v, gate, o, pre_expert_proj,
+      post_expert_proj and lm_head quantised to int8 per output row by this script's own
+      transcription of §7 (numpy, f32 reciprocal multiplied, round half to even) and loaded into
+      transformers as scale · code in f32; prompts p0..p2 (lengths 1, 7, 40) with logits and
+      greedy continuations as above, and for layer 0's matrices and lm_head:
+      int8.<matrix>.scales F32 [rows] and int8.<matrix>.codes I8 [8, cols] (rows 0..7), so that
+      megadecode's quantiser is checked bit for bit.
 
 Usage: gen_musespark_goldens.py --fixtures DIR --out tests/goldens/musespark [--only NAME]
 """
@@ -129,7 +137,43 @@ def state_dict(folder: Path, f: dict, goldens: dict) -> dict:
     return sd
 
 
-def hf_model(folder: Path, f: dict, goldens: dict) -> tuple:
+INT8_SCOPE = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.gate_proj",
+              "self_attn.o_proj", "mlp.pre_expert_proj", "mlp.post_expert_proj")
+INT8_FIXTURE = "muse-spark-tiny"
+INT8_PROMPTS = 3
+
+
+def quantize_int8_rows(w: np.ndarray) -> tuple:
+    """§7: per output row s = f32(amax · f32(1/127)) (1 for an all-zero row), q = clip(rint(w ·
+    f32(1/s)), -127, 127) with the reciprocal multiplied; np.rint rounds half to even."""
+    w = np.asarray(w, np.float32)
+    amax = np.abs(w).max(axis=1)
+    s = np.where(amax == 0, np.float32(1), amax * np.float32(1 / 127)).astype(np.float32)
+    inverse = (np.float32(1) / s).astype(np.float32)
+    q = np.clip(np.rint(w * inverse[:, None]), -127, 127).astype(np.int8)
+    return q, s
+
+
+def int8_names(f: dict) -> list:
+    names = ["lm_head.weight"]
+    for layer in range(f["layers"]):
+        names += [f"{TEXT_PREFIX}layers.{layer}.{m}.weight" for m in INT8_SCOPE]
+    return names
+
+
+def int8_state(sd: dict, f: dict, goldens: dict) -> None:
+    """Replaces the §7 scope of a state dict by scale · code, recording layer 0's and lm_head's
+    quantisation for the bitwise check."""
+    for name in int8_names(f):
+        q, s = quantize_int8_rows(sd[name].numpy())
+        sd[name] = torch.from_numpy((s[:, None] * q.astype(np.float32)).astype(np.float32))
+        if name == "lm_head.weight" or ".layers.0." in name:
+            key = "lm_head" if name == "lm_head.weight" else name[len(TEXT_PREFIX + "layers.0."):-7]
+            goldens[f"int8.{key}.scales"] = torch.from_numpy(s.copy())
+            goldens[f"int8.{key}.codes"] = torch.from_numpy(q[:8].copy())
+
+
+def hf_model(folder: Path, f: dict, goldens: dict, int8: bool = False) -> tuple:
     text = json.loads((folder / "config.json").read_text())["text_config"]
     text = {k: v for k, v in text.items() if k not in ("model_type", "vocab_used")}
     # The towers are not part of the text path; the smallest shapes keep the model quick to build.
@@ -144,7 +188,10 @@ def hf_model(folder: Path, f: dict, goldens: dict) -> tuple:
     config.text_config._attn_implementation = "eager"
     torch.manual_seed(0)
     model = MuseSparkForConditionalGeneration(config).to(torch.float32).eval()
-    missing, unexpected = model.load_state_dict(state_dict(folder, f, goldens), strict=False)
+    sd = state_dict(folder, f, goldens)
+    if int8:
+        int8_state(sd, f, goldens)
+    missing, unexpected = model.load_state_dict(sd, strict=False)
     text_missing = [m for m in missing if m.startswith(TEXT_PREFIX) or m == "lm_head.weight"]
     assert not unexpected, unexpected
     assert not text_missing, text_missing
@@ -171,14 +218,16 @@ def greedy(model, ids: list, used: int) -> tuple:
     return tokens, margins
 
 
-def generate(fixture_dir: Path, name: str, out: Path) -> None:
+def generate(fixture_dir: Path, name: str, out: Path, int8: bool = False) -> None:
     f = fixtures.FIXTURES[name]
     folder = fixture_dir / name
     goldens = {}
-    model, report = hf_model(folder, f, goldens)
+    model, report = hf_model(folder, f, goldens, int8)
+    golden_name = f"{name}-int8" if int8 else name
     rng = np.random.default_rng(PROMPT_SEED)
     summary = {"prompts": []}
-    for p, length in enumerate(PROMPT_LENGTHS):
+    lengths = PROMPT_LENGTHS[:INT8_PROMPTS] if int8 else PROMPT_LENGTHS
+    for p, length in enumerate(lengths):
         ids = rng.integers(f["vocab"] - f["vocab_used"], f["vocab_used"], length).tolist()
         logits = logits_of(model, ids)
         goldens[f"p{p}.ids"] = torch.tensor(ids, dtype=torch.int32)
@@ -190,9 +239,10 @@ def generate(fixture_dir: Path, name: str, out: Path) -> None:
             goldens[f"p{p}.greedy_margin"] = torch.tensor(margins, dtype=torch.float32)
             entry["min_greedy_margin"] = min(margins)
         summary["prompts"].append(entry)
-    save_file(goldens, str(out / f"{name}.safetensors"))
+    save_file(goldens, str(out / f"{golden_name}.safetensors"))
     summary.update({
         "fixture": name,
+        "dense": "int8 per output row (§7)" if int8 else "as stored",
         "torch": torch.__version__,
         "transformers": transformers.__version__,
         "compressed_tensors": compressed_tensors.__version__,
@@ -200,14 +250,14 @@ def generate(fixture_dir: Path, name: str, out: Path) -> None:
         "loading": report,
         "fixture_sha256": {p.name: sha256(p) for p in sorted(folder.iterdir())},
     })
-    (out / f"{name}.json").write_text(json.dumps(summary, indent=2) + "\n")
+    (out / f"{golden_name}.json").write_text(json.dumps(summary, indent=2) + "\n")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fixtures", required=True, type=Path)
     ap.add_argument("--out", required=True, type=Path)
-    ap.add_argument("--only", choices=sorted(fixtures.FIXTURES))
+    ap.add_argument("--only", choices=sorted(fixtures.FIXTURES) + [INT8_FIXTURE + "-int8"])
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.use_deterministic_algorithms(True)
@@ -215,6 +265,8 @@ def main() -> int:
     for name in fixtures.FIXTURES:
         if not args.only or name == args.only:
             generate(args.fixtures, name, args.out)
+    if not args.only or args.only == INT8_FIXTURE + "-int8":
+        generate(args.fixtures, INT8_FIXTURE, args.out, int8=True)
     return 0
 
 

@@ -1,8 +1,8 @@
 #include "cli/cli_app.h"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <exception>
 #include <map>
@@ -20,7 +20,8 @@ namespace {
 // passed as MEGADECODE_ROOT); values already in the environment always win.
 void load_dotenv_files() {
   std::vector<std::string> candidates{".env"};
-  if (const char* root = std::getenv("MEGADECODE_ROOT")) candidates.push_back(std::string(root) + "/.env");
+  if (const char* root = std::getenv("MEGADECODE_ROOT"))
+    candidates.push_back(std::string(root) + "/.env");
   for (const std::string& path : candidates) {
     for (const std::string& problem : load_dotenv_file(path)) log::warn("{}", problem);
   }

@@ -48,6 +48,7 @@ struct BenchOptions {
   std::string draft;         // speculative figures with this drafter
   int64_t spec_tokens = 96;  // tokens generated per acceptance length
   std::string matmul_inputs = "f32";
+  std::string dense_weights = "as-stored";
   bool verbose = false;  // list the 1-row step program
   bool profile = false;  // per-instruction tables, one profiled pass per (executor, rows)
 };
@@ -287,6 +288,7 @@ std::unique_ptr<LanguageModel> make_synthetic_model(const std::string& shape,
   if (is_synthetic_musespark_shape(shape)) return make_synthetic_musespark(shape, run);
   const std::vector<std::string> qwen38 = synthetic_qwen38_shapes();
   if (std::find(qwen38.begin(), qwen38.end(), shape) != qwen38.end()) {
+    require_stored_dense_weights(run, "synthetic " + shape);
     return make_synthetic_qwen38(shape, run);
   }
   fail("unknown synthetic shape '{}' (known: {})", shape, fmt::join(synthetic_shapes(), ", "));
@@ -296,6 +298,7 @@ std::unique_ptr<LanguageModel> open_model(const BenchOptions& options, std::stri
   ModelRunOptions run;
   run.threads = options.threads;
   run.matmul_inputs = parse_matmul_inputs(options.matmul_inputs);
+  run.dense_weights = parse_dense_weights(options.dense_weights);
   if (!options.model.empty()) {
     ResolvedModel source = resolve_model_source(options.model);
     name = source.description;
@@ -436,6 +439,7 @@ int run_bench(BenchOptions options) {
     nlohmann::ordered_json out{{"model", name},
                                {"threads", threads},
                                {"matmul_inputs", options.matmul_inputs},
+                               {"dense_weights", options.dense_weights},
                                {"load_seconds", load_seconds},
                                {"read_bandwidth_bytes_per_s", bandwidth},
                                {"read_bandwidth_bytes_per_s_per_round", measured.bandwidth},
@@ -501,6 +505,9 @@ int run_bench(BenchOptions options) {
              fmt::join(options.executors, ", "));
   fmt::print("threads    {}\n", threads);
   if (options.matmul_inputs != "f32") fmt::print("matmul     {} inputs\n", options.matmul_inputs);
+  if (options.dense_weights != "as-stored") {
+    fmt::print("dense      {} (quantised at load)\n", options.dense_weights);
+  }
   fmt::print(
       "bandwidth  {:.2f} GB/s read with {} threads (median of {} rounds, {:.2f}-{:.2f}; "
       "{:.2f} GB/s with 1), measured now\n",
@@ -618,6 +625,7 @@ CommandAction add_bench_command(CLI::App& app) {
                   "Tokens generated per speculative measurement")
       ->check(CLI::Range(int64_t{8}, int64_t{100000}));
   add_matmul_inputs_option(*sub, options->matmul_inputs);
+  add_dense_weights_option(*sub, options->dense_weights);
   return [options]() {
     if (options->model.empty() && options->synthetic.empty()) options->synthetic = "qwen38-0.8b";
     return run_bench(*options);

@@ -1,10 +1,10 @@
 // `megadecode tokenize`: encode text with a model's tokenizer (ids and pieces), or decode ids.
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include <iostream>
 #include <iterator>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -47,9 +47,10 @@ std::vector<std::int32_t> parse_id_list(const std::string& list) {
       used = 0;
     }
     if (used != word.size() || value < 0 || value > INT32_MAX) {
-      fail("--decode: '{}' is not a token id (expected non-negative integers separated by commas "
-           "or spaces)",
-           word);
+      fail(
+          "--decode: '{}' is not a token id (expected non-negative integers separated by commas "
+          "or spaces)",
+          word);
     }
     ids.push_back(static_cast<std::int32_t>(value));
   }
@@ -102,8 +103,8 @@ int run_tokenize(const TokenizeOptions& options) {
     }
     std::string text = tokenizer->decode(ids, options.skip_special);
     if (options.json) {
-      fmt::print("{}\n", nlohmann::json{{"text", text}}.dump(-1, ' ', false,
-                                                             nlohmann::json::error_handler_t::replace));
+      fmt::print("{}\n", nlohmann::json{{"text", text}}.dump(
+                             -1, ' ', false, nlohmann::json::error_handler_t::replace));
     } else {
       fmt::print("{}\n", text);
     }

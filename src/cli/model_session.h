@@ -23,7 +23,8 @@ struct ModelFlags {
   int threads = 0;      // 0: all hardware threads
   std::string kv_cache = "bf16";
   std::string executor = "mega";
-  std::string matmul_inputs = "f32";  // f32, bf16 or q8 (kernels::MatmulInputs)
+  std::string matmul_inputs = "f32";        // f32, bf16 or q8 (kernels::MatmulInputs)
+  std::string dense_weights = "as-stored";  // or int8 (DenseWeights)
   // Speculative decoding: a drafter directory or org/name[@rev]; off with no_spec.
   std::string draft;
   bool no_spec = false;
@@ -83,6 +84,9 @@ CLI::Option* add_matmul_inputs_option(CLI::App& command, std::string& value);
 // The bf16-weight product mode `value` names; md::Error when this process cannot run it (checked
 // before a long load).
 kernels::MatmulInputs parse_matmul_inputs(const std::string& value);
+// --dense-weights as-stored|int8 (DenseWeights), shared by the model commands and bench.
+CLI::Option* add_dense_weights_option(CLI::App& command, std::string& value);
+DenseWeights parse_dense_weights(const std::string& value);
 
 // A request for `prompt` with the model's defaults overridden by the user's flags.
 engine::GenerationRequest make_request(const ModelSession& session, const SamplingFlags& flags,

@@ -56,7 +56,7 @@ inline void decode_block(const std::uint8_t* codes, std::uint8_t scale, float gl
 inline float lane_sum(__m256 acc) {
   alignas(32) float lanes[8];
   _mm256_store_ps(lanes, acc);
-  return nvfp4_lane_sum(lanes);
+  return lane_sum8(lanes);
 }
 
 inline void store(const MatmulOut& out, int64_t n, int64_t r, float sum) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "kernels/isa.h"
+#include "kernels/lane_sum8.h"
 #include "kernels/nvfp4_matmul.h"
 
 namespace md::kernels {
@@ -21,12 +22,5 @@ void nvfp4_matmul_tile_avx2(const Nvfp4Matrix& w, int64_t row_begin, int64_t row
 
 // The body a path runs (AVX-512 runs the AVX2 body for now).
 Nvfp4TileFn nvfp4_tile_for(Isa isa);
-
-// The lane sum of the documented order.
-// Internal linkage: this header is compiled with and without -mavx2, and one linked copy of an
-// inline function must not carry VEX code into the scalar path.
-static inline float nvfp4_lane_sum(const float* l) {
-  return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]));
-}
 
 }  // namespace md::kernels

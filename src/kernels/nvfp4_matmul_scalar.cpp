@@ -39,7 +39,7 @@ void nvfp4_matmul_tile_scalar(const Nvfp4Matrix& w, int64_t row_begin, int64_t r
       }
       for (int64_t g = 0; g < group; ++g) {
         float& y = out.y[(n0 + g) * out.y_stride + r];
-        const float sum = nvfp4_lane_sum(lanes[g]);
+        const float sum = lane_sum8(lanes[g]);
         y = out.accumulate ? y + sum : sum;
       }
     }

@@ -6,6 +6,7 @@
 #include "kernels/gguf_dequant.h"
 #include "kernels/gguf_matmul_q8.h"
 #include "kernels/gguf_q8_packing.h"
+#include "kernels/int8_matmul.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -36,7 +37,19 @@ WeightMatrix WeightMatrix::of(const GgufMatrix& m) {
   return {WeightFormat::kGguf, m.type, m.data, m.rows, m.cols, m.row_bytes, m.inputs, m.packed};
 }
 
+WeightMatrix WeightMatrix::of(const Int8RowsMatrix& m) {
+  WeightMatrix w;
+  w.format = WeightFormat::kInt8Rows;
+  w.data = reinterpret_cast<const std::uint8_t*>(m.q);
+  w.rows = m.rows;
+  w.cols = m.cols;
+  w.row_bytes = static_cast<std::size_t>(m.cols);
+  w.row_scales = m.scales;
+  return w;
+}
+
 std::string_view WeightMatrix::format_name() const {
+  if (format == WeightFormat::kInt8Rows) return "int8";
   if (format == WeightFormat::kBf16)
     return inputs == MatmulInputs::kBf16 ? "bf16 (bf16 inputs)" : "bf16";
   if (inputs == MatmulInputs::kQ8 && gguf_q8_supports(gguf_type)) {
@@ -56,6 +69,8 @@ void weight_tile(const WeightMatrix& w, int64_t row_begin, int64_t row_end, cons
                  int64_t x_stride, int64_t n_rows, const MatmulOut& out) {
   if (w.format == WeightFormat::kBf16) {
     matmul_tile(bf16_of(w), row_begin, row_end, x, x_stride, n_rows, out);
+  } else if (w.format == WeightFormat::kInt8Rows) {
+    int8_matmul_tile(w.int8_rows(), row_begin, row_end, x, x_stride, n_rows, out);
   } else {
     gguf_matmul_tile(w.gguf(), row_begin, row_end, x, x_stride, n_rows, out);
   }
@@ -64,6 +79,8 @@ void weight_tile(const WeightMatrix& w, int64_t row_begin, int64_t row_end, cons
 void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, ThreadPool* pool) {
   if (w.format == WeightFormat::kBf16) {
     matmul(bf16_of(w), x, n_rows, y, pool);
+  } else if (w.format == WeightFormat::kInt8Rows) {
+    int8_matmul(w.int8_rows(), x, n_rows, y, pool);
   } else {
     gguf_matmul(w.gguf(), x, n_rows, y, pool);
   }
@@ -72,6 +89,10 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, Thr
 bool row_to_f32(const WeightMatrix& w, int64_t row, float* out) {
   const std::uint8_t* source = w.row(row);
   if (w.format == WeightFormat::kGguf) return dequantize_row(w.gguf_type, source, out, w.cols);
+  if (w.format == WeightFormat::kInt8Rows) {
+    dequantize_int8_row(w.int8_rows(), row, out);
+    return true;
+  }
   const auto* e = reinterpret_cast<const uint16_t*>(source);
   for (int64_t d = 0; d < w.cols; ++d) out[d] = bf16_to_f32(e[d]);
   return true;

@@ -1,8 +1,8 @@
 // One format-tagged weight matrix and its single tile entry: whatever the checkpoint format
 // (bf16 tensors read in place, or GGUF blocks: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q4_K, Q5_K,
-// Q6_K), a
-// program's projection reads it through weight_tile(), and a waiting worker prefetches it through
-// prefetch_rows(). Later formats (fp8, MXFP4, NVFP4, int8) are further WeightFormat values.
+// Q6_K; int8 with a scale per row, int8_rows.h), a program's projection reads it through
+// weight_tile(), and a waiting worker prefetches it through prefetch_rows(). Later formats (fp8,
+// MXFP4, NVFP4) are further WeightFormat values.
 #pragma once
 
 #include <cstddef>
@@ -13,11 +13,12 @@
 #include "base/thread_pool.h"
 #include "kernels/bf16_matrix.h"
 #include "kernels/gguf_matmul.h"
+#include "kernels/int8_rows.h"
 #include "kernels/matmul.h"
 
 namespace md::kernels {
 
-enum class WeightFormat : std::uint8_t { kBf16, kGguf };
+enum class WeightFormat : std::uint8_t { kBf16, kGguf, kInt8Rows };
 
 struct WeightMatrix {
   WeightFormat format = WeightFormat::kBf16;
@@ -28,9 +29,15 @@ struct WeightMatrix {
   std::size_t row_bytes = 0;
   MatmulInputs inputs = MatmulInputs::kF32;  // bf16_matrix.h: kBf16 for bf16, kQ8 for GGUF blocks
   const std::uint8_t* packed = nullptr;      // GgufMatrix::packed
+  const float* row_scales = nullptr;         // kInt8Rows: one per row
 
   static WeightMatrix of(const Bf16Matrix& m);
   static WeightMatrix of(const GgufMatrix& m);
+  static WeightMatrix of(const Int8RowsMatrix& m);
+  // The kInt8Rows matrix as the int8 kernels take it.
+  Int8RowsMatrix int8_rows() const {
+    return {reinterpret_cast<const std::int8_t*>(data), row_scales, rows, cols};
+  }
   // The kGguf matrix as the GGUF kernels take it.
   GgufMatrix gguf() const { return {gguf_type, data, rows, cols, row_bytes, inputs, packed}; }
 
@@ -46,7 +53,7 @@ struct WeightMatrix {
 
 // For output rows [row_begin, row_end) and input rows n in [0, n_rows): out.y[n·stride + r]
 // (+)= Σ_c W[r][c] · x[n·x_stride + c], with the format's kernel and its reduction-order contract
-// (matmul.h for bf16, gguf_matmul.h for GGUF blocks).
+// (matmul.h for bf16, gguf_matmul.h for GGUF blocks, int8_matmul.h for int8 rows).
 void weight_tile(const WeightMatrix& w, int64_t row_begin, int64_t row_end, const float* x,
                  int64_t x_stride, int64_t n_rows, const MatmulOut& out);
 
@@ -60,7 +67,8 @@ inline const uint16_t* bf16_row(const WeightMatrix& w, int64_t r) {
 // blocks, so a reference forward and a program's tiles compute the same bits.
 void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, ThreadPool* pool);
 
-// Row `row` of W as f32 (an embedding lookup): bf16 widened, GGUF blocks dequantised. False for a
+// Row `row` of W as f32 (an embedding lookup): bf16 widened, GGUF blocks and int8 rows
+// dequantised. False for a
 // block type dequantize_row does not handle (loaders refuse those before anything runs).
 [[nodiscard]] bool row_to_f32(const WeightMatrix& w, int64_t row, float* out);
 

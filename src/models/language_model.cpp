@@ -6,6 +6,12 @@
 
 namespace md {
 
+void require_stored_dense_weights(const ModelRunOptions& options, const std::string& model) {
+  if (options.dense_weights != DenseWeights::kAsStored) {
+    fail("{}: --dense-weights int8 is implemented for muse_spark models only", model);
+  }
+}
+
 void LanguageModel::decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
                            std::vector<float>& logits) {
   decode_each(states, tokens, logits, [](std::size_t) {});

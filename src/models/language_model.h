@@ -24,6 +24,10 @@ using KvCacheType = kernels::KvCacheType;
 // How decode steps run (program/executor.h): the fused program, op by op, or the reference.
 using ExecutorKind = program::ExecutorKind;
 
+// The dense matrices as the checkpoint stores them, or quantised at load to int8 with a scale per
+// output row (kernels/int8_rows.h; muse_spark only, the seed's default path: half the bytes).
+enum class DenseWeights : std::uint8_t { kAsStored, kInt8 };
+
 struct ModelRunOptions {
   int threads = 0;  // <= 0: one per hardware thread
   KvCacheType kv_cache = KvCacheType::kBf16;
@@ -31,7 +35,12 @@ struct ModelRunOptions {
   // What the model's bf16 weights multiply (kernels/bf16_matrix.h); kBf16 is refused at load
   // where it cannot run (kernels::check_matmul_inputs).
   kernels::MatmulInputs matmul_inputs = kernels::MatmulInputs::kF32;
+  DenseWeights dense_weights = DenseWeights::kAsStored;
 };
+
+// Throws md::Error naming `model` when `options` ask for a dense-weight quantisation its family
+// does not offer.
+void require_stored_dense_weights(const ModelRunOptions& options, const std::string& model);
 
 // The state of one sequence: everything earlier tokens left behind (KV cache, recurrent and conv
 // states) and how many tokens it holds. Capacity is fixed when it is created.

@@ -15,12 +15,14 @@ std::unique_ptr<LanguageModel> load_language_model(const std::string& directory,
   if (directory.size() > 5 && directory.ends_with(".gguf")) {
     auto file = std::make_shared<const GgufFile>(directory);
     const std::string architecture = file->string_or("general.architecture", "");
+    require_stored_dense_weights(options, directory);
     if (architecture == "qwen35" || architecture == "qwen35moe") {
       return load_qwen38_gguf(std::move(file), options);
     }
     return std::make_unique<LlamaGgufModel>(std::move(file), options);
   }
   ModelFamily family = family_of(load_model_config(directory));
+  if (family != ModelFamily::kMuseSpark) require_stored_dense_weights(options, directory);
   switch (family) {
     case ModelFamily::kQwen38:
       return std::make_unique<Qwen38Model>(directory, options);

@@ -4,11 +4,12 @@ rendered and tokenized as Hugging Face's jinja2 and `tokenizers` do it, the mess
 reach the client (they split reasoning from the answer), and a streamed answer is the same as the
 whole one."""
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import MODEL_DIR, Server
+from conftest import BIN, MODEL_DIR, Server
 
 FIXTURE = Path(MODEL_DIR).parent.parent / "musespark" / "muse-spark-tiny"
 MARKERS = ("<|start|>", "<|message|>", "<|eom|>", "<|eot|>", "<|reserved", "<|begin_of_text|>")
@@ -103,3 +104,22 @@ def test_muse_reasoning_efforts(muse):
         muse.chat.completions.create(model=model, messages=MESSAGES, max_tokens=1,
                                      extra_body={"chat_template_kwargs": {"reasoning_effort": "max"}})
     assert "minimal" in str(error.value)
+
+
+def run_cli(*args):
+    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_int8_dense_weights_run_and_other_families_refuse_them():
+    if not FIXTURE.exists():
+        pytest.skip("the Muse Spark fixture is not built")
+    done = run_cli("run", "-m", str(FIXTURE), "--dense-weights", "int8", "-p", "2+2?", "-n", "4",
+                   "--temperature", "0", "-t", "1")
+    assert done.returncode == 0, done.stderr
+    assert "decode 4 tok" in done.stderr or "decode 4 tok" in done.stdout
+    refused = run_cli("run", "-m", MODEL_DIR, "--dense-weights", "int8", "-p", "hi", "-n", "1")
+    assert refused.returncode != 0
+    assert "--dense-weights int8 is implemented for muse_spark models only" in refused.stderr
+    bad = run_cli("run", "-m", str(FIXTURE), "--dense-weights", "int4", "-p", "hi")
+    assert bad.returncode == 2 and "--dense-weights" in bad.stderr

@@ -45,7 +45,7 @@ float replay(const Nvfp4Matrix& w, int64_t r, const float* x) {
   for (int64_t k = 0; k < w.cols; ++k) {
     lanes[k % 8] = std::fma(row[static_cast<std::size_t>(k)], x[k], lanes[k % 8]);
   }
-  return nvfp4_lane_sum(lanes);
+  return lane_sum8(lanes);
 }
 
 void expect_documented_order(int64_t rows, int64_t cols, int64_t n_rows);

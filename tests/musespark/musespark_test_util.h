@@ -31,8 +31,11 @@ inline std::string musespark_golden_path(const std::string& name) {
 
 inline std::unique_ptr<MuseSparkModel> load_muse(
     const std::string& name, KvCacheType kv = KvCacheType::kF32,
-    md::testing::MuseAblation ablation = md::testing::MuseAblation::kNone, int threads = 1) {
-  return std::make_unique<MuseSparkModel>(musespark_fixture_dir(name), ModelRunOptions{threads, kv},
+    md::testing::MuseAblation ablation = md::testing::MuseAblation::kNone, int threads = 1,
+    DenseWeights dense = DenseWeights::kAsStored) {
+  ModelRunOptions run{threads, kv};
+  run.dense_weights = dense;
+  return std::make_unique<MuseSparkModel>(musespark_fixture_dir(name), run,
                                           MuseSparkOptions{ablation});
 }
 
@@ -43,6 +46,7 @@ struct MuseGoldenPrompt {
   std::vector<float> greedy_margin;
 };
 
+// `name` a fixture, or a twin's golden ("muse-spark-tiny-int8").
 inline std::vector<MuseGoldenPrompt> load_muse_goldens(const std::string& name) {
   SafetensorsFile file(musespark_golden_path(name));
   std::vector<MuseGoldenPrompt> prompts;

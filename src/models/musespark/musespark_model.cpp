@@ -68,7 +68,7 @@ MuseSparkModel::MuseSparkModel(const std::string& directory, const ModelRunOptio
       options_(options),
       rope_(config_.head_dim, config_.rope_theta),
       pool_(std::make_unique<ThreadPool>(run_options.threads)) {
-  check_run_options();
+  apply_run_options();
 }
 
 MuseSparkModel::MuseSparkModel(std::string name, MuseSparkConfig config, MuseSparkWeights weights,
@@ -82,12 +82,15 @@ MuseSparkModel::MuseSparkModel(std::string name, MuseSparkConfig config, MuseSpa
       options_(options),
       rope_(config_.head_dim, config_.rope_theta),
       pool_(std::make_unique<ThreadPool>(run_options.threads)) {
-  check_run_options();
+  apply_run_options();
 }
 
-void MuseSparkModel::check_run_options() const {
+void MuseSparkModel::apply_run_options() {
   if (run_options_.matmul_inputs != kernels::MatmulInputs::kF32) {
     fail("{}: muse_spark runs its matrices with f32 inputs only for now", directory_);
+  }
+  if (run_options_.dense_weights == DenseWeights::kInt8) {
+    resident_bytes_ += quantize_dense_int8(weights_, pool_.get());
   }
 }
 
@@ -96,10 +99,12 @@ std::string MuseSparkModel::description() const {
   for (const MuseLayerWeights& layer : weights_.layers) nvfp4 += layer.experts.nvfp4 ? 1 : 0;
   return fmt::format(
       "muse_spark {} layers ({} full NoPE, {} sliding window {}), hidden {}, {} experts top-{} "
-      "(NVFP4 on {} layers), vocab {} ({})",
+      "(NVFP4 on {} layers){}, vocab {} ({})",
       config_.num_layers, config_.num_full_attention_layers(), config_.num_sliding_layers(),
       config_.sliding_window, config_.hidden_size, config_.num_experts,
-      config_.num_experts_per_token, nvfp4, config_.vocab_size, directory_);
+      config_.num_experts_per_token, nvfp4,
+      run_options_.dense_weights == DenseWeights::kInt8 ? ", int8 dense" : "", config_.vocab_size,
+      directory_);
 }
 
 int64_t MuseSparkModel::max_context() const {
@@ -135,7 +140,7 @@ std::unique_ptr<SequenceState> MuseSparkModel::new_sequence(int64_t capacity) co
 }
 
 std::size_t MuseSparkModel::weight_bytes() const {
-  return checkpoint_ ? checkpoint_->total_bytes() : resident_bytes_;
+  return (checkpoint_ ? checkpoint_->total_bytes() : 0) + resident_bytes_;
 }
 
 std::size_t MuseSparkModel::expert_bytes(const MuseExperts& experts) const {

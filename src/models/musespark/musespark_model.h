@@ -81,7 +81,8 @@ class MuseSparkModel final : public LanguageModel {
   const MuseSparkWeights& weights() const { return weights_; }
 
  private:
-  void check_run_options() const;
+  // Refuses options the family cannot run; quantises the dense matrices when asked.
+  void apply_run_options();
   std::size_t kv_element_bytes() const;
   std::size_t expert_bytes(const MuseExperts& experts) const;
   std::size_t dense_decode_bytes() const;  // every matrix a step reads but the experts
@@ -101,7 +102,7 @@ class MuseSparkModel final : public LanguageModel {
   MuseSparkConfig config_;
   std::unique_ptr<Checkpoint> checkpoint_;  // null for weights built in memory
   MuseSparkWeights weights_;
-  std::size_t resident_bytes_ = 0;  // weights built in memory
+  std::size_t resident_bytes_ = 0;  // weights built in memory, int8 copies
   ModelRunOptions run_options_;
   MuseSparkOptions options_;
   std::vector<int64_t> tap_layers_;

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "kernels/nvfp4.h"
+#include "models/common/int8_dense.h"
 
 namespace md {
 
@@ -105,6 +106,27 @@ MuseLayerWeights bind_layer(WeightBinder& b, const MuseSparkConfig& c, int64_t l
 }
 
 }  // namespace
+
+std::size_t quantize_dense_int8(MuseSparkWeights& weights, ThreadPool* pool) {
+  std::size_t bytes = 0;
+  const auto int8 = [&](kernels::WeightMatrix& m, const std::string& name) {
+    m = quantized_int8(m, name, weights.owned, pool);
+    bytes += m.bytes(0, m.rows) + static_cast<std::size_t>(m.rows) * sizeof(float);
+  };
+  int8(weights.lm_head, "lm_head");
+  for (std::size_t l = 0; l < weights.layers.size(); ++l) {
+    MuseLayerWeights& w = weights.layers[l];
+    const std::string p = fmt::format("layer {} ", l);
+    int8(w.q_proj, p + "q_proj");
+    int8(w.k_proj, p + "k_proj");
+    int8(w.v_proj, p + "v_proj");
+    int8(w.gate_proj, p + "gate_proj");
+    int8(w.o_proj, p + "o_proj");
+    int8(w.pre_expert_proj, p + "pre_expert_proj");
+    int8(w.post_expert_proj, p + "post_expert_proj");
+  }
+  return bytes;
+}
 
 MuseResidualGate residual_gate_coefficients(const std::vector<float>& gate, double temperature,
                                             double floor) {

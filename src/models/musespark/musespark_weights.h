@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/thread_pool.h"
 #include "io/checkpoint.h"
 #include "kernels/weight_matrix.h"
 #include "models/common/weight_binder.h"
@@ -73,6 +74,11 @@ inline constexpr double kResidualGateFloor = 1e-3;
 // the NVFP4 tensors). `gate_floor` is kResidualGateFloor but for a test's negative control.
 MuseSparkWeights bind_musespark_weights(const Checkpoint& checkpoint, const MuseSparkConfig& config,
                                         double gate_floor = kResidualGateFloor);
+
+// §7's int8 dense path: q, k, v, gate, o, pre_expert_proj, post_expert_proj and lm_head
+// quantised to int8 with a scale per output row (the router, the embedding table and the experts
+// stay as they are). Returns the bytes of the int8 copies (the stored matrices stay mapped).
+std::size_t quantize_dense_int8(MuseSparkWeights& weights, ThreadPool* pool);
 
 MuseResidualGate residual_gate_coefficients(const std::vector<float>& gate, double temperature,
                                             double floor);
