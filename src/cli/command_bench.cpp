@@ -450,8 +450,10 @@ int run_bench(BenchOptions options) {
                                {"live_state_bytes", prefilled->bytes()}};
     nlohmann::ordered_json prefill = nlohmann::ordered_json::array();
     for (const PrefillFigure& f : prefills) {
-      prefill.push_back(
-          {{"tokens", f.tokens}, {"seconds", f.seconds}, {"tokens_per_s", f.tokens_per_second()}});
+      prefill.push_back({{"executor", main_executor},
+                         {"tokens", f.tokens},
+                         {"seconds", f.seconds},
+                         {"tokens_per_s", f.tokens_per_second()}});
     }
     out["prefill"] = prefill;
     if (tiles) {
@@ -480,7 +482,8 @@ int run_bench(BenchOptions options) {
     }
     out["decode"] = decode;
     if (verify) {
-      out["verify"] = {{"rows", verify->rows},
+      out["verify"] = {{"executor", main_executor},
+                       {"rows", verify->rows},
                        {"step_seconds", verify->verify_seconds},
                        {"one_row_decode_step_seconds", verify->decode_seconds},
                        {"ratio", verify->ratio()}};
@@ -513,10 +516,12 @@ int run_bench(BenchOptions options) {
       "{:.2f} GB/s with 1), measured now\n",
       bandwidth / 1e9, threads, options.rounds, bandwidth_spread.min / 1e9,
       bandwidth_spread.max / 1e9, bandwidth_one / 1e9);
-  fmt::print(
-      "weights    {:.3f} GB streamed per 1-row decode step (the GB/s below count what each step "
-      "read: rows that choose different experts read more)\n\n",
-      step_bytes / 1e9);
+  // A MoE family reports what each step read: its rows choose different experts.
+  fmt::print("weights    {:.3f} GB streamed per 1-row decode step{}\n\n", step_bytes / 1e9,
+             model->last_step_weight_bytes() > 0
+                 ? " (the GB/s below count what each step read: rows that choose different "
+                   "experts read more)"
+                 : "");
   // "of bandwidth": the median over rounds of each round's fraction, with their range.
   fmt::print("{:<9} {:>4} {:>10} {:>10} {:>9} {:>12}  {}\n", "executor", "rows", "tok/s", "step ms",
              "GB/s", "of bandwidth", "rounds");

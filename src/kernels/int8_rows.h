@@ -22,9 +22,10 @@ struct Int8RowsMatrix {
 // The quantiser of §7, bit for bit: per row, s = f32(amax · f32(1/127)) (1 for an all-zero row)
 // and q = clip(rint(w · f32(1/s)), −127, 127), rounding half to even; the reciprocal is
 // multiplied, never divided by. `bf16` is [rows][cols]; `q` and `scales` are the caller's
-// ([rows][cols], [rows]). Rows are split over `pool` (may be null).
-void quantize_int8_rows(const std::uint16_t* bf16, int64_t rows, int64_t cols, std::int8_t* q,
-                        float* scales, ThreadPool* pool);
+// ([rows][cols], [rows]). Rows are split over `pool` (may be null). False when a weight is not
+// finite (no int8 code stands for it; the caller names the matrix).
+[[nodiscard]] bool quantize_int8_rows(const std::uint16_t* bf16, int64_t rows, int64_t cols,
+                                      std::int8_t* q, float* scales, ThreadPool* pool);
 
 // Row r as f32: scale · q, one rounding per weight.
 void dequantize_int8_row(const Int8RowsMatrix& m, int64_t r, float* out);

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -29,7 +30,8 @@ Quantised quantise(const std::vector<float>& values, int64_t rows, int64_t cols)
   for (float v : values) bf16.push_back(f32_to_bf16(v));
   Quantised out{std::vector<std::int8_t>(values.size()),
                 std::vector<float>(static_cast<std::size_t>(rows))};
-  quantize_int8_rows(bf16.data(), rows, cols, out.q.data(), out.scales.data(), nullptr);
+  EXPECT_TRUE(
+      quantize_int8_rows(bf16.data(), rows, cols, out.q.data(), out.scales.data(), nullptr));
   return out;
 }
 
@@ -51,6 +53,16 @@ TEST(Int8Rows, QuantiserRoundsHalvesToEvenWithTheMultipliedReciprocal) {
 }
 
 // No code leaves ±127 even where amax · f32(1/127) rounds down and the reciprocal overshoots.
+TEST(Int8Rows, RowsThatAreNotFiniteAreRefused) {
+  for (const float bad :
+       {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    const std::vector<std::uint16_t> w = {f32_to_bf16(1.0f), f32_to_bf16(bad)};
+    std::vector<std::int8_t> q(2);
+    float scale = 0;
+    EXPECT_FALSE(quantize_int8_rows(w.data(), 1, 2, q.data(), &scale, nullptr)) << bad;
+  }
+}
+
 TEST(Int8Rows, CodesStayWithinPlusMinus127) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-3.0f, 3.0f);
@@ -119,12 +131,17 @@ TEST(Int8Matmul, EveryPathFollowsTheDocumentedOrderBitwise) {
   }
 }
 
-// Against float64 maths: close, and a product that forgets the row scale is far off.
+// Against float64 maths: close, and the same kernel with every row scale set to 1 (a product
+// that forgot the scales) is far off.
 TEST(Int8Matmul, MatchesFloat64AndNeedsTheRowScale) {
   const int64_t rows = 16, cols = 256;
   Problem p = problem(rows, cols, 1, 5);
-  std::vector<float> y(static_cast<std::size_t>(rows));
+  std::vector<float> y(static_cast<std::size_t>(rows)), unscaled(y.size());
   int8_matmul(p.w, p.x.data(), 1, y.data(), nullptr);
+  const std::vector<float> ones(static_cast<std::size_t>(rows), 1.0f);
+  Int8RowsMatrix forgot = p.w;
+  forgot.scales = ones.data();
+  int8_matmul(forgot, p.x.data(), 1, unscaled.data(), nullptr);
   for (int64_t r = 0; r < rows; ++r) {
     double exact = 0, magnitude = 0;
     for (int64_t c = 0; c < cols; ++c) {
@@ -134,8 +151,8 @@ TEST(Int8Matmul, MatchesFloat64AndNeedsTheRowScale) {
       magnitude += std::fabs(term);
     }
     EXPECT_NEAR(y[static_cast<std::size_t>(r)], exact, 1e-6 * magnitude) << r;
-    const double unscaled = exact / p.scales[static_cast<std::size_t>(r)];
-    EXPECT_GT(std::fabs(unscaled - exact), 1e-2 * magnitude) << "negative control, row " << r;
+    EXPECT_GT(std::fabs(unscaled[static_cast<std::size_t>(r)] - exact), 1e-2 * magnitude)
+        << "negative control, row " << r;
   }
 }
 

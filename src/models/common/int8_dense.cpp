@@ -28,7 +28,9 @@ kernels::WeightMatrix quantized_int8(const kernels::WeightMatrix& m, const std::
   const auto count = static_cast<std::size_t>(m.rows * m.cols);
   auto* q = static_cast<std::int8_t*>(owned_bytes(owned, count));
   auto* scales = static_cast<float*>(owned_bytes(owned, static_cast<std::size_t>(m.rows) * 4));
-  kernels::quantize_int8_rows(kernels::bf16_row(m, 0), m.rows, m.cols, q, scales, pool);
+  if (!kernels::quantize_int8_rows(kernels::bf16_row(m, 0), m.rows, m.cols, q, scales, pool)) {
+    fail("--dense-weights int8: {} holds a weight that is not finite", name);
+  }
   return kernels::WeightMatrix::of(kernels::Int8RowsMatrix{q, scales, m.rows, m.cols});
 }
 

@@ -9,8 +9,8 @@
 namespace md {
 
 // The int8 form of a bf16 matrix, its codes and scales appended to `owned`. Throws md::Error
-// naming `name` for a matrix that is not bf16 or whose width is not a multiple of 8 (the int8
-// kernels' lanes).
+// naming `name` for a matrix that is not bf16, whose width is not a multiple of 8 (the int8
+// kernels' lanes) or that holds a NaN or an infinity.
 kernels::WeightMatrix quantized_int8(const kernels::WeightMatrix& m, const std::string& name,
                                      OwnedWeights& owned, ThreadPool* pool);
 

@@ -85,10 +85,15 @@ MuseSparkModel::MuseSparkModel(std::string name, MuseSparkConfig config, MuseSpa
   apply_run_options();
 }
 
-void MuseSparkModel::apply_run_options() {
-  if (run_options_.matmul_inputs != kernels::MatmulInputs::kF32) {
-    fail("{}: muse_spark runs its matrices with f32 inputs only for now", directory_);
+void MuseSparkModel::check_run_options(const ModelRunOptions& run_options,
+                                       const std::string& name) {
+  if (run_options.matmul_inputs != kernels::MatmulInputs::kF32) {
+    fail("{}: muse_spark runs its matrices with f32 inputs only for now", name);
   }
+}
+
+void MuseSparkModel::apply_run_options() {
+  check_run_options(run_options_, directory_);
   if (run_options_.dense_weights == DenseWeights::kInt8) {
     resident_bytes_ += quantize_dense_int8(weights_, pool_.get());
   }
@@ -151,7 +156,11 @@ std::size_t MuseSparkModel::expert_bytes(const MuseExperts& experts) const {
 }
 
 std::size_t MuseSparkModel::dense_decode_bytes() const {
-  const auto matrix = [](const kernels::WeightMatrix& m) { return m.bytes(0, m.rows); };
+  const auto matrix = [](const kernels::WeightMatrix& m) {
+    // int8 rows also read their f32 scale each.
+    const std::size_t scales = m.row_scales != nullptr ? sizeof(float) : 0;
+    return m.bytes(0, m.rows) + static_cast<std::size_t>(m.rows) * scales;
+  };
   std::size_t total = matrix(weights_.lm_head);
   for (const MuseLayerWeights& w : weights_.layers) {
     total += matrix(w.q_proj) + matrix(w.k_proj) + matrix(w.v_proj) + matrix(w.gate_proj) +

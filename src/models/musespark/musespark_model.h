@@ -42,6 +42,9 @@ class MuseSparkModel final : public LanguageModel {
                  std::size_t resident_bytes, const ModelRunOptions& run_options,
                  const MuseSparkOptions& options = {});
 
+  // Throws md::Error naming `name` for run options the family cannot run.
+  static void check_run_options(const ModelRunOptions& run_options, const std::string& name);
+
   std::string description() const override;
   int64_t vocab_size() const override { return config_.vocab_size; }
   int64_t max_context() const override;
@@ -81,7 +84,7 @@ class MuseSparkModel final : public LanguageModel {
   const MuseSparkWeights& weights() const { return weights_; }
 
  private:
-  // Refuses options the family cannot run; quantises the dense matrices when asked.
+  // check_run_options(), then the dense matrices quantised when asked.
   void apply_run_options();
   std::size_t kv_element_bytes() const;
   std::size_t expert_bytes(const MuseExperts& experts) const;

@@ -20,14 +20,40 @@ constexpr char kLayer[] = "muse-spark-layer";
 
 // The geometry one shape varies; everything else is the published model's (§1).
 struct Shape {
-  int64_t layers, hidden, moe_hidden, moe_intermediate, experts, top_k;
-  int64_t heads, kv_heads, vocab, window;
+  int64_t layers = 0, hidden = 0, moe_hidden = 0, moe_intermediate = 0, experts = 0, top_k = 0;
+  int64_t heads = 0, kv_heads = 0, vocab = 0, window = 0, max_positions = 0;
   std::vector<int64_t> eos;
 };
 
 Shape shape_of(const std::string& name) {
-  if (name == kTiny) return {6, 512, 256, 96, 16, 4, 8, 2, 1024, 16, {1, 2}};
-  if (name == kLayer) return {2, 8192, 4096, 4096, 256, 8, 128, 16, 202048, 2048, {200001, 200008}};
+  if (name == kTiny) {
+    return {.layers = 6,
+            .hidden = 512,
+            .moe_hidden = 256,
+            .moe_intermediate = 96,
+            .experts = 16,
+            .top_k = 4,
+            .heads = 8,
+            .kv_heads = 2,
+            .vocab = 1024,
+            .window = 16,
+            .max_positions = 4096,
+            .eos = {1, 2}};
+  }
+  if (name == kLayer) {
+    return {.layers = 2,
+            .hidden = 8192,
+            .moe_hidden = 4096,
+            .moe_intermediate = 4096,
+            .experts = 256,
+            .top_k = 8,
+            .heads = 128,
+            .kv_heads = 16,
+            .vocab = 202048,
+            .window = 2048,
+            .max_positions = 1048576,
+            .eos = {200001, 200008}};
+  }
   fail("unknown synthetic shape '{}' (known: {}, {})", name, kTiny, kLayer);
 }
 
@@ -66,7 +92,7 @@ nlohmann::json text_config(const Shape& s) {
       {"routed_scaling_factor", 1.0},
       {"tie_word_embeddings", false},
       {"eos_token_id", s.eos},
-      {"max_position_embeddings", s.layers == 2 ? 1048576 : 4096}};
+      {"max_position_embeddings", s.max_positions}};
   return {{"model_type", "muse_spark"}, {"tie_word_embeddings", false}, {"text_config", text}};
 }
 
@@ -193,6 +219,8 @@ std::unique_ptr<MuseSparkModel> make_synthetic_musespark(const std::string& shap
                                                          const ModelRunOptions& options,
                                                          const MuseSparkOptions& muse) {
   MuseSparkConfig config = synthetic_musespark_config(shape);
+  // Refuse what the model cannot run before generating gigabytes of weights.
+  MuseSparkModel::check_run_options(options, "synthetic " + shape);
   ThreadPool pool(options.threads);
   MuseSparkWeights w;
   SyntheticWeights arena(w.owned, pool);

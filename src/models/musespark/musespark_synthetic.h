@@ -20,10 +20,10 @@ bool is_synthetic_musespark_shape(const std::string& shape);
 MuseSparkConfig synthetic_musespark_config(const std::string& shape);  // md::Error if unknown
 
 // Distinct experts a "muse-spark-layer" layer stores: 256 bf16 experts of 4096 × 4096 would take
-// 24 GiB per layer, so expert e reads slot e % 16. Every slot is far larger than the last-level
-// cache (96 MiB bf16, 27 MiB NVFP4 against 32 MiB here), so a step still streams each selected
-// expert from memory; a step that picks two aliases of one slot reads it twice, as distinct
-// experts would be read.
+// 24 GiB per layer, so expert e reads slot e % 16. A bf16 slot (96 MiB) exceeds the last-level
+// cache (32 MiB here); an NVFP4 slot (27 MiB) nearly fills it, so a slot that two experts of one
+// step alias is mostly evicted by the experts run between them (ascending ids) before it is read
+// again. A step's figures count each expert it ran as read from memory.
 inline constexpr int64_t kSyntheticMuseExpertSlots = 16;
 
 // Weights drawn from a fixed seed (deterministic for any thread count), scaled so that activations
