@@ -10,6 +10,7 @@
 
 #include "kernels/int8_matmul_kernels.h"
 #include "kernels/lane_sum8.h"
+#include "kernels/tile_walk.h"
 
 namespace md::kernels {
 
@@ -69,15 +70,9 @@ void row_group(const Int8RowsMatrix& w, int64_t r, const float* x, int64_t x_str
 
 void int8_matmul_tile_avx2(const Int8RowsMatrix& w, int64_t row_begin, int64_t row_end,
                            const float* x, int64_t x_stride, int64_t n_rows, const MatmulOut& out) {
-  int64_t r = row_begin;
-  if (n_rows == 1) {
-    for (; r + kOutputGroup <= row_end; r += kOutputGroup) output_group(w, r, x, out);
-  }
-  for (; r < row_end; ++r) {
-    for (int64_t n0 = 0; n0 < n_rows; n0 += kRowGroup) {
-      row_group(w, r, x, x_stride, n0, std::min(kRowGroup, n_rows - n0), out);
-    }
-  }
+  walk_tile<kOutputGroup, kRowGroup>(
+      row_begin, row_end, n_rows, [&](int64_t r) { output_group(w, r, x, out); },
+      [&](int64_t r, int64_t n0, int64_t count) { row_group(w, r, x, x_stride, n0, count, out); });
 }
 
 }  // namespace md::kernels
