@@ -49,7 +49,6 @@ double trained_error(const MuseSparkConfig& c, const std::vector<float>& logits,
 double worst_prompt_error(MuseSparkModel& model, const std::vector<MuseGoldenPrompt>& goldens) {
   double worst = 0;
   for (const MuseGoldenPrompt& golden : goldens) {
-    if (golden.greedy.empty()) continue;
     auto state = model.new_sequence(kCapacity);
     std::vector<float> logits;
     model.forward(*state, golden.ids, LogitRows::kAll, logits);

@@ -7,12 +7,13 @@
 // element-wise; o_proj.
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <vector>
 
 #include "base/cache_aligned.h"
 #include "base/dtype.h"
 #include "kernels/activations.h"
-#include "kernels/dot_f32.h"
+#include "kernels/attention_runs.h"
 #include "kernels/weight_matrix.h"
 #include "models/musespark/musespark_model.h"
 #include "models/musespark/musespark_row_math.h"
@@ -34,6 +35,13 @@ Buffer buffer(int64_t n) {
 struct HeadKeys {
   std::vector<float> keys, values;
   int64_t count = 0;
+  kernels::KeyRun whole;
+
+  // The gathered positions as the one run of keys the shared softmax reads.
+  std::span<const kernels::KeyRun> run(int64_t head_dim) {
+    whole = {keys.data(), values.data(), count, head_dim};
+    return {&whole, 1};
+  }
 
   void gather(const MuseLayerKv& kv, int64_t offset, int64_t head_dim, int64_t first,
               int64_t last) {
@@ -50,30 +58,6 @@ struct HeadKeys {
     }
   }
 };
-
-// out = Σ_j softmax_j(scale · q·k_j) · v_j over the gathered positions, in position order.
-void attend_head(const HeadKeys& kv, const float* q, int64_t head_dim, float scale,
-                 std::vector<float>& scores, float* out) {
-  scores.resize(static_cast<std::size_t>(kv.count));
-  float max_score = -INFINITY;
-  for (int64_t j = 0; j < kv.count; ++j) {
-    const float s = scale * kernels::dot_f32(q, kv.keys.data() + j * head_dim, head_dim);
-    scores[static_cast<std::size_t>(j)] = s;
-    max_score = std::max(max_score, s);
-  }
-  double sum = 0;
-  for (float& s : scores) {
-    s = std::exp(s - max_score);
-    sum += s;
-  }
-  const auto inv = static_cast<float>(1.0 / sum);
-  std::fill(out, out + head_dim, 0.0f);
-  for (int64_t j = 0; j < kv.count; ++j) {
-    const float p = scores[static_cast<std::size_t>(j)] * inv;
-    const float* v = kv.values.data() + j * head_dim;
-    for (int64_t d = 0; d < head_dim; ++d) out[d] += p * v[d];
-  }
-}
 
 }  // namespace
 
@@ -125,7 +109,9 @@ void MuseSparkModel::attention(int64_t layer, std::span<const Row> step, const f
       if (h % c.gqa_group() == 0)
         head_keys.gather(kv, (h / c.gqa_group()) * hd, hd, first, position);
       float* oh = o.data() + t * q_dim + h * hd;
-      attend_head(head_keys, q.data() + t * q_dim + h * hd, hd, scale, scores, oh);
+      scores.resize(static_cast<std::size_t>(head_keys.count));
+      kernels::attend_runs(q.data() + t * q_dim + h * hd, head_keys.run(hd), hd, scale,
+                           scores.data(), oh);
       muse::rms_unweighted(oh, hd, eps, oh);
       const float* gh = gate.data() + t * q_dim + h * hd;
       for (int64_t d = 0; d < hd; ++d) oh[d] *= kernels::sigmoid(gh[d]);
