@@ -7,9 +7,12 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/model_session.h"
 #include "io/gguf_file.h"
 #include "io/model_source.h"
 #include "models/gguf_model_summary.h"
+#include "models/language_model.h"
+#include "models/model_config.h"
 #include "models/model_summary.h"
 
 namespace md::cli {
@@ -25,15 +28,26 @@ CommandAction add_info_command(CLI::App& app) {
   sub->add_option("--context", options->context, "Positions per sequence (0: model default)");
   sub->add_option("--sequences", options->sequences, "Sequences held at once")
       ->check(CLI::PositiveNumber);
-  return [model, options]() {
+  auto dense = std::make_shared<std::string>("as-stored");
+  add_dense_weights_option(*sub, *dense);
+  return [model, options, dense]() {
+    options->footprint.dense_int8 = parse_dense_weights(*dense) == DenseWeights::kInt8;
     ResolvedModel resolved = resolve_model_source(*model);
     fmt::print("model: {}\n", resolved.description);
     if (resolved.directory.ends_with(".gguf")) {
+      if (options->footprint.dense_int8) {
+        require_stored_dense_weights(ModelRunOptions{.dense_weights = DenseWeights::kInt8},
+                                     resolved.directory);
+      }
       const GgufFile file(resolved.directory);
       fmt::print("{}", format_model_summary(summarize_gguf_model(file, *options)));
       return kExitOk;
     }
     ModelConfig config = load_model_config(resolved.directory);
+    if (options->footprint.dense_int8 && family_of(config) != ModelFamily::kMuseSpark) {
+      require_stored_dense_weights(ModelRunOptions{.dense_weights = DenseWeights::kInt8},
+                                   resolved.directory);
+    }
     fmt::print("{}", format_model_summary(summarize_model(config, *options)));
     return kExitOk;
   };

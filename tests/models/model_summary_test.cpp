@@ -184,6 +184,30 @@ TEST(ModelSummary, MuseSparkMatchesTheSpec) {
   EXPECT_EQ(long_flat.state_bytes_read_per_token, long_ring.state_bytes_read_per_token);
 }
 
+// §5's int8 option: "dense per layer 272 MiB + 8 MiB", "lm_head (int8) 1.54 GiB", "bytes read per
+// step ≈ 31.6 GiB (int8 dense)"; the spec leaves out the f32 scale per output row (44 KiB a layer,
+// 0.8 MiB for lm_head), which megadecode stores and reads.
+TEST(ModelSummary, MuseSparkInt8DenseMatchesTheSpec) {
+  ModelConfig all_nvfp4 = load("musespark");
+  std::get<MuseSparkConfig>(all_nvfp4).expert_formats.assign(62, WeightFormat::kNVFP4);
+  FootprintOptions int8;
+  int8.dense_int8 = true;
+  ModelSummary s = summarize(all_nvfp4, 8192, 1, int8);
+  const ConfigFootprint& f = s.footprint;
+  const int64_t scales_per_layer = 4 * (2 * 8192 + 8192 + 2 * 1024 + 4096 + 8192);
+  EXPECT_EQ(f.bytes_of(WeightKind::kAttention) + f.bytes_of(WeightKind::kMoeProjection),
+            62 * (272 * kMiB + scales_per_layer));
+  EXPECT_EQ(f.bytes_of(WeightKind::kRouter), 62 * (8 * kMiB + kKiB));  // stays f32
+  EXPECT_EQ(f.bytes_of(WeightKind::kLmHead), int64_t{202048} * (8192 + 4));
+  EXPECT_NEAR(static_cast<double>(f.bytes_of(WeightKind::kLmHead)) / kGiBf, 1.54, 0.005);
+  EXPECT_NEAR(static_cast<double>(s.weight_bytes_read_per_token) / kGiBf, 31.6, 0.05);
+  // The option changes nothing else: the embedding table and the experts are as stored.
+  ModelSummary stored = summarize(all_nvfp4, 8192);
+  EXPECT_EQ(f.bytes_of(WeightKind::kEmbedding), stored.footprint.bytes_of(WeightKind::kEmbedding));
+  EXPECT_EQ(f.bytes_of(WeightKind::kRoutedExperts),
+            stored.footprint.bytes_of(WeightKind::kRoutedExperts));
+}
+
 TEST(ModelSummary, SmolLM2TiesItsEmbedding) {
   ModelSummary s = summarize(load("smollm2-135m"), 8192);
   EXPECT_EQ(s.total_params, 134515008);

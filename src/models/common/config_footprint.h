@@ -95,6 +95,7 @@ struct FootprintOptions {
   WeightFormat conv_state = WeightFormat::kBF16;
   bool mla_absorbed = true;         // Kimi: cache the 576-wide latent instead of per-head K/V
   bool sliding_window_ring = true;  // Muse: sliding layers keep a window-sized ring
+  bool dense_int8 = false;  // Muse: --dense-weights int8 (dense matrices int8 per output row)
 };
 
 struct ConfigFootprint {

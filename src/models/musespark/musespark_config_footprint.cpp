@@ -14,16 +14,27 @@ std::vector<int64_t> layers_of_kind(const MuseSparkConfig& c, MuseLayerKind kind
   return layers;
 }
 
-void add_dense_layer_weights(const MuseSparkConfig& c, ConfigFootprint& f) {
+// `params` weights in `rows` output rows, as stored (bf16) or quantised at load to int8 with an f32
+// scale per row (§7), read whole every token.
+void add_matrices(ConfigFootprint& f, WeightKind kind, int64_t params, int64_t rows, bool int8) {
+  if (!int8) {
+    f.add_dense(kind, WeightFormat::kBF16, params);
+    return;
+  }
+  const int64_t bytes = params + rows * 4;
+  f.add_weights(kind, WeightFormat::kInt8, params, bytes, bytes);
+}
+
+void add_dense_layer_weights(const MuseSparkConfig& c, bool int8, ConfigFootprint& f) {
   int64_t n = c.num_layers;
   int64_t h = c.hidden_size;
   int64_t hm = c.moe_hidden_size;
   // q, gate and o are [q_dim, H] / [H, q_dim]; k and v [kv_dim, H].
-  f.add_dense(WeightKind::kAttention, WeightFormat::kBF16,
-              n * (3 * c.q_dim() * h + 2 * c.kv_dim() * h));
-  // Router weight and selection bias are f32 in the checkpoint.
+  add_matrices(f, WeightKind::kAttention, n * (3 * c.q_dim() * h + 2 * c.kv_dim() * h),
+               n * (2 * c.q_dim() + h + 2 * c.kv_dim()), int8);
+  // Router weight and selection bias are f32 in the checkpoint (never quantised).
   f.add_dense(WeightKind::kRouter, WeightFormat::kF32, n * (c.num_experts * h + c.num_experts));
-  f.add_dense(WeightKind::kMoeProjection, WeightFormat::kBF16, n * 2 * hm * h);
+  add_matrices(f, WeightKind::kMoeProjection, n * 2 * hm * h, n * (hm + h), int8);
   // input, pre-FFN and post-FFN norms, two residual gates; pre/post expert norms.
   f.add_dense(WeightKind::kNorms, WeightFormat::kBF16, n * (5 * h + 2 * hm));
 }
@@ -86,11 +97,17 @@ ConfigFootprint musespark_footprint(const MuseSparkConfig& c, const FootprintOpt
   f.layer_kinds.push_back(LayerKindRow{"full attention (NoPE) + MoE",
                                        layers_of_kind(c, MuseLayerKind::kFullAttention), heads});
   f.add_embedding(WeightFormat::kBF16, c.vocab_size, c.hidden_size);
-  add_dense_layer_weights(c, f);
+  add_dense_layer_weights(c, options.dense_int8, f);
   add_expert_weights(c, f);
   f.add_dense(WeightKind::kNorms, WeightFormat::kBF16, c.hidden_size);  // final norm
-  f.add_dense(WeightKind::kLmHead, WeightFormat::kBF16, c.vocab_size * c.hidden_size);
+  add_matrices(f, WeightKind::kLmHead, c.vocab_size * c.hidden_size, c.vocab_size,
+               options.dense_int8);
   add_state(c, options, f);
+  if (options.dense_int8) {
+    f.notes.push_back(
+        "dense matrices (attention, latent projections, lm_head) quantised at load to int8 with "
+        "an f32 scale per output row (--dense-weights int8); the checkpoint keeps them in bf16");
+  }
   if (c.quantization.quantized()) {
     f.notes.push_back(
         fmt::format("experts NVFP4 ({}) on layers 1..{}, bf16 on the first and "
