@@ -516,11 +516,11 @@ int run_bench(BenchOptions options) {
       "{:.2f} GB/s with 1), measured now\n",
       bandwidth / 1e9, threads, options.rounds, bandwidth_spread.min / 1e9,
       bandwidth_spread.max / 1e9, bandwidth_one / 1e9);
-  // A MoE family reports what each step read: its rows choose different experts.
+  // Families that report what each step read (a MoE's rows choose different experts).
   fmt::print("weights    {:.3f} GB streamed per 1-row decode step{}\n\n", step_bytes / 1e9,
              model->last_step_weight_bytes() > 0
-                 ? " (the GB/s below count what each step read: rows that choose different "
-                   "experts read more)"
+                 ? " (the GB/s below count what each step read: a MoE's rows may choose "
+                   "different experts)"
                  : "");
   // "of bandwidth": the median over rounds of each round's fraction, with their range.
   fmt::print("{:<9} {:>4} {:>10} {:>10} {:>9} {:>12}  {}\n", "executor", "rows", "tok/s", "step ms",

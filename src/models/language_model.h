@@ -122,8 +122,8 @@ class LanguageModel {
   // Weight bytes one decode step streams (for bandwidth figures); 0 when unknown.
   virtual std::size_t decode_weight_bytes() const { return 0; }
   // Weight bytes the last decode() read, each expert it ran counted once (rows of a MoE step may
-  // choose different experts, so more rows read more); 0 for families that report only
-  // decode_weight_bytes().
+  // choose different experts, so more rows read more; a reference forward per row reads
+  // everything per row); 0 for families that report only decode_weight_bytes().
   virtual std::size_t last_step_weight_bytes() const { return 0; }
   // All weight bytes the model keeps resident (mapped or in memory); 0 when unknown.
   virtual std::size_t weight_bytes() const { return 0; }

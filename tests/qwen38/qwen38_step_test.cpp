@@ -107,10 +107,12 @@ TEST(Qwen38Step, MoeRowsShareOnePassPerChosenExpert) {
   }
   model->decode(rows, tokens, logits);
   int plans = 0;
+  int64_t experts_run = 0;
   for (const program::Instruction& ins : step->instructions()) {
     if (ins.opcode() != program::Opcode::kMoeRoute) continue;
     const program::MoePlan& plan = *std::get<program::MoeRouteOperands>(ins.operands).plan;
     ++plans;
+    experts_run += plan.used;
     std::vector<int64_t> per_row(8, 0);
     for (int64_t u = 0; u < plan.used; ++u) {
       if (u > 0) {
@@ -126,6 +128,27 @@ TEST(Qwen38Step, MoeRowsShareOnePassPerChosenExpert) {
     for (int64_t n : per_row) EXPECT_EQ(n, c.moe.experts_per_token);
   }
   EXPECT_EQ(plans, c.num_layers);
+  // The step reports what it read: each distinct expert once (bf16 gate, up and down: 3·I·H·2
+  // bytes) in place of the 1-row figure's k experts per layer.
+  const auto per_expert = static_cast<std::size_t>(3 * c.moe.intermediate * c.hidden_size * 2);
+  const std::size_t one_row = model->decode_weight_bytes();
+  EXPECT_EQ(model->last_step_weight_bytes(),
+            one_row - static_cast<std::size_t>(plans * c.moe.experts_per_token) * per_expert +
+                static_cast<std::size_t>(experts_run) * per_expert);
+  EXPECT_GT(model->last_step_weight_bytes(), one_row);
+  model->decode(std::span(rows).first(1), std::span(tokens).first(1), logits);
+  EXPECT_EQ(model->last_step_weight_bytes(), one_row);
+  // The reference executor runs a whole forward per row.
+  auto reference = model_with(ExecutorKind::kReference, 2, kMoeFixture);
+  std::vector<std::unique_ptr<SequenceState>> own;
+  std::vector<SequenceState*> three;
+  for (int r = 0; r < 3; ++r) {
+    own.push_back(reference->new_sequence(64));
+    reference->forward(*own.back(), prompt_of(3 + r, r), LogitRows::kLast, logits);
+    three.push_back(own.back().get());
+  }
+  reference->decode(three, std::span(tokens).first(3), logits);
+  EXPECT_EQ(reference->last_step_weight_bytes(), 3 * one_row);
 }
 
 // Every instruction of the step is plain data a second executor could read: no family kernels;

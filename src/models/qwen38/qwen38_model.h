@@ -65,6 +65,8 @@ class Qwen38Model final : public LanguageModel {
   const Qwen38Config& config() const { return config_; }
   // Weight bytes a decode step streams (every matrix but the embedding table) and in total.
   std::size_t decode_weight_bytes() const override;
+  // A fused step reads each expert its rows chose once; the reference runs one forward per row.
+  std::size_t last_step_weight_bytes() const override { return last_step_bytes_; }
   std::size_t weight_bytes() const override;
   program::Program* decode_program(int64_t rows) override;
   bool set_executor(ExecutorKind executor) override {
@@ -95,7 +97,9 @@ class Qwen38Model final : public LanguageModel {
   int threads_ = 1;
   // The persistent team (idle workers sleep) and the op-by-op twin; the drafter shares the team.
   std::unique_ptr<program::Executors> executors_;
-  std::vector<std::unique_ptr<Qwen38Step>> steps_;  // built on first use, per (rows, mode)
+  std::vector<std::unique_ptr<Qwen38Step>> steps_;
+  std::size_t last_step_bytes_ =
+      0;  // weight bytes the last decode() read  // built on first use, per (rows, mode)
   std::vector<int32_t> last_greedy_;
   std::vector<int64_t> tap_layers_;
   std::vector<float> last_taps_;

@@ -232,6 +232,12 @@ int32_t Qwen38Step::add_mlp(StepBuilder& b, int64_t layer, int32_t residual) {
                       {b.all(gate_up)});
 }
 
+std::vector<int64_t> Qwen38Step::experts_run() const {
+  std::vector<int64_t> used;
+  for (const auto& plan : moe_plans_) used.push_back(plan->used);
+  return used;
+}
+
 int64_t Qwen38Step::moe_slots() const {
   return std::min(config_.moe.experts, max_rows_ * config_.moe.experts_per_token);
 }

@@ -60,6 +60,10 @@ class Qwen38Step {
   // The taps of the last run's rows, [rows()][tap_layers().size() * H].
   const float* taps() const { return taps_.data(); }
 
+  // The distinct experts the last run chose in each MoE layer, in layer order (each was read
+  // once for all the rows that chose it).
+  std::vector<int64_t> experts_run() const;
+
   // Verify mode: keeps the first `rows_kept` rows (0..rows) of the last run: positions and the
   // delta-net states return to the state after row rows_kept-1 (or before the block).
   void commit(Qwen38State& state, int64_t rows_kept);

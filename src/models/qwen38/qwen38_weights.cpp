@@ -216,6 +216,18 @@ std::size_t routed_expert_bytes_per_row(const Qwen38Weights& weights, int64_t ex
   return total;
 }
 
+std::size_t routed_expert_bytes_run(const Qwen38Weights& weights,
+                                    const std::vector<int64_t>& experts_run) {
+  std::size_t total = 0, moe_layer = 0;
+  for (const Qwen38LayerWeights& l : weights.layers) {
+    const auto experts = static_cast<std::size_t>(l.moe.experts.count());
+    if (experts == 0) continue;
+    total += layer_expert_bytes(l.moe.experts) / experts *
+             static_cast<std::size_t>(experts_run.at(moe_layer++));
+  }
+  return total;
+}
+
 bool has_q8_matrices(const Qwen38Weights& weights) {
   bool any = false;
   for_each_multiplied_matrix(weights, [&](const kernels::WeightMatrix& m) {

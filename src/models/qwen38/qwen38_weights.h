@@ -109,6 +109,9 @@ void for_each_multiplied_matrix(Weights& weights, Fn fn) {
 // counted at the layer's mean expert size.
 std::size_t routed_expert_bytes(const Qwen38Weights& weights);
 std::size_t routed_expert_bytes_per_row(const Qwen38Weights& weights, int64_t experts_per_token);
+// The routed-expert bytes of a step that ran experts_run[i] distinct experts in the i-th MoE layer.
+std::size_t routed_expert_bytes_run(const Qwen38Weights& weights,
+                                    const std::vector<int64_t>& experts_run);
 
 // Whether any multiplied matrix is a GGUF type the q8 inputs apply to.
 bool has_q8_matrices(const Qwen38Weights& weights);
