@@ -31,22 +31,19 @@ CommandAction add_info_command(CLI::App& app) {
   auto dense = std::make_shared<std::string>("as-stored");
   add_dense_weights_option(*sub, *dense);
   return [model, options, dense]() {
-    options->footprint.dense_int8 = parse_dense_weights(*dense) == DenseWeights::kInt8;
+    const DenseWeights dense_weights = parse_dense_weights(*dense);
+    options->footprint.dense_int8 = dense_weights == DenseWeights::kInt8;
     ResolvedModel resolved = resolve_model_source(*model);
     fmt::print("model: {}\n", resolved.description);
     if (resolved.directory.ends_with(".gguf")) {
-      if (options->footprint.dense_int8) {
-        require_stored_dense_weights(ModelRunOptions{.dense_weights = DenseWeights::kInt8},
-                                     resolved.directory);
-      }
+      require_stored_dense_weights(dense_weights, resolved.directory);
       const GgufFile file(resolved.directory);
       fmt::print("{}", format_model_summary(summarize_gguf_model(file, *options)));
       return kExitOk;
     }
     ModelConfig config = load_model_config(resolved.directory);
-    if (options->footprint.dense_int8 && family_of(config) != ModelFamily::kMuseSpark) {
-      require_stored_dense_weights(ModelRunOptions{.dense_weights = DenseWeights::kInt8},
-                                   resolved.directory);
+    if (family_of(config) != ModelFamily::kMuseSpark) {
+      require_stored_dense_weights(dense_weights, resolved.directory);
     }
     fmt::print("{}", format_model_summary(summarize_model(config, *options)));
     return kExitOk;

@@ -6,8 +6,8 @@
 
 namespace md {
 
-void require_stored_dense_weights(const ModelRunOptions& options, const std::string& model) {
-  if (options.dense_weights != DenseWeights::kAsStored) {
+void require_stored_dense_weights(DenseWeights dense, const std::string& model) {
+  if (dense != DenseWeights::kAsStored) {
     fail("{}: --dense-weights int8 is implemented for muse_spark models only", model);
   }
 }

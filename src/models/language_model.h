@@ -40,7 +40,10 @@ struct ModelRunOptions {
 
 // Throws md::Error naming `model` when `options` ask for a dense-weight quantisation its family
 // does not offer.
-void require_stored_dense_weights(const ModelRunOptions& options, const std::string& model);
+void require_stored_dense_weights(DenseWeights dense, const std::string& model);
+inline void require_stored_dense_weights(const ModelRunOptions& options, const std::string& model) {
+  require_stored_dense_weights(options.dense_weights, model);
+}
 
 // The state of one sequence: everything earlier tokens left behind (KV cache, recurrent and conv
 // states) and how many tokens it holds. Capacity is fixed when it is created.

@@ -1,21 +1,9 @@
 #include "models/common/int8_dense.h"
 
-#include <memory>
-
 #include "base/error.h"
 #include "kernels/int8_rows.h"
 
 namespace md {
-
-namespace {
-
-// Owned storage is uint16_t; `bytes` rounded up to whole elements.
-void* owned_bytes(OwnedWeights& owned, std::size_t bytes) {
-  owned.push_back(std::make_unique<uint16_t[]>((bytes + 1) / 2));
-  return owned.back().get();
-}
-
-}  // namespace
 
 kernels::WeightMatrix quantized_int8(const kernels::WeightMatrix& m, const std::string& name,
                                      OwnedWeights& owned, ThreadPool* pool) {

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <memory>
 
+#include "base/dtype.h"
+
 namespace md {
 
 namespace {
@@ -47,15 +49,26 @@ const uint16_t* SyntheticWeights::tensor(int64_t count, float scale) {
   return owned_.back().get();
 }
 
+std::vector<float> SyntheticWeights::values(int64_t count, float scale) {
+  const uint16_t* bits = tensor(count, scale);
+  std::vector<float> out(static_cast<std::size_t>(count));
+  for (int64_t i = 0; i < count; ++i) out[static_cast<std::size_t>(i)] = bf16_to_f32(bits[i]);
+  return out;
+}
+
+std::vector<float> SyntheticWeights::centred_scale(int64_t count, float spread) {
+  std::vector<float> w = values(count, spread);
+  for (float& x : w) x = 1.0f + x;
+  return w;
+}
+
 kernels::Bf16Matrix SyntheticWeights::matrix(int64_t rows, int64_t cols) {
   return {tensor(rows * cols, 1.0f / std::sqrt(static_cast<float>(cols))), rows, cols};
 }
 
 const uint8_t* SyntheticWeights::bytes(int64_t count, uint8_t base, uint8_t mask) {
-  // Owned storage is uint16_t; round up to whole elements.
-  owned_.push_back(std::make_unique<uint16_t[]>(static_cast<std::size_t>((count + 1) / 2)));
+  auto* data = static_cast<uint8_t*>(owned_bytes(owned_, static_cast<std::size_t>(count)));
   handed_out_ += static_cast<std::size_t>(count);
-  auto* data = reinterpret_cast<uint8_t*>(owned_.back().get());
   const uint64_t seed = ++seed_ * 0x1234567ull;
   in_blocks(count, pool_, [&](int64_t first, int64_t last) {
     for (int64_t i = first; i < last; ++i) {

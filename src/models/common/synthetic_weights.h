@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "base/thread_pool.h"
 #include "kernels/bf16_matrix.h"
@@ -20,6 +21,10 @@ class SyntheticWeights {
 
   // `count` values of magnitude about `scale`.
   const uint16_t* tensor(int64_t count, float scale);
+  // `count` such values widened to f32 (small vectors the models keep in f32).
+  std::vector<float> values(int64_t count, float scale);
+  // A zero-centred norm weight γ of that spread as the scale 1 + γ it is applied as.
+  std::vector<float> centred_scale(int64_t count, float spread);
   // [rows, cols] scaled like 1/sqrt(cols), so activations keep their size through a layer.
   kernels::Bf16Matrix matrix(int64_t rows, int64_t cols);
   // `count` bytes `base | (random & mask)`: packed codes (mask 0xff) or scale codes confined to a

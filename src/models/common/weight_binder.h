@@ -15,8 +15,15 @@
 namespace md {
 
 // Storage for the rare tensor whose bytes are not 2-byte aligned in the file and so cannot be
-// read in place as bf16; it must outlive the bound pointers.
+// read in place as bf16, and for weights made at load (int8 quantisation, synthetic shapes); it
+// must outlive the bound pointers.
 using OwnedWeights = std::vector<std::unique_ptr<uint16_t[]>>;
+
+// `bytes` of new storage appended to `owned` (16-byte aligned, so any weight type fits).
+inline void* owned_bytes(OwnedWeights& owned, std::size_t bytes) {
+  owned.push_back(std::make_unique<uint16_t[]>((bytes + 1) / 2));
+  return owned.back().get();
+}
 
 class WeightBinder {
  public:

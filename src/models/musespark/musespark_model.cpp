@@ -149,10 +149,11 @@ std::size_t MuseSparkModel::weight_bytes() const {
 }
 
 std::size_t MuseSparkModel::expert_bytes(const MuseExperts& experts) const {
-  const auto weights =
-      static_cast<std::size_t>(3 * config_.moe_intermediate_size * config_.moe_hidden_size);
-  // NVFP4: half a byte per weight, one scale byte per 16 and three f32 global scales.
-  return experts.nvfp4 ? weights / 2 + weights / 16 + 3 * 4 : weights * sizeof(uint16_t);
+  const int64_t inter = config_.moe_intermediate_size, hm = config_.moe_hidden_size;
+  if (!experts.nvfp4) return static_cast<std::size_t>(3 * inter * hm) * sizeof(uint16_t);
+  // gate_up and down in NVFP4, plus their three f32 global scales.
+  return static_cast<std::size_t>(nvfp4_matrix_bytes(2 * inter, hm) +
+                                  nvfp4_matrix_bytes(hm, inter) + 3 * 4);
 }
 
 std::size_t MuseSparkModel::dense_decode_bytes() const {

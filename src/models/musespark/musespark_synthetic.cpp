@@ -4,7 +4,6 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
-#include "base/dtype.h"
 #include "base/error.h"
 #include "base/thread_pool.h"
 #include "kernels/nvfp4.h"
@@ -116,41 +115,29 @@ class MuseWeightMaker {
   MuseLayerWeights layer(int64_t l) {
     const int64_t h = c_.hidden_size, hm = c_.moe_hidden_size;
     MuseLayerWeights w;
-    w.input_norm = centred(h);
+    w.input_norm = arena_.centred_scale(h, 0.05f);
     w.q_proj = matrix(c_.q_dim(), h);
     w.k_proj = matrix(c_.kv_dim(), h);
     w.v_proj = matrix(c_.kv_dim(), h);
     w.gate_proj = matrix(c_.q_dim(), h);
     w.o_proj = matrix(h, c_.q_dim());
     w.attention_gate = gate(h);
-    w.pre_ffn_norm = centred(h);
-    w.post_ffn_norm = centred(h);
+    w.pre_ffn_norm = arena_.centred_scale(h, 0.05f);
+    w.post_ffn_norm = arena_.centred_scale(h, 0.05f);
     w.ffn_gate = gate(h);
-    w.router = values(c_.num_experts * h, 1.0f / std::sqrt(static_cast<float>(h)));
-    w.router_bias = values(c_.num_experts, 0.01f);
+    w.router = arena_.values(c_.num_experts * h, 1.0f / std::sqrt(static_cast<float>(h)));
+    w.router_bias = arena_.values(c_.num_experts, 0.01f);
     w.pre_expert_proj = matrix(hm, h);
-    w.pre_expert_norm = centred(hm);
-    w.post_expert_norm = centred(hm);
+    w.pre_expert_norm = arena_.centred_scale(hm, 0.05f);
+    w.post_expert_norm = arena_.centred_scale(hm, 0.05f);
     w.post_expert_proj = matrix(h, hm);
     w.experts = nvfp4_layer(c_, l) ? nvfp4_experts() : bf16_experts();
     return w;
   }
 
  private:
-  std::vector<float> values(int64_t n, float spread) {
-    const uint16_t* bits = arena_.tensor(n, spread);
-    std::vector<float> out(static_cast<std::size_t>(n));
-    for (int64_t i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] = bf16_to_f32(bits[i]);
-    return out;
-  }
-  // A zero-centred norm weight γ as its scale 1 + γ.
-  std::vector<float> centred(int64_t n) {
-    std::vector<float> w = values(n, 0.05f);
-    for (float& x : w) x += 1.0f;
-    return w;
-  }
   MuseResidualGate gate(int64_t n) {
-    return residual_gate_coefficients(values(n, 1.0f), c_.residual_gate_temperature,
+    return residual_gate_coefficients(arena_.values(n, 1.0f), c_.residual_gate_temperature,
                                       kResidualGateFloor);
   }
   kernels::WeightMatrix matrix(int64_t rows, int64_t cols) {

@@ -66,7 +66,8 @@ class Qwen38Model final : public LanguageModel {
   // Weight bytes a decode step streams (every matrix but the embedding table) and in total.
   std::size_t decode_weight_bytes() const override;
   // A fused step reads each expert its rows chose once; the reference runs one forward per row.
-  std::size_t last_step_weight_bytes() const override { return last_step_bytes_; }
+  // Counted when asked, from the step's routing plans: the decode step does no accounting.
+  std::size_t last_step_weight_bytes() const override;
   std::size_t weight_bytes() const override;
   program::Program* decode_program(int64_t rows) override;
   bool set_executor(ExecutorKind executor) override {
@@ -97,9 +98,12 @@ class Qwen38Model final : public LanguageModel {
   int threads_ = 1;
   // The persistent team (idle workers sleep) and the op-by-op twin; the drafter shares the team.
   std::unique_ptr<program::Executors> executors_;
-  std::vector<std::unique_ptr<Qwen38Step>> steps_;
-  std::size_t last_step_bytes_ =
-      0;  // weight bytes the last decode() read  // built on first use, per (rows, mode)
+  std::vector<std::unique_ptr<Qwen38Step>> steps_;  // built on first use, per (rows, mode)
+  // The last decode(): its fused step (null: the reference) and its rows (0: none yet).
+  struct LastDecode {
+    const Qwen38Step* step = nullptr;
+    std::size_t rows = 0;
+  } last_decode_;
   std::vector<int32_t> last_greedy_;
   std::vector<int64_t> tap_layers_;
   std::vector<float> last_taps_;

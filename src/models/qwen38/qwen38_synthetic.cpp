@@ -27,16 +27,6 @@ Qwen38Config base_config(int64_t hidden, int64_t layers, int64_t vocab) {
   return c;
 }
 
-// n random bf16 values of the given spread, widened to f32.
-std::vector<float> values(SyntheticWeights& arena, int64_t n, float spread) {
-  return widened(arena.tensor(n, spread), n);
-}
-
-// A zero-centred norm weight of the given spread as its scale 1 + w.
-std::vector<float> scale(SyntheticWeights& arena, int64_t n, float spread) {
-  return zero_centred_scale(arena.tensor(n, spread), n);
-}
-
 kernels::WeightMatrix matrix(SyntheticWeights& arena, int64_t rows, int64_t cols) {
   return kernels::WeightMatrix::of(arena.matrix(rows, cols));
 }
@@ -49,28 +39,28 @@ Qwen38Weights synthetic_weights(const Qwen38Config& c, ThreadPool& pool) {
       kernels::Bf16Matrix{arena.tensor(c.vocab_size * h, 1.0f), c.vocab_size, h});
   for (int64_t i = 0; i < c.num_layers; ++i) {
     Qwen38LayerWeights l;
-    l.input_layernorm = scale(arena, h, 0.05f);
-    l.post_attention_layernorm = scale(arena, h, 0.05f);
+    l.input_layernorm = arena.centred_scale(h, 0.05f);
+    l.post_attention_layernorm = arena.centred_scale(h, 0.05f);
     if (c.is_full_attention(i)) {
       l.attention.q_proj = matrix(arena, c.q_proj_dim(), h);
       l.attention.k_proj = matrix(arena, c.kv_dim(), h);
       l.attention.v_proj = matrix(arena, c.kv_dim(), h);
       l.attention.o_proj = matrix(arena, h, c.attn_output_dim());
-      l.attention.q_norm = scale(arena, c.head_dim, 0.05f);
-      l.attention.k_norm = scale(arena, c.head_dim, 0.05f);
+      l.attention.q_norm = arena.centred_scale(c.head_dim, 0.05f);
+      l.attention.k_norm = arena.centred_scale(c.head_dim, 0.05f);
     } else {
       Qwen38GdnWeights& g = l.gdn;
       g.in_proj_qkv = matrix(arena, c.conv_dim(), h);
       g.in_proj_z = matrix(arena, c.value_dim(), h);
       g.in_proj_b = matrix(arena, c.linear_num_value_heads, h);
       g.in_proj_a = matrix(arena, c.linear_num_value_heads, h);
-      g.conv1d = values(arena, c.conv_dim() * c.linear_conv_kernel, 0.5f);
+      g.conv1d = arena.values(c.conv_dim() * c.linear_conv_kernel, 0.5f);
       for (int64_t j = 0; j < c.linear_num_value_heads; ++j) {
         g.decay_factor.push_back(
             kernels::delta_net_decay_factor(std::log(1.0f + static_cast<float>(j % 16))));
         g.dt_bias.push_back(1.0f);
       }
-      g.norm = values(arena, c.linear_value_head_dim, 1.0f);
+      g.norm = arena.values(c.linear_value_head_dim, 1.0f);
       g.out_proj = matrix(arena, h, c.value_dim());
     }
     l.gate_proj = matrix(arena, c.intermediate_size, h);
@@ -78,7 +68,7 @@ Qwen38Weights synthetic_weights(const Qwen38Config& c, ThreadPool& pool) {
     l.down_proj = matrix(arena, h, c.intermediate_size);
     w.layers.push_back(std::move(l));
   }
-  w.norm = scale(arena, h, 0.05f);
+  w.norm = arena.centred_scale(h, 0.05f);
   w.lm_head = matrix(arena, c.vocab_size, h);
   w.prefix = "synthetic.";
   return w;
