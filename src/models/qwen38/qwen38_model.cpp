@@ -334,7 +334,8 @@ void Qwen38Model::decode(std::span<SequenceState* const> states, std::span<const
                          std::vector<float>& logits) {
   if (run_options_.executor == ExecutorKind::kReference) {
     decode_reference(states, tokens, logits);
-    last_decode_ = {nullptr, tokens.size()};
+    last_decode_.fused = false;
+    last_decode_.rows = tokens.size();
     return;
   }
   auto rows = static_cast<int64_t>(tokens.size());
@@ -347,16 +348,19 @@ void Qwen38Model::decode(std::span<SequenceState* const> states, std::span<const
   Qwen38Step& built = step(rows, RowMode::kIndependent);
   built.prepare(typed, tokens);
   run_step(built, logits);
-  last_decode_ = {&built, static_cast<std::size_t>(rows)};
+  // The plans are copied: a step may be rebuilt (new taps) before the bytes are asked for.
+  last_decode_.fused = true;
+  last_decode_.rows = static_cast<std::size_t>(rows);
+  built.experts_run(last_decode_.experts_run);
 }
 
 std::size_t Qwen38Model::last_step_weight_bytes() const {
   if (last_decode_.rows == 0) return 0;
   // The reference runs one whole forward per row.
-  if (last_decode_.step == nullptr) return last_decode_.rows * decode_weight_bytes();
+  if (!last_decode_.fused) return last_decode_.rows * decode_weight_bytes();
   return decode_weight_bytes() -
          routed_expert_bytes_per_row(weights_, config_.moe.experts_per_token) +
-         routed_expert_bytes_run(weights_, last_decode_.step->experts_run());
+         routed_expert_bytes_run(weights_, last_decode_.experts_run);
 }
 
 void Qwen38Model::verify(SequenceState& state, std::span<const int32_t> tokens,

@@ -99,10 +99,12 @@ class Qwen38Model final : public LanguageModel {
   // The persistent team (idle workers sleep) and the op-by-op twin; the drafter shares the team.
   std::unique_ptr<program::Executors> executors_;
   std::vector<std::unique_ptr<Qwen38Step>> steps_;  // built on first use, per (rows, mode)
-  // The last decode(): its fused step (null: the reference) and its rows (0: none yet).
+  // The last decode(): fused or the reference, its rows (0: none yet) and, fused, the distinct
+  // experts each MoE layer ran.
   struct LastDecode {
-    const Qwen38Step* step = nullptr;
+    bool fused = false;
     std::size_t rows = 0;
+    std::vector<int64_t> experts_run;
   } last_decode_;
   std::vector<int32_t> last_greedy_;
   std::vector<int64_t> tap_layers_;

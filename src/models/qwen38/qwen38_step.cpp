@@ -232,10 +232,9 @@ int32_t Qwen38Step::add_mlp(StepBuilder& b, int64_t layer, int32_t residual) {
                       {b.all(gate_up)});
 }
 
-std::vector<int64_t> Qwen38Step::experts_run() const {
-  std::vector<int64_t> used;
-  for (const auto& plan : moe_plans_) used.push_back(plan->used);
-  return used;
+void Qwen38Step::experts_run(std::vector<int64_t>& out) const {
+  out.clear();
+  for (const auto& plan : moe_plans_) out.push_back(plan->used);
 }
 
 int64_t Qwen38Step::moe_slots() const {

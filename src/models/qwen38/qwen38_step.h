@@ -62,7 +62,8 @@ class Qwen38Step {
 
   // The distinct experts the last run chose in each MoE layer, in layer order (each was read
   // once for all the rows that chose it).
-  std::vector<int64_t> experts_run() const;
+  // Written into `out` (its capacity reused: no allocation per step).
+  void experts_run(std::vector<int64_t>& out) const;
 
   // Verify mode: keeps the first `rows_kept` rows (0..rows) of the last run: positions and the
   // delta-net states return to the state after row rows_kept-1 (or before the block).
