@@ -5,9 +5,42 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/activations.h"
 #include "kernels/top_k.h"
 
 namespace md::kernels {
+
+void route_sigmoid_bias_top_k(const float* logits, const float* bias, int64_t n, int64_t k,
+                              float multiplier, float* scratch, ExpertChoice* out) {
+  constexpr float kEpsilon = 1e-15f;
+  float* score = scratch;
+  float* selection = scratch + n;
+  float* taken = scratch + 2 * n;  // 1 once chosen
+  for (int64_t e = 0; e < n; ++e) {
+    score[e] = sigmoid(logits[e] * multiplier);
+    selection[e] = score[e] + bias[e];
+    taken[e] = 0;
+  }
+  k = std::min(k, kMaxExpertsPerToken);
+  float sum = 0;
+  for (int64_t slot = 0; slot < k; ++slot) {
+    int64_t best = -1;
+    for (int64_t e = 0; e < n; ++e) {
+      if (taken[e] != 0) continue;
+      // Strict >: ties keep the lower id; a number replaces a NaN, never the reverse.
+      if (best < 0 || selection[e] > selection[best] ||
+          (std::isnan(selection[best]) && !std::isnan(selection[e]))) {
+        best = e;
+      }
+    }
+    taken[best] = 1;
+    out[slot] = {static_cast<int32_t>(best), 0.0f};
+    sum += score[best];
+  }
+  for (int64_t slot = 0; slot < k; ++slot) {
+    out[slot].weight = score[out[slot].expert] / (sum + kEpsilon);
+  }
+}
 
 void route_softmax_top_k(const float* logits, int64_t n, int64_t k, float* probs,
                          ExpertChoice* out) {

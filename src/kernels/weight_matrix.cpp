@@ -7,6 +7,7 @@
 #include "kernels/gguf_matmul_q8.h"
 #include "kernels/gguf_q8_packing.h"
 #include "kernels/int8_matmul.h"
+#include "kernels/nvfp4.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -48,8 +49,21 @@ WeightMatrix WeightMatrix::of(const Int8RowsMatrix& m) {
   return w;
 }
 
+WeightMatrix WeightMatrix::of(const Nvfp4Matrix& m) {
+  WeightMatrix w;
+  w.format = WeightFormat::kNvfp4;
+  w.data = m.codes;
+  w.rows = m.rows;
+  w.cols = m.cols;
+  w.row_bytes = static_cast<std::size_t>(m.cols / 2);
+  w.block_scales = m.scales;
+  w.global_scale = m.global_scale;
+  return w;
+}
+
 std::string_view WeightMatrix::format_name() const {
   if (format == WeightFormat::kInt8Rows) return "int8";
+  if (format == WeightFormat::kNvfp4) return "NVFP4";
   if (format == WeightFormat::kBf16)
     return inputs == MatmulInputs::kBf16 ? "bf16 (bf16 inputs)" : "bf16";
   if (inputs == MatmulInputs::kQ8 && gguf_q8_supports(gguf_type)) {
@@ -71,6 +85,8 @@ void weight_tile(const WeightMatrix& w, int64_t row_begin, int64_t row_end, cons
     matmul_tile(bf16_of(w), row_begin, row_end, x, x_stride, n_rows, out);
   } else if (w.format == WeightFormat::kInt8Rows) {
     int8_matmul_tile(w.int8_rows(), row_begin, row_end, x, x_stride, n_rows, out);
+  } else if (w.format == WeightFormat::kNvfp4) {
+    nvfp4_matmul_tile(w.nvfp4(), row_begin, row_end, x, x_stride, n_rows, out);
   } else {
     gguf_matmul_tile(w.gguf(), row_begin, row_end, x, x_stride, n_rows, out);
   }
@@ -81,6 +97,8 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, Thr
     matmul(bf16_of(w), x, n_rows, y, pool);
   } else if (w.format == WeightFormat::kInt8Rows) {
     int8_matmul(w.int8_rows(), x, n_rows, y, pool);
+  } else if (w.format == WeightFormat::kNvfp4) {
+    nvfp4_matmul(w.nvfp4(), x, n_rows, y, pool);
   } else {
     gguf_matmul(w.gguf(), x, n_rows, y, pool);
   }
@@ -93,6 +111,11 @@ bool row_to_f32(const WeightMatrix& w, int64_t row, float* out) {
     dequantize_int8_row(w.int8_rows(), row, out);
     return true;
   }
+  if (w.format == WeightFormat::kNvfp4) {
+    const Nvfp4Matrix m = w.nvfp4();
+    dequantize_nvfp4_row(m.row_codes(row), m.row_scales(row), w.cols, w.global_scale, out);
+    return true;
+  }
   const auto* e = reinterpret_cast<const uint16_t*>(source);
   for (int64_t d = 0; d < w.cols; ++d) out[d] = bf16_to_f32(e[d]);
   return true;
@@ -101,11 +124,22 @@ bool row_to_f32(const WeightMatrix& w, int64_t row, float* out) {
 void prefetch_rows(const WeightMatrix& w, int64_t row_begin, int64_t row_end, std::size_t from,
                    std::size_t to) {
 #if defined(__x86_64__)
-  // The rows of a tile are contiguous in every format, so the range is one run of bytes. Packed
-  // rows (the q8 path's groups of eight, gguf_q8_packing.h) take as many bytes, counted from the
-  // tile's first row within its group.
+  // The rows of a tile are contiguous in every format, so the range is one run of bytes, then
+  // (NVFP4, int8 rows) one run of the rows' scales. Packed rows (the q8 path's groups of eight,
+  // gguf_q8_packing.h) take as many bytes, counted from the tile's first row within its group.
   const std::uint8_t* base = w.row(row_begin);
-  std::size_t end = w.bytes(row_begin, row_end);
+  std::size_t end = static_cast<std::size_t>(row_end - row_begin) * w.row_bytes;
+  if (to > end && w.side_bytes_per_row() > 0) {
+    const auto* side = w.format == WeightFormat::kNvfp4
+                           ? w.block_scales
+                           : reinterpret_cast<const std::uint8_t*>(w.row_scales);
+    side += static_cast<std::size_t>(row_begin) * w.side_bytes_per_row();
+    const std::size_t side_end = w.bytes(row_begin, row_end) - end;
+    for (std::size_t at = (from > end ? from - end : 0) & ~std::size_t{63};
+         at < std::min(to - end, side_end); at += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(side + at), _MM_HINT_T1);
+    }
+  }
   if (w.packed != nullptr && w.inputs == MatmulInputs::kQ8) {
     const GgmlTypeInfo& info = ggml_type_info(w.gguf_type);
     const auto dense = static_cast<std::size_t>(w.cols / info.block_elems) * info.block_bytes;

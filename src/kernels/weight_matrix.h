@@ -1,8 +1,9 @@
 // One format-tagged weight matrix and its single tile entry: whatever the checkpoint format
 // (bf16 tensors read in place, or GGUF blocks: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q4_K, Q5_K,
-// Q6_K; int8 with a scale per row, int8_rows.h), a program's projection reads it through
-// weight_tile(), and a waiting worker prefetches it through prefetch_rows(). Later formats (fp8,
-// MXFP4, NVFP4) are further WeightFormat values.
+// Q6_K; int8 with a scale per row, int8_rows.h; NVFP4 codes with e4m3 block scales and a global
+// scale, nvfp4.h), a program's projection reads it through weight_tile(), and a waiting worker
+// prefetches it through prefetch_rows(). Later formats (fp8, MXFP4) are further WeightFormat
+// values.
 #pragma once
 
 #include <cstddef>
@@ -15,10 +16,11 @@
 #include "kernels/gguf_matmul.h"
 #include "kernels/int8_rows.h"
 #include "kernels/matmul.h"
+#include "kernels/nvfp4_matmul.h"
 
 namespace md::kernels {
 
-enum class WeightFormat : std::uint8_t { kBf16, kGguf, kInt8Rows };
+enum class WeightFormat : std::uint8_t { kBf16, kGguf, kInt8Rows, kNvfp4 };
 
 struct WeightMatrix {
   WeightFormat format = WeightFormat::kBf16;
@@ -30,22 +32,36 @@ struct WeightMatrix {
   MatmulInputs inputs = MatmulInputs::kF32;  // bf16_matrix.h: kBf16 for bf16, kQ8 for GGUF blocks
   const std::uint8_t* packed = nullptr;      // GgufMatrix::packed
   const float* row_scales = nullptr;         // kInt8Rows: one per row
+  // kNvfp4: `data` holds the codes (row_bytes = cols / 2), these the e4m3 scales (cols / 16 a
+  // row) and the matrix's global scale.
+  const std::uint8_t* block_scales = nullptr;
+  float global_scale = 1.0f;
 
   static WeightMatrix of(const Bf16Matrix& m);
   static WeightMatrix of(const GgufMatrix& m);
   static WeightMatrix of(const Int8RowsMatrix& m);
+  static WeightMatrix of(const Nvfp4Matrix& m);
   // The kInt8Rows matrix as the int8 kernels take it.
   Int8RowsMatrix int8_rows() const {
     return {reinterpret_cast<const std::int8_t*>(data), row_scales, rows, cols};
   }
+  // The kNvfp4 matrix as the NVFP4 kernels take it.
+  Nvfp4Matrix nvfp4() const { return {data, block_scales, rows, cols, global_scale}; }
   // The kGguf matrix as the GGUF kernels take it.
   GgufMatrix gguf() const { return {gguf_type, data, rows, cols, row_bytes, inputs, packed}; }
 
   const std::uint8_t* row(int64_t r) const {
     return data + static_cast<std::size_t>(r) * row_bytes;
   }
+  // What rows [row_begin, row_end) occupy: with an NVFP4 matrix's block scales, with an int8
+  // matrix's row scales.
   std::size_t bytes(int64_t row_begin, int64_t row_end) const {
-    return static_cast<std::size_t>(row_end - row_begin) * row_bytes;
+    return static_cast<std::size_t>(row_end - row_begin) * (row_bytes + side_bytes_per_row());
+  }
+  std::size_t side_bytes_per_row() const {
+    if (format == WeightFormat::kNvfp4) return static_cast<std::size_t>(cols / 16);
+    if (format == WeightFormat::kInt8Rows) return sizeof(float);
+    return 0;
   }
   // The format's name for listings: "bf16", "Q4_1", …
   std::string_view format_name() const;
@@ -53,7 +69,8 @@ struct WeightMatrix {
 
 // For output rows [row_begin, row_end) and input rows n in [0, n_rows): out.y[n·stride + r]
 // (+)= Σ_c W[r][c] · x[n·x_stride + c], with the format's kernel and its reduction-order contract
-// (matmul.h for bf16, gguf_matmul.h for GGUF blocks, int8_matmul.h for int8 rows).
+// (matmul.h for bf16, gguf_matmul.h for GGUF blocks, int8_matmul.h for int8 rows,
+// nvfp4_matmul.h for NVFP4).
 void weight_tile(const WeightMatrix& w, int64_t row_begin, int64_t row_end, const float* x,
                  int64_t x_stride, int64_t n_rows, const MatmulOut& out);
 

@@ -7,11 +7,14 @@
 #include "base/dtype.h"
 #include "kernels/activations.h"
 #include "kernels/block_conv.h"
+#include "kernels/gated_residual.h"
 #include "kernels/gguf_dequant.h"
+#include "kernels/logit_softcap.h"
 #include "kernels/norms.h"
 #include "kernels/top_k.h"
 #include "program/cpu_delta_net.h"
 #include "program/cpu_moe.h"
+#include "program/cpu_row_attention.h"
 #include "program/cpu_window_attention.h"
 
 namespace md::program {
@@ -36,6 +39,10 @@ void normalise_row(NormKind kind, const void* weight, float eps, const float* x,
       return;
     case NormKind::kF32Plain:
       kernels::rms_norm(x, static_cast<const float*>(weight), width, eps, y);
+      return;
+    case NormKind::kUnweighted:
+      kernels::rms_norm(x, static_cast<const uint16_t*>(nullptr), width, eps,
+                        kernels::NormWeight::kPlain, y);
       return;
     case NormKind::kNone:
       if (y != x) std::copy(x, x + width, y);
@@ -168,9 +175,13 @@ void lm_head(const LmHeadOperands& op, int64_t task, const Program& program,
              const WorkerContext& context) {
   const Tile& tile = op.tiles[at(task)];
   run_tile(tile, op.input, input_rows(op.input, program, context), program);
-  const float* logits = program.buffer(tile.out) + tile.out_offset;
+  float* logits = program.buffer(tile.out) + tile.out_offset;
   for (int64_t n = 0; n < program.input_rows(op.input); ++n) {
-    const float* row = logits + n * tile.out_stride;
+    float* row = logits + n * tile.out_stride;
+    if (op.softcap.cap > 0) {
+      kernels::softcap_logits(row, tile.begin, tile.end, op.softcap.valid_vocab,
+                              op.softcap.multiplier, op.softcap.cap);
+    }
     float best = -std::numeric_limits<float>::infinity();
     auto arg = static_cast<int32_t>(tile.begin);
     for (int64_t i = tile.begin; i < tile.end; ++i) {
@@ -203,6 +214,17 @@ void norm_rows(const NormRowsOperands& op, int64_t row, const Program& program) 
   if (row >= program.count(op.rows_from)) return;
   float* x = program.buffer(op.buffer) + row * op.stride;
   normalise_row(op.norm, op.norm_weight, op.eps, x, op.stride, x);
+}
+
+void gated_residual(const GatedResidualOperands& op, int64_t row, const Program& program) {
+  if (row >= program.rows()) return;
+  float* branch = program.buffer(op.branch) + row * op.width;
+  float* stream = program.buffer(op.stream) + row * op.width;
+  kernels::scaled_rms_norm(branch, op.scale, op.width, op.eps);
+  kernels::gated_residual(op.alpha, op.beta, branch, op.width, stream);
+  if (op.copy_to == kNoBuffer) return;
+  std::copy(stream, stream + op.width,
+            program.buffer(op.copy_to) + row * op.copy_stride + op.copy_offset);
 }
 
 void block_conv(const BlockConvOperands& op, int64_t task, const Program& program) {
@@ -294,6 +316,15 @@ void run_task(const Instruction& ins, int64_t task, const Program& program,
       return;
     case Opcode::kMoeDown:
       run_moe_down_task(std::get<MoeDownOperands>(ins.operands), task, program, context.scratch);
+      return;
+    case Opcode::kRowAttention:
+      run_row_attention_kv_head(std::get<RowAttentionOperands>(ins.operands), task, program);
+      return;
+    case Opcode::kGatedResidual:
+      gated_residual(std::get<GatedResidualOperands>(ins.operands), task, program);
+      return;
+    case Opcode::kMoeMix:
+      run_moe_mix_row(std::get<MoeMixOperands>(ins.operands), task, program);
       return;
     case Opcode::kFamilyKernel:
       std::get<FamilyOperands>(ins.operands).body(task, context);

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "kernels/activations.h"
+#include "kernels/expert_mix.h"
 
 namespace md::program {
 
@@ -13,12 +14,25 @@ std::size_t at(int64_t i) {
   return static_cast<std::size_t>(i);
 }
 
-// One (expert, row) pair of a step, with the row's weight for that expert.
+// One (expert, row) pair of a step, with the row's weight for that expert and its rank among the
+// row's choices.
 struct Routed {
   int32_t expert = 0;
   int32_t row = 0;
   float weight = 0;
+  int32_t rank = 0;
 };
+
+// Row `n`'s choices by the operands' scoring, in the router's order.
+void choose(const MoeRouteOperands& op, const float* row, float* scratch,
+            kernels::ExpertChoice* choices) {
+  if (op.scoring == MoeScoring::kSigmoidBias) {
+    kernels::route_sigmoid_bias_top_k(row, op.bias, op.experts, op.experts_per_token, op.multiplier,
+                                      scratch, choices);
+  } else {
+    kernels::route_softmax_top_k(row, op.experts, op.experts_per_token, scratch, choices);
+  }
+}
 
 }  // namespace
 
@@ -30,11 +44,14 @@ void run_moe_route(const MoeRouteOperands& op, const Program& program, float* sc
   int64_t count = 0;
   for (int64_t n = 0; n < program.rows(); ++n) {
     const float* row = logits + n * op.stride;
-    kernels::route_softmax_top_k(row, op.experts, op.experts_per_token, scratch, choices.data());
+    choose(op, row, scratch, choices.data());
     for (int64_t j = 0; j < op.experts_per_token; ++j) {
-      routed[at(count++)] = {choices[at(j)].expert, static_cast<int32_t>(n), choices[at(j)].weight};
+      routed[at(count++)] = {choices[at(j)].expert, static_cast<int32_t>(n), choices[at(j)].weight,
+                             static_cast<int32_t>(j)};
     }
-    plan.shared_scale[at(n)] = kernels::sigmoid(row[op.shared_gate_column]);
+    if (op.shared_gate_column >= 0) {
+      plan.shared_scale[at(n)] = kernels::sigmoid(row[op.shared_gate_column]);
+    }
   }
   // Ascending experts, and each expert's rows ascending: the order kMoeDown sums in.
   std::sort(routed.begin(), routed.begin() + count, [](const Routed& a, const Routed& b) {
@@ -52,6 +69,8 @@ void run_moe_route(const MoeRouteOperands& op, const Program& program, float* sc
     const auto j = at(plan.row_count[slot]++);
     plan.rows[slot][j] = r.row;
     plan.weights[slot][j] = r.weight;
+    plan.choices[at(r.row)][at(r.rank)] = {static_cast<int32_t>(slot), static_cast<int32_t>(j),
+                                           r.weight};
   }
 }
 
@@ -92,6 +111,16 @@ void run_moe_down_task(const MoeDownOperands& op, int64_t task, const Program& p
   const int64_t h0 = task * op.tile_rows, h1 = std::min(op.hidden, h0 + op.tile_rows);
   const int64_t width = h1 - h0;
   const MoePlan& plan = *op.plan;
+  if (op.each != kNoBuffer) {
+    for (int64_t slot = 0; slot < plan.used; ++slot) {
+      kernels::weight_tile(
+          op.experts->down[at(plan.expert[at(slot)])], h0, h1,
+          program.buffer(op.act) + slot * kMaxStepRows * op.intermediate, op.intermediate,
+          plan.row_count[at(slot)],
+          {program.buffer(op.each) + slot * kMaxStepRows * op.hidden, op.hidden, false});
+    }
+    return;
+  }
   float* product = scratch;                         // [rows][hidden], columns [h0, h1) used
   float* sum = scratch + kMaxStepRows * op.hidden;  // [rows][width]
   std::fill(sum, sum + program.rows() * width, 0.0f);
@@ -123,6 +152,18 @@ void run_moe_down_task(const MoeDownOperands& op, int64_t task, const Program& p
     if (op.copy_to == kNoBuffer) continue;
     std::copy(o + h0, o + h1,
               program.buffer(op.copy_to) + n * op.copy_stride + op.copy_offset + h0);
+  }
+}
+
+void run_moe_mix_row(const MoeMixOperands& op, int64_t row, const Program& program) {
+  if (row >= program.rows()) return;
+  float* out = program.buffer(op.out) + row * op.width;
+  std::fill(out, out + op.width, 0.0f);
+  float* each = program.buffer(op.each);
+  for (int64_t i = 0; i < op.experts_per_token; ++i) {
+    const RowChoice& choice = op.plan->choices[at(row)][at(i)];
+    float* o = each + (choice.slot * kMaxStepRows + choice.entry) * op.width;
+    kernels::mix_expert_output(o, op.scale, op.eps, choice.weight, op.width, out);
   }
 }
 

@@ -36,6 +36,12 @@ std::string_view opcode_name(Opcode op) {
       return "moe_experts";
     case Opcode::kMoeDown:
       return "moe_down";
+    case Opcode::kRowAttention:
+      return "row_attention";
+    case Opcode::kGatedResidual:
+      return "gated_residual";
+    case Opcode::kMoeMix:
+      return "moe_mix";
     case Opcode::kFamilyKernel:
       return "family_kernel";
   }
@@ -106,6 +112,12 @@ int64_t operand_tasks(const Instruction& ins) {
     }
     case Opcode::kWindowAttention:
       return std::get<WindowAttentionOperands>(ins.operands).kv_heads;
+    case Opcode::kRowAttention: {
+      const auto& op = std::get<RowAttentionOperands>(ins.operands);
+      return op.kv_heads > 0 && op.heads % op.kv_heads == 0 ? op.kv_heads : -2;
+    }
+    case Opcode::kMoeMix:
+      return std::get<MoeMixOperands>(ins.operands).plan == nullptr ? -2 : -1;
     case Opcode::kArgmax:
     case Opcode::kMoeRoute:
       return 1;
@@ -187,7 +199,22 @@ std::vector<BufferId> buffers_named(const Instruction& ins) {
     }
     case Opcode::kMoeDown: {
       const auto& op = std::get<MoeDownOperands>(ins.operands);
-      ids.insert(ids.end(), {op.act, op.shared_act, op.out, op.copy_to});
+      ids.insert(ids.end(), {op.act, op.shared_act, op.out, op.copy_to, op.each});
+      break;
+    }
+    case Opcode::kRowAttention: {
+      const auto& op = std::get<RowAttentionOperands>(ins.operands);
+      ids.insert(ids.end(), {op.q, op.k, op.v, op.gate, op.out, op.angles});
+      break;
+    }
+    case Opcode::kGatedResidual: {
+      const auto& op = std::get<GatedResidualOperands>(ins.operands);
+      ids.insert(ids.end(), {op.branch, op.stream, op.copy_to});
+      break;
+    }
+    case Opcode::kMoeMix: {
+      const auto& op = std::get<MoeMixOperands>(ins.operands);
+      ids.insert(ids.end(), {op.each, op.out});
       break;
     }
     default:

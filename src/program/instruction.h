@@ -35,7 +35,8 @@ enum class NormKind : uint8_t {
   kNone,             // the rows are read as they are
   kBf16ZeroCentred,  // x / rms(x) · (1 + w), w bf16 (Qwen3.5 / 3.8)
   kBf16Plain,        // x / rms(x) · w, w bf16 (DFlash2, Qwen3, Llama from safetensors)
-  kF32Plain,         // x / rms(x) · w, w f32 (GGUF)
+  kF32Plain,         // x / rms(x) · w, w f32 (GGUF; Muse Spark's 1 + γ formed at load)
+  kUnweighted,       // x / rms(x) (Muse Spark's normed embedding)
 };
 
 // Where a row count comes from: the step's rows (Program::set_rows), or count register i >= 0 that
@@ -221,10 +222,61 @@ struct WindowAttentionOperands {
   int64_t layer = 0;  // StepState::kv_ring(layer)
 };
 
+// kRowAttention: one task per KV head g of an attention layer whose keys and values are
+// position-indexed rows (StepState::kv_rows(layer): every position, or on a sliding-window layer a
+// ring of the last positions), over the step rows in order (verify rows see the earlier rows of
+// their block: the task stored those first). For step row n: the key of head g and the query
+// heads of its group are normalised without a weight (eps `norm_eps`), the queries then scaled by
+// `q_scale`, and both rotated at the row's angles when `rope` is set (NoPE layers: not); the key
+// and value of head g are stored at the row's position; each query head attends over positions
+// (position − window, position] (window 0: every position up to the row's) with scale
+// 1/√head_dim; its output is normalised without a weight and gated element-wise by σ(gate), the
+// gate read from `gate` at the head's columns. Muse Spark's attention (spec §4.2).
+struct RowAttentionOperands {
+  BufferId q = kNoBuffer, k = kNoBuffer, v = kNoBuffer, gate = kNoBuffer, out = kNoBuffer;
+  int64_t q_stride = 0, kv_stride = 0;  // gate and out rows are q_stride wide too
+  int64_t heads = 0, kv_heads = 0, head_dim = 0, window = 0;
+  float norm_eps = 0, q_scale = 1;
+  BufferId angles = kNoBuffer;  // kRopeAngles output
+  const kernels::Rope* rope = nullptr;
+  int64_t layer = 0;  // StepState::kv_rows(layer)
+
+  int64_t group() const { return heads / kv_heads; }
+};
+
+// kGatedResidual: one task per step row n: the branch row (`width` wide) is multiplied by `scale`
+// (when set) and normalised without a weight (eps), then joins the stream through per-channel
+// gates, s ← α ⊙ s + β ⊙ branch (kernels/gated_residual.h); the stream row is then copied to
+// copy_to (a drafter's tap) when set.
+struct GatedResidualOperands {
+  BufferId branch = kNoBuffer, stream = kNoBuffer;
+  int64_t width = 0;
+  const float* scale = nullptr;
+  float eps = 0;
+  const float* alpha = nullptr;
+  const float* beta = nullptr;
+  BufferId copy_to = kNoBuffer;
+  int64_t copy_offset = 0, copy_stride = 0;
+};
+
+// How kMoeRoute scores and weighs experts (kernels/moe_routing.h).
+enum class MoeScoring : uint8_t {
+  kSoftmax,      // softmax top-k, renormalised (Qwen3.5-MoE), with a shared expert's gate
+  kSigmoidBias,  // sigmoid scores, top-k of score + bias, weights the scores renormalised (Muse)
+};
+
+// Where the i-th expert a row chose (in the router's order) sits in the plan: slot, the row's
+// index among that slot's rows, and its routing weight.
+struct RowChoice {
+  int32_t slot = 0, entry = 0;
+  float weight = 0;
+};
+
 // The routed experts of one step of one MoE layer, as kMoeRoute leaves them for kMoeExperts and
 // kMoeDown: slot u holds the u-th distinct expert the step's rows chose (ascending ids), the
 // rows that chose it (ascending) and their routing weights; shared_scale[n] is σ(shared gate) of
-// row n. Sized once for the program's most rows; rewritten every step.
+// row n; choices[n] lists row n's experts in the router's order (kMoeMix sums in that order).
+// Sized once for the program's most rows; rewritten every step.
 struct MoePlan {
   explicit MoePlan(int64_t slots)
       : expert(static_cast<std::size_t>(slots)),
@@ -240,18 +292,25 @@ struct MoePlan {
   std::vector<std::array<int32_t, kMaxStepRows>> rows;
   std::vector<std::array<float, kMaxStepRows>> weights;
   std::array<float, kMaxStepRows> shared_scale{};
+  std::array<std::array<RowChoice, kernels::kMaxExpertsPerToken>, kMaxStepRows> choices{};
 };
 
 // kMoeRoute: one task: each step row's router logits (row n at logits[n·stride], `experts` wide,
-// the shared expert's gate logit in column `shared_gate_column`) routed by softmax top-k
-// (kernels/moe_routing.h) into `plan`.
+// the shared expert's gate logit in column `shared_gate_column` when it is >= 0) routed as
+// `scoring` says (kernels/moe_routing.h; kSigmoidBias with `bias` and `multiplier`) into `plan`.
 struct MoeRouteOperands {
   BufferId logits = kNoBuffer;
   int64_t stride = 0, experts = 0, experts_per_token = 0, shared_gate_column = 0;
   MoePlan* plan = nullptr;
+  MoeScoring scoring = MoeScoring::kSoftmax;
+  const float* bias = nullptr;  // [experts]
+  float multiplier = 1;
 
-  // Worker scratch the task needs: one row's routing probabilities.
-  int64_t scratch_floats() const { return experts; }
+  // Worker scratch the task needs: one row's routing probabilities (sigmoid: scores, selection
+  // values and marks).
+  int64_t scratch_floats() const {
+    return scoring == MoeScoring::kSigmoidBias ? 3 * experts : experts;
+  }
 };
 
 // kMoeExperts: task u·tiles_per_expert() + t: output rows [t·tile_rows, …) of the gate and up
@@ -276,7 +335,10 @@ struct MoeExpertsOperands {
 // kMoeDown: one task per output-row tile [t·tile_rows, …) of the hidden size: for every step row,
 // Σ over the plan's slots in order (ascending experts) of weight · down_e · act, then
 // + shared_scale · shared_down · shared_act, added into out[n·out_stride + r] (the residual
-// stream), then copied to copy_to (a drafter's tap) when set.
+// stream), then copied to copy_to (a drafter's tap) when set. With `each` set instead, every
+// expert's product for each of its rows is written as it is, at
+// each[(slot·kMaxStepRows + j)·hidden + r] for its j-th row, for kMoeMix to combine (no shared
+// expert, nothing added to `out`).
 struct MoeDownOperands {
   const kernels::ExpertMatrices* experts = nullptr;
   BufferId act = kNoBuffer;
@@ -288,10 +350,23 @@ struct MoeDownOperands {
   BufferId copy_to = kNoBuffer;
   int64_t copy_offset = 0, copy_stride = 0;
   const MoePlan* plan = nullptr;
+  BufferId each = kNoBuffer;  // [slots][kMaxStepRows][hidden]
 
   int64_t tiles() const { return (hidden + tile_rows - 1) / tile_rows; }
   // Worker scratch: one product [rows][hidden] and the tile's sums [rows][tile_rows].
   int64_t scratch_floats() const { return kMaxStepRows * (hidden + tile_rows); }
+};
+
+// kMoeMix: one task per step row n: Σ over the row's choices in the router's order of
+// weight · norm(each[slot][entry]), where norm multiplies by `scale` (when set) and normalises
+// without a weight (eps), written to out[n·width] (Muse Spark's per-expert post-norm and mix).
+// Each (slot, entry) belongs to one row, so the norm is taken in place.
+struct MoeMixOperands {
+  BufferId each = kNoBuffer, out = kNoBuffer;
+  int64_t width = 0, experts_per_token = 0;
+  const float* scale = nullptr;
+  float eps = 0;
+  const MoePlan* plan = nullptr;
 };
 
 // A candidate of a top-k: an id and its logit.
@@ -306,13 +381,22 @@ struct TopKOperands {
   Candidate* out = nullptr;  // [rows][k]
 };
 
+// A final logit softcap (kernels/logit_softcap.h): cap · tanh(logit · multiplier / cap) below
+// `valid_vocab`, −∞ from it on; cap 0: none.
+struct LogitSoftcap {
+  float cap = 0, multiplier = 1;
+  int64_t valid_vocab = 0;
+};
+
 // kLmHeadArgmax: one task per vocabulary tile: logits[n][begin, end) and that tile's max and
-// argmax per row (strict >: ties keep the lower id; NaN never wins).
+// argmax per row (strict >: ties keep the lower id; NaN never wins). With a softcap the tile's
+// logits are capped first, and the argmax is taken over what the caller gets.
 struct LmHeadOperands {
   RowInput input;
   std::vector<Tile> tiles;
   float* tile_max = nullptr;    // [tiles][kMaxStepRows]
   int32_t* tile_arg = nullptr;  // [tiles][kMaxStepRows]
+  LogitSoftcap softcap;
 };
 
 // kArgmax: one task: the per-tile maxima reduced to the greedy token of every row (the earlier
@@ -337,7 +421,8 @@ using Operands =
     std::variant<EmbedOperands, RopeOperands, ProjectionOperands, GateUpOperands, KvAppendOperands,
                  AttentionOperands, DeltaNetOperands, LmHeadOperands, ArgmaxOperands,
                  NormRowsOperands, BlockConvOperands, WindowAttentionOperands, TopKOperands,
-                 MoeRouteOperands, MoeExpertsOperands, MoeDownOperands, FamilyOperands>;
+                 MoeRouteOperands, MoeExpertsOperands, MoeDownOperands, RowAttentionOperands,
+                 GatedResidualOperands, MoeMixOperands, FamilyOperands>;
 
 enum class Opcode : uint8_t {
   kEmbed,
@@ -356,6 +441,9 @@ enum class Opcode : uint8_t {
   kMoeRoute,
   kMoeExperts,
   kMoeDown,
+  kRowAttention,
+  kGatedResidual,
+  kMoeMix,
   kFamilyKernel,
 };
 std::string_view opcode_name(Opcode op);

@@ -23,6 +23,10 @@ kernels::KvRing StepState::kv_ring(int64_t layer) {
   fail("this sequence has no sliding-window ring (layer {})", layer);
 }
 
+kernels::KvRows& StepState::kv_rows(int64_t layer) {
+  fail("this sequence keeps no position-indexed keys and values (layer {})", layer);
+}
+
 namespace {
 
 inline void cpu_relax() {

@@ -17,6 +17,7 @@
 
 #include "kernels/kv_cache.h"
 #include "kernels/kv_ring.h"
+#include "kernels/kv_rows.h"
 #include "program/instruction.h"
 #include "program/spin_budget.h"
 
@@ -38,6 +39,8 @@ class StepState {
   virtual RecurrentState recurrent_state(int64_t slot);
   // A drafter's sliding-window ring of layer `layer` (window_attention).
   virtual kernels::KvRing kv_ring(int64_t layer);
+  // Layer `layer`'s keys and values as position-indexed rows (row_attention).
+  virtual kernels::KvRows& kv_rows(int64_t layer);
 };
 
 // One row of a step: its token, its position and the sequence it extends (verify rows share

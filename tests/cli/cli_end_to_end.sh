@@ -43,12 +43,13 @@ for key in fraction_of_peak one_row_decode_step_seconds tokens_per_s_vs_one_row;
 done
 check bench-bad-rows 1 '' 'outside 1..8' -- "$bin" bench --synthetic qwen38-tiny --rows 9
 check bench-bad-shape 1 '' "unknown synthetic shape 'nope' .*muse-spark-layer" -- "$bin" bench --synthetic nope
-# A family without a fused program benches its reference forward by default; a fused executor it
-# lacks is refused by name.
-check bench-muse-default 0 '^reference +2 +[0-9]' '' -- "$bin" bench --synthetic muse-spark-tiny --rows 2 --seconds 0.05 --rounds 1 --prefill-tokens 8 -t 1
+# Muse Spark benches its fused program on both executors by default, and its reference forward
+# when asked.
+check bench-muse-default 0 '^ops +2 +[0-9]' '' -- "$bin" bench --synthetic muse-spark-tiny --rows 2 --seconds 0.05 --rounds 1 --prefill-tokens 8 -t 1
+check bench-muse-reference 0 '^reference +1 +[0-9]' '' -- "$bin" bench --synthetic muse-spark-tiny --executors reference --rows 1 --seconds 0.05 --rounds 1 --prefill-tokens 8 -t 1
+check bench-muse-verbose 0 'row_attention +L1\.attention +2 +0' '' -- "$bin" bench --synthetic muse-spark-tiny --rows 1 --executors mega --seconds 0.05 --rounds 1 --prefill-tokens 8 -v
 check bench-muse-int8 0 '^dense +int8 \(quantised at load\)' '' -- "$bin" bench --synthetic muse-spark-tiny --dense-weights int8 --rows 1 --seconds 0.05 --rounds 1 --prefill-tokens 8 -t 1
 check bench-int8-other-family 1 '' 'implemented for muse_spark models only' -- "$bin" bench --synthetic qwen38-tiny --dense-weights int8
-check bench-muse-no-mega 1 '' "synthetic muse-spark-tiny has no 'mega' executor" -- "$bin" bench --synthetic muse-spark-tiny --executors mega --seconds 0.05
 # Speculative figures on a synthetic target need a synthetic drafter (forced τ 1..8, then the split).
 check bench-spec-synthetic 0 '  8 +[0-9.]+ +[0-9.]+x +[0-9.]+ +[0-9.]+' '' -- "$bin" bench --synthetic qwen38-tiny --draft synthetic --rows 1 --executors mega --seconds 0.05 --prefill-tokens 8 --spec-tokens 8
 check bench-spec-needs-model 1 '' 'needs --model.*--draft synthetic' -- "$bin" bench --synthetic qwen38-tiny --draft /nonexistent --rows 1 --seconds 0.05

@@ -90,6 +90,57 @@ TEST(MoeRouting, TiesGoToTheLowerIdAndNaNIsNeverChosen) {
   EXPECT_EQ(got[0].weight, 1.0f);
 }
 
+// Sigmoid routing with a selection-only bias against the rule in float64: scores σ(m · z), the k
+// largest score + bias in selection order (ties to the lower id), weights the chosen scores over
+// their sum (+1e-15).
+TEST(MoeRouting, SigmoidWithBiasMatchesTheRuleInFloat64) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  const int64_t n = 40, k = 6;
+  std::vector<float> logits(n), bias(n), scratch(3 * n);
+  for (int64_t e = 0; e < n; ++e) {
+    logits[static_cast<std::size_t>(e)] = normal(rng);
+    bias[static_cast<std::size_t>(e)] = 0.1f * normal(rng);
+  }
+  std::vector<ExpertChoice> got(k);
+  route_sigmoid_bias_top_k(logits.data(), bias.data(), n, k, 1.5f, scratch.data(), got.data());
+  std::vector<double> score(n), selection(n);
+  for (int64_t e = 0; e < n; ++e) {
+    score[static_cast<std::size_t>(e)] =
+        1.0 / (1.0 + std::exp(-1.5 * static_cast<double>(logits[static_cast<std::size_t>(e)])));
+    selection[static_cast<std::size_t>(e)] =
+        score[static_cast<std::size_t>(e)] + bias[static_cast<std::size_t>(e)];
+  }
+  std::vector<int64_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return selection[static_cast<std::size_t>(a)] > selection[static_cast<std::size_t>(b)];
+  });
+  double sum = 0;
+  for (int64_t j = 0; j < k; ++j) sum += score[static_cast<std::size_t>(order[j])];
+  for (int64_t j = 0; j < k; ++j) {
+    EXPECT_EQ(got[static_cast<std::size_t>(j)].expert, order[static_cast<std::size_t>(j)]) << j;
+    EXPECT_NEAR(got[static_cast<std::size_t>(j)].weight,
+                score[static_cast<std::size_t>(order[j])] / (sum + 1e-15), 1e-6)
+        << j;
+  }
+  // The bias selects but never weighs: an expert lifted into the choice keeps its own score.
+  bias[static_cast<std::size_t>(order[k])] += 10.0f;
+  route_sigmoid_bias_top_k(logits.data(), bias.data(), n, k, 1.5f, scratch.data(), got.data());
+  EXPECT_EQ(got[0].expert, order[k]);
+}
+
+TEST(MoeRouting, SigmoidRoutingTiesGoToTheLowerIdAndNaNIsNeverChosen) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> logits = {nan, 0.5f, 2.0f, 2.0f}, bias(4, 0.0f), scratch(12);
+  std::vector<ExpertChoice> got(3);
+  route_sigmoid_bias_top_k(logits.data(), bias.data(), 4, 3, 1.0f, scratch.data(), got.data());
+  EXPECT_EQ(got[0].expert, 2);
+  EXPECT_EQ(got[1].expert, 3);
+  EXPECT_EQ(got[2].expert, 1);
+  EXPECT_FLOAT_EQ(got[0].weight, got[1].weight);
+}
+
 TEST(MoeRouting, SortByExpertKeepsEachWeightWithItsExpert) {
   std::vector<ExpertChoice> choices = {{7, 0.5f}, {2, 0.3f}, {5, 0.2f}};
   sort_by_expert(choices.data(), 3);

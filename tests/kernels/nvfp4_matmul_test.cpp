@@ -11,6 +11,7 @@
 
 #include "kernels/nvfp4.h"
 #include "kernels/nvfp4_matmul_kernels.h"
+#include "kernels/weight_matrix.h"
 
 namespace md::kernels {
 namespace {
@@ -100,6 +101,29 @@ TEST(Nvfp4Matmul, TheGlobalScaleIsApplied) {
   nvfp4_matmul(p.w, p.x.data(), 1, y2.data(), nullptr);
   for (int r = 0; r < 4; ++r)
     EXPECT_EQ(y2[static_cast<std::size_t>(r)], 2 * y1[static_cast<std::size_t>(r)]);
+}
+
+// The format-tagged view a program's tiles and a reference's matmul read: the same bits as the
+// NVFP4 kernel, its rows dequantised as dequantize_nvfp4_row gives them, its bytes counting the
+// block scales (what a step streams and a waiting worker prefetches).
+TEST(Nvfp4Matmul, TheWeightMatrixViewRunsTheNvfp4Kernel) {
+  Problem p = problem(37, 64, 3, 5);
+  const WeightMatrix w = WeightMatrix::of(p.w);
+  EXPECT_EQ(w.format_name(), "NVFP4");
+  std::vector<float> direct(3 * 37), tiled(3 * 37, -1.0f), pooled(3 * 37);
+  nvfp4_matmul(p.w, p.x.data(), 3, direct.data(), nullptr);
+  weight_tile(w, 0, 20, p.x.data(), 64, 3, {tiled.data(), 37, false});
+  weight_tile(w, 20, 37, p.x.data(), 64, 3, {tiled.data(), 37, false});
+  ThreadPool pool(2);
+  matmul(w, p.x.data(), 3, pooled.data(), &pool);
+  EXPECT_EQ(std::memcmp(direct.data(), tiled.data(), direct.size() * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(direct.data(), pooled.data(), direct.size() * sizeof(float)), 0);
+  std::vector<float> row(64), expected(64);
+  ASSERT_TRUE(row_to_f32(w, 5, row.data()));
+  dequantize_nvfp4_row(p.w.row_codes(5), p.w.row_scales(5), 64, p.w.global_scale, expected.data());
+  EXPECT_EQ(row, expected);
+  EXPECT_EQ(w.bytes(0, 37), 37u * (32 + 4));
+  EXPECT_EQ(w.bytes(3, 5), 2u * (32 + 4));
 }
 
 }  // namespace

@@ -162,14 +162,14 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, MuseConsistency, ::testing::ValuesIn(musespar
 
 // Column j of rows 0..3 of an expert matrix, through the model's own view of it (its rows, its
 // global scale) and the GEMV: a one-hot input reads each weight exactly.
-std::vector<float> first_rows(const MuseExpertMatrix& m, int64_t rows) {
-  const int64_t cols = m.cols();
+std::vector<float> first_rows(const kernels::WeightMatrix& m, int64_t rows) {
+  const int64_t cols = m.cols;
   std::vector<float> out(static_cast<std::size_t>(rows * cols));
-  std::vector<float> x(static_cast<std::size_t>(cols)), y(static_cast<std::size_t>(m.rows()));
+  std::vector<float> x(static_cast<std::size_t>(cols)), y(static_cast<std::size_t>(m.rows));
   for (int64_t j = 0; j < cols; ++j) {
     std::fill(x.begin(), x.end(), 0.0f);
     x[static_cast<std::size_t>(j)] = 1.0f;
-    m.apply(x.data(), 1, y.data(), m.rows(), nullptr);
+    kernels::matmul(m, x.data(), 1, y.data(), nullptr);
     for (int64_t r = 0; r < rows; ++r) {
       out[static_cast<std::size_t>(r * cols + j)] = y[static_cast<std::size_t>(r)];
     }
@@ -194,10 +194,10 @@ TEST(MuseNvfp4, ExpertMatricesDequantiseAsTheIndependentImplementation) {
     if (!e.nvfp4) continue;
     ++layers;
     EXPECT_NE(e.gate_up_global[0], e.gate_up_global[1]);
-    const MuseExpertWeights w = muse_expert_weights(e, c, 0);
-    EXPECT_EQ(first_rows(w.gate, 4), tensor_values<float>(goldens, key + ".gate_up")) << key;
-    EXPECT_EQ(first_rows(w.up, 4), tensor_values<float>(goldens, key + ".up")) << key;
-    EXPECT_EQ(first_rows(w.down, 4), tensor_values<float>(goldens, key + ".down")) << key;
+    const kernels::ExpertMatrices w = muse_expert_matrices(e, c);
+    EXPECT_EQ(first_rows(w.gate[0], 4), tensor_values<float>(goldens, key + ".gate_up")) << key;
+    EXPECT_EQ(first_rows(w.up[0], 4), tensor_values<float>(goldens, key + ".up")) << key;
+    EXPECT_EQ(first_rows(w.down[0], 4), tensor_values<float>(goldens, key + ".down")) << key;
   }
   EXPECT_EQ(layers, 4);
 }

@@ -74,14 +74,15 @@ TEST(MuseSynthetic, AliasedExpertsReadTheirSlot) {
   e.stored_experts = 4;
   e.gate_up = gate_up.data();
   e.down = down.data();
-  for (int64_t expert : {1, 5, 13}) {
-    const MuseExpertWeights w = muse_expert_weights(e, c, expert);
-    EXPECT_EQ(w.gate.bf16.data, gate_up.data() + 1 * 2 * 96 * 256) << expert;
-    EXPECT_EQ(w.up.bf16.data, gate_up.data() + (1 * 2 + 1) * 96 * 256) << expert;
-    EXPECT_EQ(w.down.bf16.data, down.data() + 1 * 256 * 96) << expert;
+  const auto bytes = [](const uint16_t* p) { return reinterpret_cast<const std::uint8_t*>(p); };
+  const kernels::ExpertMatrices w = muse_expert_matrices(e, c);
+  for (std::size_t expert : {1, 5, 13}) {
+    EXPECT_EQ(w.gate[expert].data, bytes(gate_up.data() + 1 * 2 * 96 * 256)) << expert;
+    EXPECT_EQ(w.up[expert].data, bytes(gate_up.data() + (1 * 2 + 1) * 96 * 256)) << expert;
+    EXPECT_EQ(w.down[expert].data, bytes(down.data() + 1 * 256 * 96)) << expert;
   }
   e.stored_experts = 0;  // every expert its own
-  EXPECT_EQ(muse_expert_weights(e, c, 5).down.bf16.data, down.data() + 5 * 256 * 96);
+  EXPECT_EQ(muse_expert_matrices(e, c).down[5].data, bytes(down.data() + 5 * 256 * 96));
 }
 
 std::vector<float> decode_logits(MuseSparkModel& model, const std::vector<int32_t>& tokens) {

@@ -156,22 +156,33 @@ int32_t StepBuilder::delta_net(std::string name, const program::DeltaNetOperands
   return add({std::move(name), op.key_heads, op, std::move(waits), std::move(head_waits)});
 }
 
-int32_t StepBuilder::moe(const std::string& name, const program::MoeRouteOperands& route,
-                         program::MoeExpertsOperands experts, program::MoeDownOperands down,
-                         int32_t router, int32_t shared) {
-  const int32_t routed = add({name + ".route", 1, route, {all(router)}, {}});
+void StepBuilder::need_scratch(int64_t floats) {
+  scratch_floats_ = std::max(scratch_floats_, floats);
+}
+
+int32_t StepBuilder::routed_experts(const std::string& name, const program::MoeRouteOperands& route,
+                                    program::MoeExpertsOperands experts,
+                                    std::vector<Dependency> route_waits,
+                                    std::vector<Dependency> input_waits) {
+  const int32_t routed = add({name + ".route", 1, route, std::move(route_waits), {}});
   // A row's gate|up work is top-k experts' rows: tiled as one matrix of that many rows would be.
   experts.tile_rows = std::min(
       experts.intermediate,
       program::projection_tile_rows(route.experts_per_token * experts.intermediate, workers_));
   experts.plan = route.plan;
+  need_scratch(std::max(route.scratch_floats(), experts.scratch_floats()));
+  input_waits.push_back(all(routed));
   const int64_t expert_tasks = route.plan->slots() * experts.tiles_per_expert();
-  const int32_t gate_up =
-      add({name + ".experts_gate|up+silu", expert_tasks, experts, {all(routed)}, {}});
+  return add({name + ".experts_gate|up+silu", expert_tasks, experts, std::move(input_waits), {}});
+}
+
+int32_t StepBuilder::moe(const std::string& name, const program::MoeRouteOperands& route,
+                         program::MoeExpertsOperands experts, program::MoeDownOperands down,
+                         int32_t router, int32_t shared) {
+  const int32_t gate_up = routed_experts(name, route, experts, {all(router)}, {});
   down.tile_rows = program::projection_tile_rows(down.hidden, workers_);
   down.plan = route.plan;
-  scratch_floats_ = std::max(
-      {scratch_floats_, route.scratch_floats(), experts.scratch_floats(), down.scratch_floats()});
+  need_scratch(down.scratch_floats());
   return add({name + ".experts_down+shared+residual",
               down.tiles(),
               down,
@@ -179,11 +190,26 @@ int32_t StepBuilder::moe(const std::string& name, const program::MoeRouteOperand
               {}});
 }
 
+int32_t StepBuilder::moe_mixed(const std::string& name, const program::MoeRouteOperands& route,
+                               program::MoeExpertsOperands experts, program::MoeDownOperands down,
+                               program::MoeMixOperands mix, int64_t rows,
+                               std::vector<Dependency> route_waits,
+                               std::vector<Dependency> input_waits) {
+  const int32_t gate_up =
+      routed_experts(name, route, experts, std::move(route_waits), std::move(input_waits));
+  down.tile_rows = program::projection_tile_rows(down.hidden, workers_);
+  down.plan = route.plan;
+  const int32_t each = add({name + ".experts_down", down.tiles(), down, {all(gate_up)}, {}});
+  mix.plan = route.plan;
+  return add({name + ".norm+mix", rows, mix, {all(each)}, {}});
+}
+
 int32_t StepBuilder::lm_head_argmax(program::RowInput input, const kernels::WeightMatrix& w,
                                     program::BufferId logits, int64_t min_tile,
                                     std::vector<float>& tile_max, std::vector<int32_t>& tile_arg,
-                                    int32_t* greedy, std::vector<Dependency> waits) {
-  program::LmHeadOperands op{input, {}, nullptr, nullptr};
+                                    int32_t* greedy, std::vector<Dependency> waits,
+                                    const program::LogitSoftcap& softcap) {
+  program::LmHeadOperands op{input, {}, nullptr, nullptr, softcap};
   add_tiles(op.tiles, w, logits, 0, w.rows, false, min_tile);
   const auto tiles = static_cast<int64_t>(op.tiles.size());
   tile_max.assign(static_cast<std::size_t>(tiles * program::kMaxStepRows), 0.0f);

@@ -27,6 +27,9 @@ class StepBuilder {
 
   // Appends an instruction; returns its index.
   int32_t add(program::Instruction instruction);
+  // Worker scratch that an instruction added with add() needs (moe() and moe_mixed() declare
+  // theirs themselves).
+  void need_scratch(int64_t floats);
 
   // Waits for every task of `producer`.
   program::Dependency all(int32_t producer) const;
@@ -71,13 +74,24 @@ class StepBuilder {
   int32_t moe(const std::string& name, const program::MoeRouteOperands& route,
               program::MoeExpertsOperands experts, program::MoeDownOperands down, int32_t router,
               int32_t shared);
-  // The lm_head tiles (at least `min_tile` rows each) with their per-tile argmax, then the
-  // reduction to one greedy token per row. `tile_max` / `tile_arg` are resized to fit. Returns
-  // the reduction's index.
+  // A latent MoE block whose experts are each normalised before they mix (Muse Spark): the
+  // routing (waiting for `route_waits`: the router logits' tiles), the chosen experts' gate|up
+  // (besides the routing, waiting for `input_waits`: the rows they read), their down into
+  // `down.each` per (expert, row), and the mix per row (of `rows`) into `mix.out`. Tile sizes, the
+  // plan and the worker scratch are set here. Returns the mix instruction.
+  int32_t moe_mixed(const std::string& name, const program::MoeRouteOperands& route,
+                    program::MoeExpertsOperands experts, program::MoeDownOperands down,
+                    program::MoeMixOperands mix, int64_t rows,
+                    std::vector<program::Dependency> route_waits,
+                    std::vector<program::Dependency> input_waits);
+  // The lm_head tiles (at least `min_tile` rows each; their logits softcapped when `softcap`
+  // says) with their per-tile argmax, then the reduction to one greedy token per row. `tile_max` /
+  // `tile_arg` are resized to fit. Returns the reduction's index.
   int32_t lm_head_argmax(program::RowInput input, const kernels::WeightMatrix& w,
                          program::BufferId logits, int64_t min_tile, std::vector<float>& tile_max,
                          std::vector<int32_t>& tile_arg, int32_t* greedy,
-                         std::vector<program::Dependency> waits);
+                         std::vector<program::Dependency> waits,
+                         const program::LogitSoftcap& softcap = {});
 
   // `max_rows`: the most step rows (and count-register rows) a run will have. Workers get
   // `scratch_floats` of scratch, or more where an instruction added here needs more.
@@ -85,6 +99,11 @@ class StepBuilder {
                                           int64_t max_rows = program::kMaxStepRows);
 
  private:
+  // The routing and the chosen experts' gate|up of a MoE block; returns the gate|up instruction.
+  int32_t routed_experts(const std::string& name, const program::MoeRouteOperands& route,
+                         program::MoeExpertsOperands experts,
+                         std::vector<program::Dependency> route_waits,
+                         std::vector<program::Dependency> input_waits);
   int workers_;
   int64_t grain_;
   int64_t scratch_floats_ = 0;  // the most any instruction's tasks declared (moe)

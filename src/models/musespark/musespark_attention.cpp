@@ -43,19 +43,12 @@ struct HeadKeys {
     return {&whole, 1};
   }
 
-  void gather(const MuseLayerKv& kv, int64_t offset, int64_t head_dim, int64_t first,
+  void gather(const kernels::KvRows& kv, int64_t offset, int64_t head_dim, int64_t first,
               int64_t last) {
     count = last - first + 1;
     keys.resize(static_cast<std::size_t>(count * head_dim));
     values.resize(keys.size());
-    for (int64_t j = 0; j < count; ++j) {
-      float* key = keys.data() + j * head_dim;
-      float* value = values.data() + j * head_dim;
-      const float* k = kv.key(first + j, offset, head_dim, key);
-      const float* v = kv.value(first + j, offset, head_dim, value);
-      if (k != key) std::copy(k, k + head_dim, key);
-      if (v != value) std::copy(v, v + head_dim, value);
-    }
+    kv.gather(offset, head_dim, first, last, keys.data(), values.data());
   }
 };
 
@@ -90,7 +83,7 @@ void MuseSparkModel::attention(int64_t layer, std::span<const Row> step, const f
   // same sequence overwrites has left every earlier row's window by then).
   for (int64_t t = 0; t < rows; ++t) {
     const int64_t position = step[static_cast<std::size_t>(t)].position;
-    MuseLayerKv& kv = step[static_cast<std::size_t>(t)].state->layer(layer);
+    kernels::KvRows& kv = step[static_cast<std::size_t>(t)].state->layer(layer);
     if (rope) rope_.angles(position, cos_values.data(), sin_values.data());
     for (int64_t h = 0; h < c.num_attention_heads; ++h) {
       float* qh = q.data() + t * q_dim + h * hd;

@@ -5,10 +5,13 @@
 
 #include "base/cache_aligned.h"
 #include "base/error.h"
+#include "kernels/gated_residual.h"
+#include "kernels/logit_softcap.h"
 #include "kernels/matmul.h"
 #include "kernels/norms.h"
 #include "kernels/weight_matrix.h"
 #include "models/common/config_files.h"
+#include "models/musespark/musespark_experts.h"
 #include "models/musespark/musespark_row_math.h"
 #include "models/musespark/musespark_state.h"
 #include "models/musespark/musespark_testing.h"
@@ -30,29 +33,14 @@ double gate_floor(const MuseSparkOptions& options) {
 // A model with no stated limit runs as long as its state's capacity (the caller's --context).
 constexpr int64_t kUnstatedContext = int64_t{1} << 20;
 
-// s ← α ⊙ s + β ⊙ branch on every row.
-void gated_residual(const MuseResidualGate& g, const float* branch, int64_t rows, int64_t width,
-                    float* stream) {
+// The branch joins the stream on every row: b ← rms(scale ⊙ b) (scale null: rms(b)), eps of the
+// post norms, then s ← α ⊙ s + β ⊙ b.
+void join_branch(const MuseResidualGate& g, const float* scale, float eps, float* branch,
+                 int64_t rows, int64_t width, float* stream) {
   for (int64_t t = 0; t < rows; ++t) {
-    for (int64_t i = 0; i < width; ++i) {
-      float& s = stream[t * width + i];
-      s = g.alpha[static_cast<std::size_t>(i)] * s +
-          g.beta[static_cast<std::size_t>(i)] * branch[t * width + i];
-    }
-  }
-}
-
-// The branch as it joins the stream: rms(scale ⊙ branch) (scale null: rms(branch)), eps of the
-// post norms.
-void post_norm(float* branch, const std::vector<float>* scale, int64_t rows, int64_t width,
-               float eps) {
-  for (int64_t t = 0; t < rows; ++t) {
-    float* b = branch + t * width;
-    if (scale != nullptr) {
-      muse::scale_then_normalise(b, *scale, width, eps);
-    } else {
-      muse::rms_unweighted(b, width, eps, b);
-    }
+    kernels::scaled_rms_norm(branch + t * width, scale, width, eps);
+    kernels::gated_residual(g.alpha.data(), g.beta.data(), branch + t * width, width,
+                            stream + t * width);
   }
 }
 
@@ -97,6 +85,10 @@ void MuseSparkModel::apply_run_options() {
   if (run_options_.dense_weights == DenseWeights::kInt8) {
     resident_bytes_ += quantize_dense_int8(weights_, pool_.get());
   }
+  for (const MuseLayerWeights& layer : weights_.layers) {
+    experts_.push_back(muse_expert_matrices(layer.experts, config_));
+  }
+  executors_ = std::make_unique<program::Executors>(pool_->size());
 }
 
 std::string MuseSparkModel::description() const {
@@ -157,11 +149,8 @@ std::size_t MuseSparkModel::expert_bytes(const MuseExperts& experts) const {
 }
 
 std::size_t MuseSparkModel::dense_decode_bytes() const {
-  const auto matrix = [](const kernels::WeightMatrix& m) {
-    // int8 rows also read their f32 scale each.
-    const std::size_t scales = m.row_scales != nullptr ? sizeof(float) : 0;
-    return m.bytes(0, m.rows) + static_cast<std::size_t>(m.rows) * scales;
-  };
+  // int8 rows also read their f32 scale each (WeightMatrix::bytes counts it).
+  const auto matrix = [](const kernels::WeightMatrix& m) { return m.bytes(0, m.rows); };
   std::size_t total = matrix(weights_.lm_head);
   for (const MuseLayerWeights& w : weights_.layers) {
     total += matrix(w.q_proj) + matrix(w.k_proj) + matrix(w.v_proj) + matrix(w.gate_proj) +
@@ -180,7 +169,12 @@ std::size_t MuseSparkModel::decode_weight_bytes() const {
 }
 
 std::size_t MuseSparkModel::last_step_weight_bytes() const {
-  return dense_decode_bytes() + step_expert_bytes_;
+  if (!last_step_fused_) return dense_decode_bytes() + step_expert_bytes_;
+  std::size_t experts = 0;
+  for (std::size_t l = 0; l < experts_run_.size(); ++l) {
+    experts += static_cast<std::size_t>(experts_run_[l]) * expert_bytes(weights_.layers[l].experts);
+  }
+  return dense_decode_bytes() + experts;
 }
 
 // §4.1: the embedding row through a weightless RMSNorm is the stream.
@@ -206,15 +200,11 @@ void MuseSparkModel::output(const float* stream, int64_t rows, float* logits) co
                       static_cast<float>(config_.rms_norm_eps), normed.data() + t * h);
   }
   kernels::matmul(weights_.lm_head, normed.data(), rows, logits, pool_.get());
-  const auto multiplier = static_cast<float>(config_.output_multiplier);
-  const auto cap = static_cast<float>(config_.final_logit_softcapping);
   const bool mask = options_.ablation != testing::MuseAblation::kNoTailMask;
   for (int64_t t = 0; t < rows; ++t) {
-    float* row = logits + t * vocab;
-    for (int64_t i = 0; i < vocab; ++i) {
-      row[i] = (mask && i >= config_.vocab_used) ? -std::numeric_limits<float>::infinity()
-                                                 : cap * std::tanh(row[i] * multiplier / cap);
-    }
+    kernels::softcap_logits(logits + t * vocab, 0, vocab, mask ? config_.vocab_used : vocab,
+                            static_cast<float>(config_.output_multiplier),
+                            static_cast<float>(config_.final_logit_softcapping));
   }
 }
 
@@ -229,17 +219,16 @@ void MuseSparkModel::run_rows(std::span<const Row> rows, std::span<const int32_t
   const auto taps = static_cast<int64_t>(tap_layers_.size());
   last_taps_.assign(static_cast<std::size_t>(n * taps * h), 0.0f);
   step_expert_bytes_ = 0;
+  last_step_fused_ = false;
   embed(tokens, stream);
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const MuseLayerWeights& w = weights_.layers[static_cast<std::size_t>(l)];
     muse::rms_rows(stream, w.input_norm, n, h, eps, x.data());
     attention(l, rows, x.data(), branch.data());
-    post_norm(branch.data(), nullptr, n, h, post_eps);
-    gated_residual(w.attention_gate, branch.data(), n, h, stream);
+    join_branch(w.attention_gate, nullptr, post_eps, branch.data(), n, h, stream);
     muse::rms_rows(stream, w.pre_ffn_norm, n, h, eps, x.data());
-    moe(w, x.data(), n, branch.data());
-    post_norm(branch.data(), &w.post_ffn_norm, n, h, post_eps);
-    gated_residual(w.ffn_gate, branch.data(), n, h, stream);
+    moe(l, x.data(), n, branch.data());
+    join_branch(w.ffn_gate, w.post_ffn_norm.data(), post_eps, branch.data(), n, h, stream);
     for (int64_t i = 0; i < taps; ++i) {
       if (tap_layers_[static_cast<std::size_t>(i)] != l) continue;
       for (int64_t t = 0; t < n; ++t) {
@@ -266,12 +255,45 @@ void MuseSparkModel::forward(SequenceState& base, std::span<const int32_t> token
   output(stream.data() + (n - out_rows) * h, out_rows, logits.data());
 }
 
+bool MuseSparkModel::fused() const {
+  return run_options_.executor != ExecutorKind::kReference &&
+         options_.ablation == testing::MuseAblation::kNone && options_.probe == nullptr;
+}
+
+MuseStep& MuseSparkModel::step(int64_t rows, RowMode mode) {
+  for (auto& built : steps_) {
+    if (built->max_rows() == rows && built->mode() == mode) return *built;
+  }
+  steps_.push_back(std::make_unique<MuseStep>(config_, weights_, experts_, rope_, rows, mode,
+                                              pool_->size(), tap_layers_));
+  return *steps_.back();
+}
+
+program::Program* MuseSparkModel::decode_program(int64_t rows) {
+  if (rows < 1 || rows > MuseStep::kMaxRows) return nullptr;
+  return &step(rows, RowMode::kIndependent).program();
+}
+
+void MuseSparkModel::run_step(MuseStep& built, std::vector<float>& logits) {
+  executors_->get(run_options_.executor).run(built.program());
+  built.finish();
+  const int64_t rows = built.rows();
+  logits.assign(built.logits(0), built.logits(0) + rows * config_.vocab_size);
+  last_taps_.assign(built.taps(), built.taps() + rows * static_cast<int64_t>(tap_layers_.size()) *
+                                                     config_.hidden_size);
+  last_greedy_.resize(static_cast<std::size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) last_greedy_[static_cast<std::size_t>(r)] = built.greedy(r);
+  built.experts_run(experts_run_);
+  last_step_fused_ = true;
+}
+
 void MuseSparkModel::decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
                             std::vector<float>& logits) {
   if (states.size() != tokens.size()) {
     fail("decode: {} sequences but {} tokens", states.size(), tokens.size());
   }
   std::vector<Row> step;
+  std::vector<MuseSparkState*> typed;
   for (std::size_t i = 0; i < states.size(); ++i) {
     check_append(*states[i], tokens.subspan(i, 1), config_.vocab_size);
     auto* state = dynamic_cast<MuseSparkState*>(states[i]);
@@ -279,8 +301,18 @@ void MuseSparkModel::decode(std::span<SequenceState* const> states, std::span<co
       if (other.state == state) fail("decode: a sequence appears twice in one step");
     }
     step.push_back({state, state->position()});
+    typed.push_back(state);
   }
   const auto n = static_cast<int64_t>(step.size());
+  if (fused()) {
+    if (n < 1 || n > MuseStep::kMaxRows) {
+      fail("decode takes 1..{} sequences, got {}", MuseStep::kMaxRows, n);
+    }
+    MuseStep& built = this->step(n, RowMode::kIndependent);
+    built.prepare(typed, tokens);
+    run_step(built, logits);
+    return;
+  }
   Buffer stream(static_cast<std::size_t>(n * config_.hidden_size));
   run_rows(step, tokens, stream.data());
   for (const Row& row : step) {
@@ -296,6 +328,14 @@ void MuseSparkModel::verify(SequenceState& state, std::span<const int32_t> token
   const auto rows = static_cast<int64_t>(tokens.size());
   if (rows < 1 || rows > kMuseVerifyRows) {
     fail("verify takes 1..{} tokens, got {}", kMuseVerifyRows, rows);
+  }
+  if (fused()) {
+    check_append(state, tokens, config_.vocab_size);
+    MuseSparkState* typed = &dynamic_cast<MuseSparkState&>(state);
+    MuseStep& built = step(rows, RowMode::kVerify);
+    built.prepare(std::span<MuseSparkState* const>(&typed, 1), tokens);
+    run_step(built, logits);
+    return;
   }
   forward(state, tokens, LogitRows::kAll, logits);
   dynamic_cast<MuseSparkState&>(state).hold_verified(rows);
@@ -317,6 +357,7 @@ void MuseSparkModel::set_tap_layers(std::vector<int64_t> layers) {
     }
   }
   tap_layers_ = std::move(layers);
+  steps_.clear();  // the step programs copy taps out: rebuilt with the new list
 }
 
 }  // namespace md

@@ -3,7 +3,9 @@
 // attention with QK norms and an output gate, gated residuals, the latent MoE with sigmoid routing
 // over bf16 or NVFP4 experts, the softcapped output with the untrained ids masked. House numerics:
 // f32 activations, f32 accumulation, weights read in place (NVFP4 rows dequantised as they are
-// used).
+// used). Decode and verify steps run as one fused program (musespark_step.h) on the executor the
+// run options name (mega or ops), or through the reference forward; prompts always run the
+// reference forward.
 #pragma once
 
 #include <memory>
@@ -13,10 +15,14 @@
 
 #include "base/thread_pool.h"
 #include "io/checkpoint.h"
+#include "kernels/moe_routing.h"
 #include "kernels/rope.h"
+#include "models/common/row_mode.h"
 #include "models/language_model.h"
 #include "models/musespark/musespark_config.h"
+#include "models/musespark/musespark_step.h"
 #include "models/musespark/musespark_weights.h"
+#include "program/executor.h"
 
 namespace md {
 
@@ -58,6 +64,14 @@ class MuseSparkModel final : public LanguageModel {
   // each chosen expert is read once for all of them; a row's bits are those it gets alone.
   void decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
               std::vector<float>& logits) override;
+  // Greedy tokens of the last decode/verify step run by a program (computed inside the step).
+  const std::vector<int32_t>& last_greedy() const { return last_greedy_; }
+  bool set_executor(ExecutorKind executor) override {
+    run_options_.executor = executor;
+    return true;
+  }
+  ExecutorKind executor() const { return run_options_.executor; }
+  program::Program* decode_program(int64_t rows) override;
   // Same bits however a sequence is split into forward() calls: rows are processed in order
   // through row-independent kernels.
   bool split_invariant() const override { return true; }
@@ -77,7 +91,8 @@ class MuseSparkModel final : public LanguageModel {
   // Every dense matrix, the router, the k experts a row takes in each layer, and lm_head (not the
   // embedding table, of which a step reads one row).
   std::size_t decode_weight_bytes() const override;
-  // The dense matrices, the router and lm_head, and each expert the step ran once.
+  // The dense matrices, the router and lm_head, and each expert the step ran once (a fused step:
+  // each distinct expert its routing plans list).
   std::size_t last_step_weight_bytes() const override;
 
   const MuseSparkConfig& config() const { return config_; }
@@ -98,14 +113,15 @@ class MuseSparkModel final : public LanguageModel {
   // Rows run through every layer; rows of one sequence must come in position order.
   void run_rows(std::span<const Row> rows, std::span<const int32_t> tokens, float* stream);
   void attention(int64_t layer, std::span<const Row> rows, const float* x, float* out);
-  void moe(const MuseLayerWeights& w, const float* x, int64_t rows, float* out);
+  void moe(int64_t layer, const float* x, int64_t rows, float* out);
   void output(const float* stream, int64_t rows, float* logits) const;
 
   std::string directory_;
   MuseSparkConfig config_;
   std::unique_ptr<Checkpoint> checkpoint_;  // null for weights built in memory
   MuseSparkWeights weights_;
-  std::size_t resident_bytes_ = 0;  // weights built in memory, int8 copies
+  std::vector<kernels::ExpertMatrices> experts_;  // per layer, views of weights_' experts
+  std::size_t resident_bytes_ = 0;                // weights built in memory, int8 copies
   ModelRunOptions run_options_;
   MuseSparkOptions options_;
   std::vector<int64_t> tap_layers_;
@@ -113,6 +129,19 @@ class MuseSparkModel final : public LanguageModel {
   std::size_t step_expert_bytes_ = 0;  // experts the last step ran
   kernels::Rope rope_;
   std::unique_ptr<ThreadPool> pool_;
+
+  // Whether decode and verify steps run the fused program: a program executor is chosen and no
+  // test hook asks for the reference (ablations and routing probes exist there only).
+  bool fused() const;
+  // The fused steps, built on first use per (rows, row mode), and what runs them.
+  MuseStep& step(int64_t rows, RowMode mode);
+  // Runs `built` (prepared) and copies its logits, greedy tokens, taps and expert counts out.
+  void run_step(MuseStep& built, std::vector<float>& logits);
+  std::unique_ptr<program::Executors> executors_;
+  std::vector<std::unique_ptr<MuseStep>> steps_;
+  std::vector<int32_t> last_greedy_;
+  std::vector<int64_t> experts_run_;  // per layer, the last fused step's distinct experts
+  bool last_step_fused_ = false;
 };
 
 }  // namespace md

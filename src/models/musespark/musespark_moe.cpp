@@ -2,20 +2,21 @@
 // (musespark_routing.h); the stream is projected to the latent width and normed; each expert any
 // row chose runs once over all the rows that chose it (ascending expert ids: its weights are read
 // once per step), gate/up, SiLU·up and down at the latent width, bf16 or NVFP4 (in-register
-// dequantisation, nvfp4_matmul.h); each expert output is scaled by the post-expert norm weight and
-// then normalised; each row sums its experts' outputs weighted in selection order, and the sum is
-// projected back to the stream.
+// dequantisation, nvfp4_matmul.h); each row's expert outputs are scaled by the post-expert norm
+// weight, normalised and summed weighted in selection order (kernels/expert_mix.h), and the sum
+// is projected back to the stream.
 #include <algorithm>
 #include <vector>
 
 #include "base/cache_aligned.h"
 #include "kernels/activations.h"
+#include "kernels/expert_mix.h"
 #include "kernels/matmul.h"
+#include "kernels/norms.h"
 #include "kernels/weight_matrix.h"
 #include "models/musespark/musespark_experts.h"
 #include "models/musespark/musespark_model.h"
 #include "models/musespark/musespark_routing.h"
-#include "models/musespark/musespark_row_math.h"
 #include "models/musespark/musespark_testing.h"
 
 namespace md {
@@ -32,7 +33,9 @@ struct Choice {
 
 }  // namespace
 
-void MuseSparkModel::moe(const MuseLayerWeights& w, const float* x, int64_t rows, float* out) {
+void MuseSparkModel::moe(int64_t layer, const float* x, int64_t rows, float* out) {
+  const MuseLayerWeights& w = weights_.layers[static_cast<std::size_t>(layer)];
+  const kernels::ExpertMatrices& experts = experts_[static_cast<std::size_t>(layer)];
   const MuseSparkConfig& c = config_;
   const int64_t hm = c.moe_hidden_size, inter = c.moe_intermediate_size;
   const int64_t k = c.num_experts_per_token;
@@ -40,7 +43,10 @@ void MuseSparkModel::moe(const MuseLayerWeights& w, const float* x, int64_t rows
   const auto post_eps = static_cast<float>(c.post_norm_eps);
   Buffer latent(static_cast<std::size_t>(rows * hm));
   kernels::matmul(w.pre_expert_proj, x, rows, latent.data(), pool_.get());
-  muse::rms_rows(latent.data(), w.pre_expert_norm, rows, hm, eps, latent.data());
+  for (int64_t t = 0; t < rows; ++t) {
+    kernels::rms_norm(latent.data() + t * hm, w.pre_expert_norm.data(), hm, eps,
+                      latent.data() + t * hm);
+  }
 
   std::vector<MuseRoute> routes;
   std::vector<std::vector<Choice>> chosen(static_cast<std::size_t>(c.num_experts));
@@ -69,20 +75,16 @@ void MuseSparkModel::moe(const MuseLayerWeights& w, const float* x, int64_t rows
       const float* row = latent.data() + pairs[static_cast<std::size_t>(i)].row * hm;
       std::copy(row, row + hm, in.data() + i * hm);
     }
-    const MuseExpertWeights ew = muse_expert_weights(w.experts, c, e);
+    const auto at = static_cast<std::size_t>(e);
     step_expert_bytes_ += expert_bytes(w.experts);
-    ew.gate.apply(in.data(), n, gate.data(), inter, pool_.get());
-    ew.up.apply(in.data(), n, up.data(), inter, pool_.get());
-    for (int64_t i = 0; i < n * inter; ++i) {
-      gate[static_cast<std::size_t>(i)] =
-          kernels::silu(gate[static_cast<std::size_t>(i)]) * up[static_cast<std::size_t>(i)];
-    }
-    ew.down.apply(gate.data(), n, y.data(), hm, pool_.get());
+    kernels::matmul(experts.gate[at], in.data(), n, gate.data(), pool_.get());
+    kernels::matmul(experts.up[at], in.data(), n, up.data(), pool_.get());
+    kernels::gated_product(kernels::Activation::kSilu, gate.data(), up.data(), n * inter);
+    kernels::matmul(experts.down[at], gate.data(), n, y.data(), pool_.get());
     for (int64_t i = 0; i < n; ++i) {
       const Choice& choice = pairs[static_cast<std::size_t>(i)];
       float* o = outputs.data() + (choice.row * k + static_cast<int64_t>(choice.slot)) * hm;
       std::copy(y.data() + i * hm, y.data() + (i + 1) * hm, o);
-      muse::scale_then_normalise(o, w.post_expert_norm, hm, post_eps);
     }
   }
 
@@ -92,8 +94,8 @@ void MuseSparkModel::moe(const MuseLayerWeights& w, const float* x, int64_t rows
     std::fill(m, m + hm, 0.0f);
     const MuseRoute& r = routes[static_cast<std::size_t>(t)];
     for (std::size_t slot = 0; slot < r.experts.size(); ++slot) {
-      const float* o = outputs.data() + (t * k + static_cast<int64_t>(slot)) * hm;
-      for (int64_t j = 0; j < hm; ++j) m[j] += r.weights[slot] * o[j];
+      float* o = outputs.data() + (t * k + static_cast<int64_t>(slot)) * hm;
+      kernels::mix_expert_output(o, w.post_expert_norm.data(), post_eps, r.weights[slot], hm, m);
     }
   }
   kernels::matmul(w.post_expert_proj, mixed.data(), rows, out, pool_.get());

@@ -1,45 +1,31 @@
 #include "models/musespark/musespark_routing.h"
 
-#include "kernels/activations.h"
-#include "kernels/dot_f32.h"
+#include <array>
+
+#include "kernels/moe_routing.h"
 
 namespace md {
 
-namespace {
-
-constexpr float kRouteEpsilon = 1e-15f;
-
-}  // namespace
+kernels::WeightMatrix muse_router_matrix(const MuseLayerWeights& w, const MuseSparkConfig& c) {
+  const int64_t h = c.hidden_size;
+  return kernels::WeightMatrix::of(
+      kernels::GgufMatrix{GgmlType::kF32, reinterpret_cast<const std::uint8_t*>(w.router.data()),
+                          c.num_experts, h, static_cast<std::size_t>(h) * sizeof(float)});
+}
 
 MuseRoute muse_route(const MuseLayerWeights& w, const MuseSparkConfig& c, const float* x) {
-  const int64_t experts = c.num_experts, h = c.hidden_size;
-  const auto multiplier = static_cast<float>(c.output_multiplier);
-  std::vector<float> score(static_cast<std::size_t>(experts));
-  std::vector<float> selection(static_cast<std::size_t>(experts));
-  for (int64_t e = 0; e < experts; ++e) {
-    const float z = kernels::dot_f32(x, w.router.data() + e * h, h);
-    score[static_cast<std::size_t>(e)] = kernels::sigmoid(z * multiplier);
-    selection[static_cast<std::size_t>(e)] =
-        score[static_cast<std::size_t>(e)] + w.router_bias[static_cast<std::size_t>(e)];
-  }
+  const int64_t experts = c.num_experts;
+  std::vector<float> logits(static_cast<std::size_t>(experts));
+  std::vector<float> scratch(static_cast<std::size_t>(3 * experts));
+  kernels::matmul(muse_router_matrix(w, c), x, 1, logits.data(), nullptr);
+  std::array<kernels::ExpertChoice, kernels::kMaxExpertsPerToken> choices{};
+  kernels::route_sigmoid_bias_top_k(
+      logits.data(), w.router_bias.data(), experts, c.num_experts_per_token,
+      static_cast<float>(c.output_multiplier), scratch.data(), choices.data());
   MuseRoute r;
-  std::vector<bool> taken(static_cast<std::size_t>(experts), false);
-  float sum = 0;
   for (int64_t slot = 0; slot < c.num_experts_per_token; ++slot) {
-    int64_t best = -1;
-    for (int64_t e = 0; e < experts; ++e) {
-      if (taken[static_cast<std::size_t>(e)]) continue;
-      if (best < 0 ||
-          selection[static_cast<std::size_t>(e)] > selection[static_cast<std::size_t>(best)]) {
-        best = e;
-      }
-    }
-    taken[static_cast<std::size_t>(best)] = true;
-    r.experts.push_back(best);
-    sum += score[static_cast<std::size_t>(best)];
-  }
-  for (const int64_t e : r.experts) {
-    r.weights.push_back(score[static_cast<std::size_t>(e)] / (sum + kRouteEpsilon));
+    r.experts.push_back(choices[static_cast<std::size_t>(slot)].expert);
+    r.weights.push_back(choices[static_cast<std::size_t>(slot)].weight);
   }
   return r;
 }

@@ -1,5 +1,6 @@
-// Small per-row helpers of the Muse Spark reference forward: its norms come weightless, with a
-// zero-centred scale (held as 1 + γ), or scaled before normalising.
+// Small per-row helpers of the Muse Spark reference forward: its norms come weightless or with a
+// zero-centred scale (held as 1 + γ); kernels::scaled_rms_norm is the one scaled before
+// normalising.
 #pragma once
 
 #include <cstdint>
@@ -13,13 +14,6 @@ namespace md::muse {
 inline void rms_unweighted(const float* x, int64_t n, float eps, float* y) {
   kernels::rms_norm(x, static_cast<const uint16_t*>(nullptr), n, eps, kernels::NormWeight::kPlain,
                     y);
-}
-
-// x ← rms(x ⊙ scale), eps of the caller: the post-FFN and post-expert norms, whose weight
-// multiplies before the normalisation.
-inline void scale_then_normalise(float* x, const std::vector<float>& scale, int64_t n, float eps) {
-  for (int64_t i = 0; i < n; ++i) x[i] *= scale[static_cast<std::size_t>(i)];
-  rms_unweighted(x, n, eps, x);
 }
 
 // y_t = rms(x_t) ⊙ scale for `rows` rows of `width`.

@@ -11,45 +11,14 @@
 #include <vector>
 
 #include "kernels/kv_cache.h"
+#include "kernels/kv_rows.h"
 #include "models/language_model.h"
 #include "models/musespark/musespark_config.h"
+#include "program/program.h"
 
 namespace md {
 
-// One layer's keys and values, [slots][kv_heads · head_dim] each, in bf16 or f32.
-class MuseLayerKv {
- public:
-  MuseLayerKv(int64_t slots, int64_t width, kernels::KvCacheType type)
-      : slots_(slots), width_(width), type_(type) {}
-
-  // Stores the row of `position` (slot position mod slots), rounded to bf16 in a bf16 cache.
-  void write(int64_t position, const float* key, const float* value);
-  // `n` elements from `offset` of a stored row as f32: in place for f32, converted into
-  // `scratch` for bf16.
-  const float* key(int64_t position, int64_t offset, int64_t n, float* scratch) const {
-    return read(keys_f32_, keys_bf16_, position, offset, n, scratch);
-  }
-  const float* value(int64_t position, int64_t offset, int64_t n, float* scratch) const {
-    return read(values_f32_, values_bf16_, position, offset, n, scratch);
-  }
-  std::size_t bytes() const;
-  void clear();
-
- private:
-  int64_t slot(int64_t position) const { return position % slots_; }
-  // Makes room for `position` (a full layer's storage grows with the positions written).
-  void reserve(int64_t position);
-  const float* read(const std::vector<float>& f32, const std::vector<uint16_t>& bf16,
-                    int64_t position, int64_t offset, int64_t n, float* scratch) const;
-
-  int64_t slots_ = 0;  // positions held: the window (sliding) or the capacity (full)
-  int64_t width_ = 0;  // kv_heads · head_dim
-  kernels::KvCacheType type_;
-  std::vector<float> keys_f32_, values_f32_;
-  std::vector<uint16_t> keys_bf16_, values_bf16_;
-};
-
-class MuseSparkState final : public SequenceState {
+class MuseSparkState final : public SequenceState, public program::StepState {
  public:
   MuseSparkState(const MuseSparkConfig& config, int64_t capacity, kernels::KvCacheType kv_type);
 
@@ -57,7 +26,10 @@ class MuseSparkState final : public SequenceState {
   std::unique_ptr<SequenceState> clone() const override;
   std::size_t bytes() const override;
 
-  MuseLayerKv& layer(int64_t l) { return layers_[static_cast<std::size_t>(l)]; }
+  kernels::KvRows& layer(int64_t l) { return layers_[static_cast<std::size_t>(l)]; }
+  // The fused step's view of the same storage (row_attention).
+  kernels::KvRows& kv_rows(int64_t l) override { return layer(l); }
+  kernels::KvCache& kv_cache(int64_t slot) override;
   void advance(int64_t rows) { position_ += rows; }
 
   // Verify rows: the sequence holds `rows` unconfirmed positions until commit keeps some.
@@ -68,7 +40,7 @@ class MuseSparkState final : public SequenceState {
   void commit(int64_t kept);
 
  private:
-  std::vector<MuseLayerKv> layers_;
+  std::vector<kernels::KvRows> layers_;
   int64_t verified_rows_ = 0;
 };
 

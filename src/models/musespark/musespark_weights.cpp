@@ -111,7 +111,7 @@ std::size_t quantize_dense_int8(MuseSparkWeights& weights, ThreadPool* pool) {
   std::size_t bytes = 0;
   const auto int8 = [&](kernels::WeightMatrix& m, const std::string& name) {
     m = quantized_int8(m, name, weights.owned, pool);
-    bytes += m.bytes(0, m.rows) + static_cast<std::size_t>(m.rows) * sizeof(float);
+    bytes += m.bytes(0, m.rows);  // with the row scales
   };
   int8(weights.lm_head, "lm_head");
   for (std::size_t l = 0; l < weights.layers.size(); ++l) {

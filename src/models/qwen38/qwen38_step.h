@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "kernels/rope.h"
+#include "models/common/row_mode.h"
 #include "models/qwen38/qwen38_config.h"
 #include "models/qwen38/qwen38_state.h"
 #include "models/qwen38/qwen38_weights.h"
@@ -25,11 +26,6 @@
 namespace md {
 
 class StepBuilder;
-
-// Independent rows: B different sequences, one token each at its own position. Verify rows: B
-// consecutive tokens of one sequence, the delta-net state chained row to row with a snapshot
-// kept after every row so that any prefix can be committed (speculative decoding).
-enum class RowMode { kIndependent, kVerify };
 
 class Qwen38Step {
  public:

@@ -1,0 +1,96 @@
+// The Muse Spark decode step lowered to one megakernel Program on the shared layer library
+// (models/common/step_builder.h): the embedding normed without a weight and the RoPE angles; per
+// layer the input norm fused into the q|k|v|gate tiles, attention per KV head over the layer's
+// keys (a sliding window's ring with RoPE, or every position without it) with its weightless
+// norms and sigmoid output gate, the o tiles, the gated residual join; the pre-FFN norm fused
+// into the latent|router tiles, the latent norm, sigmoid routing with the selection bias, each
+// chosen expert's gate|up and down once for all rows that chose it (bf16 or NVFP4), each row's
+// experts normalised and mixed in router order, the post_expert tiles and the second gated join
+// (with the drafter's taps); then the final norm fused into the lm_head tiles, softcapped with the
+// untrained tail masked, with per-tile argmax and the reduction. Built once per (rows, row mode)
+// and run for every step; the instructions are plain data (no family kernels).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "kernels/moe_routing.h"
+#include "kernels/rope.h"
+#include "models/common/row_mode.h"
+#include "models/musespark/musespark_config.h"
+#include "models/musespark/musespark_state.h"
+#include "models/musespark/musespark_weights.h"
+#include "program/program.h"
+
+namespace md {
+
+class StepBuilder;
+
+class MuseStep {
+ public:
+  static constexpr int64_t kMaxRows = program::kMaxStepRows;
+
+  // `experts`: each layer's expert matrices (the model's views). `tap_layers`: layers whose
+  // post-layer residual every run copies out for a drafter, [rows][tap_layers.size() · H].
+  MuseStep(const MuseSparkConfig& config, const MuseSparkWeights& weights,
+           const std::vector<kernels::ExpertMatrices>& experts, const kernels::Rope& rope,
+           int64_t max_rows, RowMode mode, int workers, std::vector<int64_t> tap_layers = {});
+
+  program::Program& program() { return *program_; }
+  int64_t max_rows() const { return max_rows_; }
+  RowMode mode() const { return mode_; }
+
+  // Sets the inputs of the next run and makes room for its positions in every layer's keys.
+  // Independent: one state per token. Verify: one state, the tokens at its next positions. The
+  // caller has checked the tokens and the room (LanguageModel::check_append).
+  void prepare(std::span<MuseSparkState* const> states, std::span<const int32_t> tokens);
+  // After the executor ran: advances the positions (verify: by all rows, held until commit).
+  void finish();
+
+  int64_t rows() const { return program_->rows(); }
+  const float* logits(int64_t row) const { return logits_.data() + row * config_.vocab_size; }
+  int32_t greedy(int64_t row) const { return greedy_[static_cast<std::size_t>(row)]; }
+  const std::vector<int64_t>& tap_layers() const { return tap_layers_; }
+  // The taps of the last run's rows, [rows()][tap_layers().size() · H].
+  const float* taps() const { return taps_.data(); }
+  // The distinct experts the last run chose in each layer, in layer order.
+  void experts_run(std::vector<int64_t>& out) const;
+
+ private:
+  struct Buffers {
+    program::BufferId stream, q, k, v, gate, attended, branch, latent, router, expert_act,
+        expert_each, mixed, angles, logits, taps;
+  };
+  void build(int workers);
+  int32_t add_attention(StepBuilder& b, int64_t layer, int32_t residual, int32_t angles);
+  int32_t add_moe(StepBuilder& b, int64_t layer, int32_t residual);
+  // Distinct experts a step of max_rows_ rows can choose in one layer (its plan's slots).
+  int64_t moe_slots() const;
+  int64_t tap_slot(int64_t layer) const;
+
+  const MuseSparkConfig& config_;
+  const MuseSparkWeights& weights_;
+  const std::vector<kernels::ExpertMatrices>& experts_;
+  const kernels::Rope& rope_;
+  int64_t max_rows_;
+  RowMode mode_;
+  std::vector<int64_t> tap_layers_;
+  std::unique_ptr<program::Program> program_;
+
+  Buffers ids_{};
+  std::array<MuseSparkState*, kMaxRows> states_{};
+
+  // Activations (f32, [rows][width]); the experts' silu(gate)·up [slots][kMaxRows][intermediate]
+  // and down products [slots][kMaxRows][latent]; a routing plan per layer.
+  std::vector<float> stream_, q_, k_, v_, gate_, attended_, branch_, latent_, router_, mixed_;
+  std::vector<float> expert_act_, expert_each_, angles_, logits_, taps_;
+  std::vector<std::unique_ptr<program::MoePlan>> moe_plans_;
+  std::vector<float> tile_max_;
+  std::vector<int32_t> tile_arg_;
+  std::array<int32_t, kMaxRows> greedy_{};
+};
+
+}  // namespace md
