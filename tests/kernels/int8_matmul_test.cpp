@@ -182,7 +182,8 @@ TEST(Int8Matmul, WeightMatrixRunsAndReadsInt8Rows) {
   Problem p = problem(rows, cols, 3, 13);
   const WeightMatrix m = WeightMatrix::of(p.w);
   EXPECT_EQ(m.format_name(), "int8");
-  EXPECT_EQ(m.bytes(0, rows), static_cast<std::size_t>(rows * cols));
+  // A row streams its codes and its f32 scale.
+  EXPECT_EQ(m.bytes(0, rows), static_cast<std::size_t>(rows * (cols + 4)));
   std::vector<float> direct(static_cast<std::size_t>(3 * rows)), through(direct.size());
   int8_matmul(p.w, p.x.data(), 3, direct.data(), nullptr);
   matmul(m, p.x.data(), 3, through.data(), nullptr);
