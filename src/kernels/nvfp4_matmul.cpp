@@ -16,6 +16,7 @@ Nvfp4TileFn active_tile() {
 
 Nvfp4TileFn nvfp4_tile_for(Isa isa) {
 #if defined(__x86_64__)
+  if (isa >= Isa::kAvx512) return nvfp4_matmul_tile_avx512;
   if (isa >= Isa::kAvx2) return nvfp4_matmul_tile_avx2;
 #else
   (void)isa;

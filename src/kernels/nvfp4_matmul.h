@@ -1,7 +1,7 @@
 // Products of NVFP4 weights (kernels/nvfp4.h: e2m1 codes, an e4m3 scale per 16 inputs, one f32
 // global scale per matrix) with f32 activations, dequantised in registers: no f32 copy of a row
-// exists. Dispatched at run time (kernels/isa.h): AVX2 (which the AVX-512 level also runs for now)
-// or scalar.
+// exists. Dispatched at run time (kernels/isa.h): AVX-512 (two 8-lane sums per register), AVX2 or
+// scalar.
 //
 // Numerics: every weight is first turned into exactly the f32 dequantize_nvfp4_row gives for it,
 // (e2m1 · e4m3) · global (the first product exact, the second rounded once), then multiplied by

@@ -20,7 +20,11 @@ void nvfp4_matmul_tile_scalar(const Nvfp4Matrix& w, int64_t row_begin, int64_t r
 void nvfp4_matmul_tile_avx2(const Nvfp4Matrix& w, int64_t row_begin, int64_t row_end,
                             const float* x, int64_t x_stride, int64_t n_rows, const MatmulOut& out);
 
-// The body a path runs (AVX-512 runs the AVX2 body for now).
+void nvfp4_matmul_tile_avx512(const Nvfp4Matrix& w, int64_t row_begin, int64_t row_end,
+                              const float* x, int64_t x_stride, int64_t n_rows,
+                              const MatmulOut& out);
+
+// The body a path runs.
 Nvfp4TileFn nvfp4_tile_for(Isa isa);
 
 }  // namespace md::kernels
