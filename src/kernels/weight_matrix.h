@@ -81,11 +81,11 @@ inline const uint16_t* bf16_row(const WeightMatrix& w, int64_t r) {
 
 // y[n][r] = Σ_c W[r][c] · x[n][c] for `n_rows` input rows (x: [n_rows][W.cols], y:
 // [n_rows][W.rows]), spread over `pool` (may be null): matmul() for bf16, gguf_matmul() for GGUF
-// blocks, int8_matmul() for int8 rows, so a reference forward and a program's tiles compute the
-// same bits.
+// blocks, int8_matmul() for int8 rows, nvfp4_matmul() for NVFP4, so a reference forward and a
+// program's tiles compute the same bits.
 void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, ThreadPool* pool);
 
-// Row `row` of W as f32 (an embedding lookup): bf16 widened, GGUF blocks and int8 rows
+// Row `row` of W as f32 (an embedding lookup): bf16 widened, GGUF blocks, int8 rows and NVFP4
 // dequantised. False for a block type dequantize_row does not handle (loaders refuse those before
 // anything runs).
 [[nodiscard]] bool row_to_f32(const WeightMatrix& w, int64_t row, float* out);

@@ -32,8 +32,9 @@ std::vector<int32_t> prompt_of(const MuseSparkConfig& c, int64_t n, int32_t seed
 
 std::unique_ptr<MuseSparkModel> model_with(const std::string& fixture, ExecutorKind executor,
                                            int threads, KvCacheType kv = KvCacheType::kBf16,
-                                           MuseAblation ablation = MuseAblation::kNone) {
-  auto model = load_muse(fixture, kv, ablation, threads);
+                                           MuseAblation ablation = MuseAblation::kNone,
+                                           DenseWeights dense = DenseWeights::kAsStored) {
+  auto model = load_muse(fixture, kv, ablation, threads, dense);
   EXPECT_TRUE(model->set_executor(executor));
   return model;
 }
@@ -55,6 +56,8 @@ std::vector<std::vector<float>> decode_run(MuseSparkModel& model, int64_t steps)
 }
 
 class MuseStepTest : public ::testing::TestWithParam<std::string> {};
+
+void expect_verify_equals_prefill(MuseSparkModel& model);
 
 // Every instruction is plain data a second executor could read; attention is one row_attention
 // per layer with a task per KV head that waits only for some of its layer's projection tiles.
@@ -119,6 +122,22 @@ TEST_P(MuseStepTest, MegaAndOpsEqualTheReferenceBitwise) {
   }
 }
 
+// With the dense matrices in int8 (§7) the fused step runs the int8 tiles the reference runs.
+TEST_P(MuseStepTest, Int8DenseMegaEqualsTheReferenceBitwise) {
+  const auto int8 = DenseWeights::kInt8;
+  auto reference_model = model_with(GetParam(), ExecutorKind::kReference, 1, KvCacheType::kBf16,
+                                    MuseAblation::kNone, int8);
+  auto model =
+      model_with(GetParam(), ExecutorKind::kMega, 2, KvCacheType::kBf16, MuseAblation::kNone, int8);
+  auto as_stored = model_with(GetParam(), ExecutorKind::kMega, 2);
+  const auto reference = decode_run(*reference_model, 20);
+  const auto fused = decode_run(*model, 20);
+  for (std::size_t s = 0; s < fused.size(); ++s) {
+    ASSERT_TRUE(same_bits(fused[s], reference[s])) << "step " << s;
+  }
+  EXPECT_FALSE(same_bits(fused[0], decode_run(*as_stored, 1)[0]));  // the option took effect
+}
+
 // The negative control of the comparison above: a reference whose sliding layers see one key
 // more agrees with the fused step until a sliding layer's window is full, then differs.
 TEST_P(MuseStepTest, AReferenceWithAWindowOneLongerDiffersOnceTheWindowFills) {
@@ -177,24 +196,30 @@ TEST_P(MuseStepTest, IndependentRowsAtMixedPositionsEqualSingleRows) {
   }
 }
 
-// Verify blocks on the ops executor too: the block's logits are the prefill's, and a commit of
-// fewer rows continues as if only those were fed.
-TEST_P(MuseStepTest, VerifyOnTheOpsExecutorEqualsThePrefill) {
-  auto model = model_with(GetParam(), ExecutorKind::kOps, 2);
-  const MuseSparkConfig& c = model->config();
+// Verify blocks on both executors: the block's logits are the prefill's (the reference forward),
+// and a commit of fewer rows continues as if only those were fed.
+TEST_P(MuseStepTest, VerifyOnBothExecutorsEqualsThePrefill) {
+  for (const ExecutorKind executor : {ExecutorKind::kMega, ExecutorKind::kOps}) {
+    SCOPED_TRACE(program::executor_name(executor));
+    expect_verify_equals_prefill(*model_with(GetParam(), executor, 2));
+  }
+}
+
+void expect_verify_equals_prefill(MuseSparkModel& model) {
+  const MuseSparkConfig& c = model.config();
   const auto ids = prompt_of(c, 30, 9);
   const auto vocab = static_cast<std::ptrdiff_t>(c.vocab_size);
   std::vector<float> prefill, logits;
-  model->forward(*model->new_sequence(kCapacity), ids, LogitRows::kAll, prefill);
-  auto state = model->new_sequence(kCapacity);
-  model->forward(*state, std::vector<int32_t>(ids.begin(), ids.begin() + 20), LogitRows::kLast,
-                 logits);
-  model->verify(*state, std::vector<int32_t>(ids.begin() + 20, ids.begin() + 28), logits);
+  model.forward(*model.new_sequence(kCapacity), ids, LogitRows::kAll, prefill);
+  auto state = model.new_sequence(kCapacity);
+  model.forward(*state, std::vector<int32_t>(ids.begin(), ids.begin() + 20), LogitRows::kLast,
+                logits);
+  model.verify(*state, std::vector<int32_t>(ids.begin() + 20, ids.begin() + 28), logits);
   EXPECT_TRUE(same_bits(
       logits, std::vector<float>(prefill.begin() + 20 * vocab, prefill.begin() + 28 * vocab)));
-  model->commit(*state, 3);
+  model.commit(*state, 3);
   EXPECT_EQ(state->position(), 23);
-  model->verify(*state, std::vector<int32_t>(ids.begin() + 23, ids.begin() + 30), logits);
+  model.verify(*state, std::vector<int32_t>(ids.begin() + 23, ids.begin() + 30), logits);
   EXPECT_TRUE(same_bits(
       logits, std::vector<float>(prefill.begin() + 23 * vocab, prefill.begin() + 30 * vocab)));
 }

@@ -97,6 +97,7 @@ TEST_P(MuseVerify, TapsAreThePostLayerResidualsTheLogitsComeFrom) {
               0);
   }
   EXPECT_THROW(model->set_tap_layers({c.num_layers}), Error);
+  EXPECT_THROW(model->set_tap_layers({1, 0, 1}), Error);  // a layer listed twice
 }
 
 TEST(MuseVerifyErrors, CommitNeedsAVerifyAndKeepsAtMostItsRows) {

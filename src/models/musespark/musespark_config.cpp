@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "base/error.h"
+#include "kernels/moe_routing.h"
 #include "models/common/config_reader.h"
 
 namespace md {
@@ -118,6 +119,11 @@ void read_moe(const ConfigReader& text, MuseSparkConfig& c) {
   c.moe_intermediate_size = text.positive("moe_intermediate_size");
   c.num_experts = text.positive("num_local_experts");
   c.num_experts_per_token = text.positive("num_experts_per_tok");
+  if (c.num_experts_per_token > kernels::kMaxExpertsPerToken) {
+    text.reject("num_experts_per_tok",
+                fmt::format("is above the {} experts per token megadecode routes",
+                            kernels::kMaxExpertsPerToken));
+  }
   if (c.num_experts_per_token > c.num_experts) {
     text.reject("num_experts_per_tok",
                 fmt::format("exceeds num_local_experts = {}", c.num_experts));

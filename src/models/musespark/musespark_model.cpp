@@ -1,5 +1,6 @@
 #include "models/musespark/musespark_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -220,6 +221,7 @@ void MuseSparkModel::run_rows(std::span<const Row> rows, std::span<const int32_t
   last_taps_.assign(static_cast<std::size_t>(n * taps * h), 0.0f);
   step_expert_bytes_ = 0;
   last_step_fused_ = false;
+  last_greedy_.clear();  // the reference computes no greedy tokens
   embed(tokens, stream);
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const MuseLayerWeights& w = weights_.layers[static_cast<std::size_t>(l)];
@@ -351,9 +353,13 @@ void MuseSparkModel::commit(SequenceState& state, int64_t rows_kept) {
 }
 
 void MuseSparkModel::set_tap_layers(std::vector<int64_t> layers) {
-  for (const int64_t layer : layers) {
-    if (layer < 0 || layer >= config_.num_layers) {
-      fail("tap layer {} is outside the target's layers [0, {})", layer, config_.num_layers);
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    if (layers[i] < 0 || layers[i] >= config_.num_layers) {
+      fail("tap layer {} is outside the target's layers [0, {})", layers[i], config_.num_layers);
+    }
+    if (std::find(layers.begin(), layers.begin() + static_cast<std::ptrdiff_t>(i), layers[i]) !=
+        layers.begin() + static_cast<std::ptrdiff_t>(i)) {
+      fail("tap layer {} is listed twice", layers[i]);
     }
   }
   tap_layers_ = std::move(layers);

@@ -98,7 +98,7 @@ void MuseStep::build(int workers) {
       {b.all(residual)},
       {static_cast<float>(c.final_logit_softcapping), static_cast<float>(c.output_multiplier),
        c.vocab_used});
-  program_ = b.build(0);
+  program_ = b.build(0, max_rows_);
 }
 
 int32_t MuseStep::add_attention(StepBuilder& b, int64_t layer, int32_t residual, int32_t angles) {
