@@ -5,6 +5,9 @@ set -u
 bin="$1"; tok="$2"; source_dir="$3"
 work="$(mktemp -d)"; trap 'rm -rf "$work"' EXIT
 source "$(dirname "${BASH_SOURCE[0]}")/check_lib.sh"
+# A sanitized build (MD_SANITIZED=1) skips the bench runs that repeat figures other runs print
+# (each takes seconds there); their code runs in the bench checks it keeps.
+sanitized="${MD_SANITIZED:-}"
 
 check help 0 'Subcommands:' '' -- "$bin" --help
 for sub in run chat serve bench pack tokenize info; do
@@ -26,29 +29,31 @@ check serve-bad-spec-max-rows 2 '' 'spec-max-rows' -- "$bin" serve --spec-max-ro
 # bench: a bounded run on the built-in cache-resident shape, human and machine output.
 check bench-table 0 'bandwidth .* GB/s read.*' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1,2 --seconds 0.05 --prefill-tokens 8 -t 2
 check bench-json 0 '"fraction_of_bandwidth"' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega,ops,reference --seconds 0.05 --prefill-tokens 8 --json
-check bench-header 0 'kernels +(avx512|avx2|scalar) path, weights bf16; executors mega' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega --seconds 0.05 --prefill-tokens 8
+[ -n "$sanitized" ] || check bench-header 0 'kernels +(avx512|avx2|scalar) path, weights bf16; executors mega' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega --seconds 0.05 --prefill-tokens 8
 check bench-profile 0 'gate_up_silu +norm>gate\|up\+silu +8 +64 .*' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega,ops --seconds 0.05 --prefill-tokens 8 --profile
 check bench-verbose 0 'delta_net +L0\.delta_net +2 +0 +#2 per task' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega --seconds 0.05 --prefill-tokens 8 -v
 # Issue 19's many-row figures: rows vs one row, a verify step vs a decode step, the tiles' share of
 # the fma peak measured in the same run (text and JSON; one run of each).
-"$bin" bench --synthetic qwen38-tiny --rows 1,2 --executors mega --seconds 0.05 --prefill-tokens 8 -t 2 >"$work/many" 2>&1
-for re in '2 rows / 1 row \(mega\): [0-9.]+x the tokens/s' \
-          'verify +8 rows of one sequence: [0-9.]+ ms a step = [0-9.]+x a 1-row decode step' \
-          'tiles +bf16 [0-9]+ x [0-9]+ \(the largest layer matrix\) x 256 rows: [0-9.]+ GFLOP/s = [0-9]+% of the f32 fma peak'; do
-  grep -Eq -- "$re" "$work/many"; expect "bench-many-rows /$re/" $? "$(cat "$work/many")"
-done
-"$bin" bench --synthetic qwen38-tiny --rows 1,2 --executors mega --seconds 0.05 --prefill-tokens 8 --json >"$work/many.json" 2>&1
-for key in fraction_of_peak one_row_decode_step_seconds tokens_per_s_vs_one_row; do
-  grep -Eq "\"$key\": [0-9]" "$work/many.json"; expect "bench-json-$key" $? "$(cat "$work/many.json")"
-done
+if [ -z "$sanitized" ]; then
+  "$bin" bench --synthetic qwen38-tiny --rows 1,2 --executors mega --seconds 0.05 --prefill-tokens 8 -t 2 >"$work/many" 2>&1
+  for re in '2 rows / 1 row \(mega\): [0-9.]+x the tokens/s' \
+            'verify +8 rows of one sequence: [0-9.]+ ms a step = [0-9.]+x a 1-row decode step' \
+            'tiles +bf16 [0-9]+ x [0-9]+ \(the largest layer matrix\) x 256 rows: [0-9.]+ GFLOP/s = [0-9]+% of the f32 fma peak'; do
+    grep -Eq -- "$re" "$work/many"; expect "bench-many-rows /$re/" $? "$(cat "$work/many")"
+  done
+  "$bin" bench --synthetic qwen38-tiny --rows 1,2 --executors mega --seconds 0.05 --prefill-tokens 8 --json >"$work/many.json" 2>&1
+  for key in fraction_of_peak one_row_decode_step_seconds tokens_per_s_vs_one_row; do
+    grep -Eq "\"$key\": [0-9]" "$work/many.json"; expect "bench-json-$key" $? "$(cat "$work/many.json")"
+  done
+fi
 check bench-bad-rows 1 '' 'outside 1..8' -- "$bin" bench --synthetic qwen38-tiny --rows 9
 check bench-bad-shape 1 '' "unknown synthetic shape 'nope' .*muse-spark-layer" -- "$bin" bench --synthetic nope
 # Muse Spark benches its fused program on both executors by default, and its reference forward
 # when asked.
 check bench-muse-default 0 '^ops +2 +[0-9]' '' -- "$bin" bench --synthetic muse-spark-tiny --rows 2 --seconds 0.05 --rounds 1 --prefill-tokens 8 -t 1
-check bench-muse-reference 0 '^reference +1 +[0-9]' '' -- "$bin" bench --synthetic muse-spark-tiny --executors reference --rows 1 --seconds 0.05 --rounds 1 --prefill-tokens 8 -t 1
+[ -n "$sanitized" ] || check bench-muse-reference 0 '^reference +1 +[0-9]' '' -- "$bin" bench --synthetic muse-spark-tiny --executors reference --rows 1 --seconds 0.05 --rounds 1 --prefill-tokens 8 -t 1
 check bench-muse-verbose 0 'row_attention +L1\.attention +2 +0' '' -- "$bin" bench --synthetic muse-spark-tiny --rows 1 --executors mega --seconds 0.05 --rounds 1 --prefill-tokens 8 -v
-check bench-muse-int8 0 '^dense +int8 \(quantised at load\)' '' -- "$bin" bench --synthetic muse-spark-tiny --dense-weights int8 --rows 1 --seconds 0.05 --rounds 1 --prefill-tokens 8 -t 1
+[ -n "$sanitized" ] || check bench-muse-int8 0 '^dense +int8 \(quantised at load\)' '' -- "$bin" bench --synthetic muse-spark-tiny --dense-weights int8 --rows 1 --seconds 0.05 --rounds 1 --prefill-tokens 8 -t 1
 check bench-int8-other-family 1 '' 'implemented for muse_spark models only' -- "$bin" bench --synthetic qwen38-tiny --dense-weights int8
 # Speculative figures on a synthetic target need a synthetic drafter (forced τ 1..8, then the split).
 check bench-spec-synthetic 0 '  8 +[0-9.]+ +[0-9.]+x +[0-9.]+ +[0-9.]+' '' -- "$bin" bench --synthetic qwen38-tiny --draft synthetic --rows 1 --executors mega --seconds 0.05 --prefill-tokens 8 --spec-tokens 8
