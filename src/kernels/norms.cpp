@@ -38,11 +38,15 @@ void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * inv * w[i];
 }
 
+void rms_norm_unweighted(const float* x, int64_t n, float eps, float* y) {
+  rms_norm(x, static_cast<const uint16_t*>(nullptr), n, eps, NormWeight::kPlain, y);
+}
+
 void scaled_rms_norm(float* x, const float* scale, int64_t n, float eps) {
   if (scale != nullptr) {
     for (int64_t i = 0; i < n; ++i) x[i] *= scale[i];
   }
-  rms_norm(x, static_cast<const uint16_t*>(nullptr), n, eps, NormWeight::kPlain, x);
+  rms_norm_unweighted(x, n, eps, x);
 }
 
 void gated_rms_norm(const float* o, const float* z, const float* w, int64_t n, float eps,

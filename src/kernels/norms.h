@@ -14,6 +14,9 @@ void rms_norm(const float* x, const uint16_t* w, int64_t n, float eps, NormWeigh
 // The same with a plain f32 weight (GGUF files store norm weights as F32).
 void rms_norm(const float* x, const float* w, int64_t n, float eps, float* y);
 
+// y = x / sqrt(mean(x²) + eps), no weight. y may alias x.
+void rms_norm_unweighted(const float* x, int64_t n, float eps, float* y);
+
 // x ← x ⊙ scale / rms(x ⊙ scale) (scale null: x / rms(x)): a norm whose weight multiplies before
 // the normalisation (Muse Spark's post-FFN and post-expert norms).
 void scaled_rms_norm(float* x, const float* scale, int64_t n, float eps);

@@ -17,6 +17,18 @@ void LanguageModel::decode(std::span<SequenceState* const> states, std::span<con
   decode_each(states, tokens, logits, [](std::size_t) {});
 }
 
+void LanguageModel::check_tap_layers(std::span<const int64_t> layers, int64_t num_layers) {
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    if (layers[i] < 0 || layers[i] >= num_layers) {
+      fail("tap layer {} is outside the target's layers [0, {})", layers[i], num_layers);
+    }
+    if (std::find(layers.begin(), layers.begin() + static_cast<std::ptrdiff_t>(i), layers[i]) !=
+        layers.begin() + static_cast<std::ptrdiff_t>(i)) {
+      fail("tap layer {} is listed twice", layers[i]);
+    }
+  }
+}
+
 void LanguageModel::check_append(const SequenceState& state, std::span<const int32_t> tokens,
                                  int64_t vocab_size) {
   if (tokens.empty()) fail("forward needs at least one token");

@@ -151,6 +151,10 @@ class LanguageModel {
   // capacity after its position and every id is below `vocab_size`: forward()'s precondition.
   static void check_append(const SequenceState& state, std::span<const int32_t> tokens,
                            int64_t vocab_size);
+  // Throws md::Error unless every tap layer is one of the model's `num_layers` and none is listed
+  // twice (a fused step copies a layer's residual to its first slot only): set_tap_layers()'
+  // precondition.
+  static void check_tap_layers(std::span<const int64_t> layers, int64_t num_layers);
   // decode() as one forward() per sequence; `after_row(i)` runs after sequence i's forward (a
   // family keeps per-row outputs there, e.g. the drafter taps each forward replaces).
   void decode_each(std::span<SequenceState* const> states, std::span<const int32_t> tokens,

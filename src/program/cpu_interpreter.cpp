@@ -41,8 +41,7 @@ void normalise_row(NormKind kind, const void* weight, float eps, const float* x,
       kernels::rms_norm(x, static_cast<const float*>(weight), width, eps, y);
       return;
     case NormKind::kUnweighted:
-      kernels::rms_norm(x, static_cast<const uint16_t*>(nullptr), width, eps,
-                        kernels::NormWeight::kPlain, y);
+      kernels::rms_norm_unweighted(x, width, eps, y);
       return;
     case NormKind::kNone:
       if (y != x) std::copy(x, x + width, y);

@@ -12,12 +12,6 @@ namespace md::program {
 
 namespace {
 
-// y = x / rms(x), in place.
-void normalise(float* x, int64_t n, float eps) {
-  kernels::rms_norm(x, static_cast<const uint16_t*>(nullptr), n, eps, kernels::NormWeight::kPlain,
-                    x);
-}
-
 // A worker's gathered keys and values of one head and its softmax scores: sized by the longest
 // span a task has attended over (a full layer's grows with the context, so it is not part of the
 // program's fixed worker scratch).
@@ -54,12 +48,12 @@ void run_row_attention_kv_head(const RowAttentionOperands& op, int64_t g, const 
     };
     for (int64_t h = g * op.group(); h < (g + 1) * op.group(); ++h) {
       float* qh = q + n * op.q_stride + h * hd;
-      normalise(qh, hd, op.norm_eps);
+      kernels::rms_norm_unweighted(qh, hd, op.norm_eps, qh);
       for (int64_t d = 0; d < hd; ++d) qh[d] *= op.q_scale;
       prepare(qh);
     }
     float* key = k + n * op.kv_stride + g * hd;
-    normalise(key, hd, op.norm_eps);
+    kernels::rms_norm_unweighted(key, hd, op.norm_eps, key);
     prepare(key);
     kernels::KvRows& kv = row.state->kv_rows(op.layer);
     kv.write_part(row.position, g * hd, hd, key, v + n * op.kv_stride + g * hd);
@@ -73,7 +67,7 @@ void run_row_attention_kv_head(const RowAttentionOperands& op, int64_t g, const 
       float* o = out + n * op.q_stride + h * hd;
       kernels::attend_runs(q + n * op.q_stride + h * hd, {&run, 1}, hd, scale, span.scores.data(),
                            o);
-      normalise(o, hd, op.norm_eps);
+      kernels::rms_norm_unweighted(o, hd, op.norm_eps, o);
       const float* gh = gate + n * op.q_stride + h * hd;
       for (int64_t d = 0; d < hd; ++d) o[d] *= kernels::sigmoid(gh[d]);
     }

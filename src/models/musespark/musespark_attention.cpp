@@ -14,9 +14,9 @@
 #include "base/dtype.h"
 #include "kernels/activations.h"
 #include "kernels/attention_runs.h"
+#include "kernels/norms.h"
 #include "kernels/weight_matrix.h"
 #include "models/musespark/musespark_model.h"
-#include "models/musespark/musespark_row_math.h"
 #include "models/musespark/musespark_state.h"
 #include "models/musespark/musespark_testing.h"
 
@@ -87,13 +87,13 @@ void MuseSparkModel::attention(int64_t layer, std::span<const Row> step, const f
     if (rope) rope_.angles(position, cos_values.data(), sin_values.data());
     for (int64_t h = 0; h < c.num_attention_heads; ++h) {
       float* qh = q.data() + t * q_dim + h * hd;
-      muse::rms_unweighted(qh, hd, eps, qh);
+      kernels::rms_norm_unweighted(qh, hd, eps, qh);
       for (int64_t d = 0; d < hd; ++d) qh[d] *= qk_scale;
       if (rope) rope_.apply(qh, cos_values.data(), sin_values.data());
     }
     for (int64_t g = 0; g < c.num_key_value_heads; ++g) {
       float* kh = k.data() + t * kv_dim + g * hd;
-      muse::rms_unweighted(kh, hd, eps, kh);
+      kernels::rms_norm_unweighted(kh, hd, eps, kh);
       if (rope) rope_.apply(kh, cos_values.data(), sin_values.data());
     }
     kv.write(position, k.data() + t * kv_dim, v.data() + t * kv_dim);
@@ -105,7 +105,7 @@ void MuseSparkModel::attention(int64_t layer, std::span<const Row> step, const f
       scores.resize(static_cast<std::size_t>(head_keys.count));
       kernels::attend_runs(q.data() + t * q_dim + h * hd, head_keys.run(hd), hd, scale,
                            scores.data(), oh);
-      muse::rms_unweighted(oh, hd, eps, oh);
+      kernels::rms_norm_unweighted(oh, hd, eps, oh);
       const float* gh = gate.data() + t * q_dim + h * hd;
       for (int64_t d = 0; d < hd; ++d) oh[d] *= kernels::sigmoid(gh[d]);
     }

@@ -1,8 +1,6 @@
 #include "models/musespark/musespark_model.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 
 #include "base/cache_aligned.h"
 #include "base/error.h"
@@ -187,7 +185,7 @@ void MuseSparkModel::embed(std::span<const int32_t> tokens, float* stream) const
     if (!kernels::row_to_f32(weights_.embed_tokens, tokens[t], row)) {
       fail("{}: the embedding table's format cannot be read", directory_);
     }
-    muse::rms_unweighted(row, h, eps, row);
+    kernels::rms_norm_unweighted(row, h, eps, row);
   }
 }
 
@@ -295,7 +293,6 @@ void MuseSparkModel::decode(std::span<SequenceState* const> states, std::span<co
     fail("decode: {} sequences but {} tokens", states.size(), tokens.size());
   }
   std::vector<Row> step;
-  std::vector<MuseSparkState*> typed;
   for (std::size_t i = 0; i < states.size(); ++i) {
     check_append(*states[i], tokens.subspan(i, 1), config_.vocab_size);
     auto* state = dynamic_cast<MuseSparkState*>(states[i]);
@@ -303,13 +300,14 @@ void MuseSparkModel::decode(std::span<SequenceState* const> states, std::span<co
       if (other.state == state) fail("decode: a sequence appears twice in one step");
     }
     step.push_back({state, state->position()});
-    typed.push_back(state);
   }
   const auto n = static_cast<int64_t>(step.size());
   if (fused()) {
     if (n < 1 || n > MuseStep::kMaxRows) {
       fail("decode takes 1..{} sequences, got {}", MuseStep::kMaxRows, n);
     }
+    std::vector<MuseSparkState*> typed;
+    for (const Row& row : step) typed.push_back(row.state);
     MuseStep& built = this->step(n, RowMode::kIndependent);
     built.prepare(typed, tokens);
     run_step(built, logits);
@@ -353,15 +351,7 @@ void MuseSparkModel::commit(SequenceState& state, int64_t rows_kept) {
 }
 
 void MuseSparkModel::set_tap_layers(std::vector<int64_t> layers) {
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    if (layers[i] < 0 || layers[i] >= config_.num_layers) {
-      fail("tap layer {} is outside the target's layers [0, {})", layers[i], config_.num_layers);
-    }
-    if (std::find(layers.begin(), layers.begin() + static_cast<std::ptrdiff_t>(i), layers[i]) !=
-        layers.begin() + static_cast<std::ptrdiff_t>(i)) {
-      fail("tap layer {} is listed twice", layers[i]);
-    }
-  }
+  check_tap_layers(layers, config_.num_layers);
   tap_layers_ = std::move(layers);
   steps_.clear();  // the step programs copy taps out: rebuilt with the new list
 }

@@ -12,11 +12,11 @@
 #include "kernels/activations.h"
 #include "kernels/expert_mix.h"
 #include "kernels/matmul.h"
-#include "kernels/norms.h"
 #include "kernels/weight_matrix.h"
 #include "models/musespark/musespark_experts.h"
 #include "models/musespark/musespark_model.h"
 #include "models/musespark/musespark_routing.h"
+#include "models/musespark/musespark_row_math.h"
 #include "models/musespark/musespark_testing.h"
 
 namespace md {
@@ -43,10 +43,7 @@ void MuseSparkModel::moe(int64_t layer, const float* x, int64_t rows, float* out
   const auto post_eps = static_cast<float>(c.post_norm_eps);
   Buffer latent(static_cast<std::size_t>(rows * hm));
   kernels::matmul(w.pre_expert_proj, x, rows, latent.data(), pool_.get());
-  for (int64_t t = 0; t < rows; ++t) {
-    kernels::rms_norm(latent.data() + t * hm, w.pre_expert_norm.data(), hm, eps,
-                      latent.data() + t * hm);
-  }
+  muse::rms_rows(latent.data(), w.pre_expert_norm, rows, hm, eps, latent.data());
 
   std::vector<MuseRoute> routes;
   std::vector<std::vector<Choice>> chosen(static_cast<std::size_t>(c.num_experts));

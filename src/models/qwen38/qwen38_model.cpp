@@ -253,11 +253,7 @@ void Qwen38Model::run_layers(Qwen38State& state, std::span<const int32_t> tokens
 }
 
 void Qwen38Model::set_tap_layers(std::vector<int64_t> layers) {
-  for (int64_t layer : layers) {
-    if (layer < 0 || layer >= config_.num_layers) {
-      fail("tap layer {} is outside the target's layers [0, {})", layer, config_.num_layers);
-    }
-  }
+  check_tap_layers(layers, config_.num_layers);
   tap_layers_ = std::move(layers);
   steps_.clear();  // the step programs copy taps out: rebuilt with the new list
 }
