@@ -7,6 +7,7 @@
 #include "kernels/gguf_matmul_q8.h"
 #include "kernels/gguf_q8_packing.h"
 #include "kernels/int8_matmul.h"
+#include "kernels/mxfp4.h"
 #include "kernels/nvfp4.h"
 
 #if defined(__x86_64__)
@@ -61,9 +62,21 @@ WeightMatrix WeightMatrix::of(const Nvfp4Matrix& m) {
   return w;
 }
 
+WeightMatrix WeightMatrix::of(const Mxfp4Matrix& m) {
+  WeightMatrix w;
+  w.format = WeightFormat::kMxfp4;
+  w.data = m.codes;
+  w.rows = m.rows;
+  w.cols = m.cols;
+  w.row_bytes = static_cast<std::size_t>(m.cols / 2);
+  w.block_scales = m.scales;
+  return w;
+}
+
 std::string_view WeightMatrix::format_name() const {
   if (format == WeightFormat::kInt8Rows) return "int8";
   if (format == WeightFormat::kNvfp4) return "NVFP4";
+  if (format == WeightFormat::kMxfp4) return "MXFP4";
   if (format == WeightFormat::kBf16)
     return inputs == MatmulInputs::kBf16 ? "bf16 (bf16 inputs)" : "bf16";
   if (inputs == MatmulInputs::kQ8 && gguf_q8_supports(gguf_type)) {
@@ -87,6 +100,8 @@ void weight_tile(const WeightMatrix& w, int64_t row_begin, int64_t row_end, cons
     int8_matmul_tile(w.int8_rows(), row_begin, row_end, x, x_stride, n_rows, out);
   } else if (w.format == WeightFormat::kNvfp4) {
     nvfp4_matmul_tile(w.nvfp4(), row_begin, row_end, x, x_stride, n_rows, out);
+  } else if (w.format == WeightFormat::kMxfp4) {
+    mxfp4_matmul_tile(w.mxfp4(), row_begin, row_end, x, x_stride, n_rows, out);
   } else {
     gguf_matmul_tile(w.gguf(), row_begin, row_end, x, x_stride, n_rows, out);
   }
@@ -99,6 +114,8 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, Thr
     int8_matmul(w.int8_rows(), x, n_rows, y, pool);
   } else if (w.format == WeightFormat::kNvfp4) {
     nvfp4_matmul(w.nvfp4(), x, n_rows, y, pool);
+  } else if (w.format == WeightFormat::kMxfp4) {
+    mxfp4_matmul(w.mxfp4(), x, n_rows, y, pool);
   } else {
     gguf_matmul(w.gguf(), x, n_rows, y, pool);
   }
@@ -116,6 +133,11 @@ bool row_to_f32(const WeightMatrix& w, int64_t row, float* out) {
     dequantize_nvfp4_row(m.row_codes(row), m.row_scales(row), w.cols, w.global_scale, out);
     return true;
   }
+  if (w.format == WeightFormat::kMxfp4) {
+    const Mxfp4Matrix m = w.mxfp4();
+    dequantize_mxfp4_row(m.row_codes(row), m.row_scales(row), w.cols, out);
+    return true;
+  }
   const auto* e = reinterpret_cast<const uint16_t*>(source);
   for (int64_t d = 0; d < w.cols; ++d) out[d] = bf16_to_f32(e[d]);
   return true;
@@ -125,14 +147,15 @@ void prefetch_rows(const WeightMatrix& w, int64_t row_begin, int64_t row_end, st
                    std::size_t to) {
 #if defined(__x86_64__)
   // The rows of a tile are contiguous in every format, so the range is one run of bytes, then
-  // (NVFP4, int8 rows) one run of the rows' scales. Packed rows (the q8 path's groups of eight,
-  // gguf_q8_packing.h) take as many bytes, counted from the tile's first row within its group.
+  // (NVFP4, MXFP4, int8 rows) one run of the rows' scales. Packed rows (the q8 path's groups of
+  // eight, gguf_q8_packing.h) take as many bytes, counted from the tile's first row within its
+  // group.
   const std::uint8_t* base = w.row(row_begin);
   std::size_t end = static_cast<std::size_t>(row_end - row_begin) * w.row_bytes;
   if (to > end && w.side_bytes_per_row() > 0) {
-    const auto* side = w.format == WeightFormat::kNvfp4
-                           ? w.block_scales
-                           : reinterpret_cast<const std::uint8_t*>(w.row_scales);
+    const auto* side = w.format == WeightFormat::kInt8Rows
+                           ? reinterpret_cast<const std::uint8_t*>(w.row_scales)
+                           : w.block_scales;
     side += static_cast<std::size_t>(row_begin) * w.side_bytes_per_row();
     const std::size_t side_end = w.bytes(row_begin, row_end) - end;
     for (std::size_t at = (from > end ? from - end : 0) & ~std::size_t{63};
