@@ -106,6 +106,26 @@ def test_muse_reasoning_efforts(muse):
     assert "minimal" in str(error.value)
 
 
+def test_tools_are_refused_because_the_muse_template_renders_none(muse):
+    """Muse's chat template (and spec §9) has no tool format: a request whose tools the model
+    would never see is refused by name instead of answered as if they were offered; without
+    tools (or with tool_choice "none") the same request is served."""
+    import openai
+    model = muse.models.list().data[0].id
+    tools = [{"type": "function", "function": {"name": "weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}}]
+    for choice in ("auto", "required"):
+        with pytest.raises(openai.BadRequestError) as error:
+            muse.chat.completions.create(model=model, messages=MESSAGES, max_tokens=1,
+                                         tools=tools, tool_choice=choice)
+        assert error.value.status_code == 400
+        assert error.value.body["param"] == "tools", error.value.body
+        assert "does not use tools" in error.value.body["message"]
+    r = muse.chat.completions.create(model=model, messages=MESSAGES, max_tokens=1, tools=tools,
+                                     tool_choice="none")
+    assert r.choices[0].message.tool_calls is None
+
+
 def run_cli(*args):
     return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL)
