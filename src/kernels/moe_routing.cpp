@@ -11,8 +11,8 @@
 namespace md::kernels {
 
 void route_sigmoid_bias_top_k(const float* logits, const float* bias, int64_t n, int64_t k,
-                              float multiplier, float* scratch, ExpertChoice* out) {
-  constexpr float kEpsilon = 1e-15f;
+                              float multiplier, float sum_epsilon, float* scratch,
+                              ExpertChoice* out) {
   float* score = scratch;
   float* selection = scratch + n;
   float* taken = scratch + 2 * n;  // 1 once chosen
@@ -38,7 +38,7 @@ void route_sigmoid_bias_top_k(const float* logits, const float* bias, int64_t n,
     sum += score[best];
   }
   for (int64_t slot = 0; slot < k; ++slot) {
-    out[slot].weight = score[out[slot].expert] / (sum + kEpsilon);
+    out[slot].weight = score[out[slot].expert] / (sum + sum_epsilon);
   }
 }
 

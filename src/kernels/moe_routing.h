@@ -35,13 +35,15 @@ inline constexpr int64_t kMaxExpertsPerToken = 32;
 void route_softmax_top_k(const float* logits, int64_t n, int64_t k, float* probs,
                          ExpertChoice* out);
 
-// Sigmoid routing with a selection-only bias (Muse Spark): scores s = sigmoid(logit · multiplier),
-// the k largest s + bias chosen by iterated argmax (the lowest id wins ties; a NaN is never chosen
-// over a number), each weighted s / (Σ chosen s + 1e-15) with the sum taken in selection order.
-// Writes k choices to out in selection order (1 <= k <= min(n, kMaxExpertsPerToken)); `scratch`
-// is 3n floats.
+// Sigmoid routing with a selection-only bias (Muse Spark, Kimi K3's e_score_correction_bias):
+// scores s = sigmoid(logit · multiplier), the k largest s + bias chosen by iterated argmax (the
+// lowest id wins ties; a NaN is never chosen over a number), each weighted
+// s / (Σ chosen s + sum_epsilon) with the sum taken in selection order (Muse adds 1e-15, Kimi
+// nothing). Writes k choices to out in selection order (1 <= k <= min(n, kMaxExpertsPerToken));
+// `scratch` is 3n floats.
 void route_sigmoid_bias_top_k(const float* logits, const float* bias, int64_t n, int64_t k,
-                              float multiplier, float* scratch, ExpertChoice* out);
+                              float multiplier, float sum_epsilon, float* scratch,
+                              ExpertChoice* out);
 
 // The same choices ordered by ascending expert id: the order in which a row's expert outputs are
 // summed (transformers' per-expert loop adds them so).

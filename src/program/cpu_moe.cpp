@@ -28,7 +28,7 @@ void choose(const MoeRouteOperands& op, const float* row, float* scratch,
             kernels::ExpertChoice* choices) {
   if (op.scoring == MoeScoring::kSigmoidBias) {
     kernels::route_sigmoid_bias_top_k(row, op.bias, op.experts, op.experts_per_token, op.multiplier,
-                                      scratch, choices);
+                                      op.sum_epsilon, scratch, choices);
   } else {
     kernels::route_softmax_top_k(row, op.experts, op.experts_per_token, scratch, choices);
   }

@@ -297,7 +297,8 @@ struct MoePlan {
 
 // kMoeRoute: one task: each step row's router logits (row n at logits[n·stride], `experts` wide,
 // the shared expert's gate logit in column `shared_gate_column` when it is >= 0) routed as
-// `scoring` says (kernels/moe_routing.h; kSigmoidBias with `bias` and `multiplier`) into `plan`.
+// `scoring` says (kernels/moe_routing.h; kSigmoidBias with `bias`, `multiplier` and
+// `sum_epsilon`) into `plan`.
 struct MoeRouteOperands {
   BufferId logits = kNoBuffer;
   int64_t stride = 0, experts = 0, experts_per_token = 0, shared_gate_column = 0;
@@ -305,6 +306,7 @@ struct MoeRouteOperands {
   MoeScoring scoring = MoeScoring::kSoftmax;
   const float* bias = nullptr;  // [experts]
   float multiplier = 1;
+  float sum_epsilon = 0;  // added to the chosen scores' sum that divides each weight
 
   // Worker scratch the task needs: one row's routing probabilities (sigmoid: scores, selection
   // values and marks).

@@ -9,6 +9,7 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <set>
 #include <vector>
 
 namespace md::kernels {
@@ -103,7 +104,8 @@ TEST(MoeRouting, SigmoidWithBiasMatchesTheRuleInFloat64) {
     bias[static_cast<std::size_t>(e)] = 0.1f * normal(rng);
   }
   std::vector<ExpertChoice> got(k);
-  route_sigmoid_bias_top_k(logits.data(), bias.data(), n, k, 1.5f, scratch.data(), got.data());
+  route_sigmoid_bias_top_k(logits.data(), bias.data(), n, k, 1.5f, 1e-15f, scratch.data(),
+                           got.data());
   std::vector<double> score(n), selection(n);
   for (int64_t e = 0; e < n; ++e) {
     score[static_cast<std::size_t>(e)] =
@@ -126,15 +128,53 @@ TEST(MoeRouting, SigmoidWithBiasMatchesTheRuleInFloat64) {
   }
   // The bias selects but never weighs: an expert lifted into the choice keeps its own score.
   bias[static_cast<std::size_t>(order[k])] += 10.0f;
-  route_sigmoid_bias_top_k(logits.data(), bias.data(), n, k, 1.5f, scratch.data(), got.data());
+  route_sigmoid_bias_top_k(logits.data(), bias.data(), n, k, 1.5f, 1e-15f, scratch.data(),
+                           got.data());
   EXPECT_EQ(got[0].expert, order[k]);
+}
+
+// Kimi K3's router (spec §8.3, §15 test 2): the correction bias changes which experts are chosen
+// but not their weights, which are the uncorrected scores renormalised over the choice with
+// nothing added to the sum. Negative control: weights from the corrected scores differ.
+TEST(MoeRouting, KimisCorrectionBiasSelectsButDoesNotWeigh) {
+  std::mt19937 rng(17);
+  std::normal_distribution<float> normal;
+  const int64_t n = 16, k = 4;
+  std::vector<float> logits(n), bias(n), zero(n, 0.0f), scratch(3 * n);
+  for (int64_t e = 0; e < n; ++e) {
+    logits[static_cast<std::size_t>(e)] = normal(rng);
+    bias[static_cast<std::size_t>(e)] = 0.3f * normal(rng);
+  }
+  std::vector<ExpertChoice> plain(k), corrected(k);
+  route_sigmoid_bias_top_k(logits.data(), zero.data(), n, k, 1.0f, 0.0f, scratch.data(),
+                           plain.data());
+  route_sigmoid_bias_top_k(logits.data(), bias.data(), n, k, 1.0f, 0.0f, scratch.data(),
+                           corrected.data());
+  std::set<int32_t> plain_set, corrected_set;
+  for (int64_t j = 0; j < k; ++j) {
+    plain_set.insert(plain[static_cast<std::size_t>(j)].expert);
+    corrected_set.insert(corrected[static_cast<std::size_t>(j)].expert);
+  }
+  ASSERT_NE(plain_set, corrected_set);  // the fixture's bias does change the selection
+  auto score = [&](int32_t e) { return 1.0 / (1.0 + std::exp(-double{logits[e]})); };
+  double sum = 0, biased_sum = 0;
+  for (const ExpertChoice& c : corrected)
+    sum += score(c.expert), biased_sum += score(c.expert) + bias[c.expert];
+  double worst_biased = 0;
+  for (const ExpertChoice& c : corrected) {
+    EXPECT_NEAR(c.weight, score(c.expert) / sum, 1e-6) << c.expert;
+    worst_biased = std::max(worst_biased,
+                            std::fabs(c.weight - (score(c.expert) + bias[c.expert]) / biased_sum));
+  }
+  EXPECT_GT(worst_biased, 1e-3);
 }
 
 TEST(MoeRouting, SigmoidRoutingTiesGoToTheLowerIdAndNaNIsNeverChosen) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> logits = {nan, 0.5f, 2.0f, 2.0f}, bias(4, 0.0f), scratch(12);
   std::vector<ExpertChoice> got(3);
-  route_sigmoid_bias_top_k(logits.data(), bias.data(), 4, 3, 1.0f, scratch.data(), got.data());
+  route_sigmoid_bias_top_k(logits.data(), bias.data(), 4, 3, 1.0f, 0.0f, scratch.data(),
+                           got.data());
   EXPECT_EQ(got[0].expert, 2);
   EXPECT_EQ(got[1].expert, 3);
   EXPECT_EQ(got[2].expert, 1);

@@ -19,9 +19,10 @@ MuseRoute muse_route(const MuseLayerWeights& w, const MuseSparkConfig& c, const 
   std::vector<float> scratch(static_cast<std::size_t>(3 * experts));
   kernels::matmul(muse_router_matrix(w, c), x, 1, logits.data(), nullptr);
   std::array<kernels::ExpertChoice, kernels::kMaxExpertsPerToken> choices{};
-  kernels::route_sigmoid_bias_top_k(
-      logits.data(), w.router_bias.data(), experts, c.num_experts_per_token,
-      static_cast<float>(c.output_multiplier), scratch.data(), choices.data());
+  kernels::route_sigmoid_bias_top_k(logits.data(), w.router_bias.data(), experts,
+                                    c.num_experts_per_token,
+                                    static_cast<float>(c.output_multiplier), kMuseRouterSumEpsilon,
+                                    scratch.data(), choices.data());
   MuseRoute r;
   for (int64_t slot = 0; slot < c.num_experts_per_token; ++slot) {
     r.experts.push_back(choices[static_cast<std::size_t>(slot)].expert);

@@ -13,6 +13,9 @@
 
 namespace md {
 
+// What Muse's router adds to the chosen scores' sum before dividing each weight by it.
+inline constexpr float kMuseRouterSumEpsilon = 1e-15f;
+
 struct MuseRoute {
   std::vector<int64_t> experts;  // in selection order
   std::vector<float> weights;

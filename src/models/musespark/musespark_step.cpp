@@ -207,7 +207,8 @@ int32_t MuseStep::add_moe(StepBuilder& b, int64_t layer, int32_t residual) {
                                         .plan = moe_plans_.back().get(),
                                         .scoring = program::MoeScoring::kSigmoidBias,
                                         .bias = w.router_bias.data(),
-                                        .multiplier = static_cast<float>(c.output_multiplier)};
+                                        .multiplier = static_cast<float>(c.output_multiplier),
+                                        .sum_epsilon = kMuseRouterSumEpsilon};
   const program::MoeExpertsOperands experts{.input = ids_.latent,
                                             .hidden = hm,
                                             .experts = &experts_[size(layer)],
