@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/activations.h"
+#include "kernels/gated_activation.h"
 #include "kernels/moe_routing.h"
 #include "kernels/rope.h"
 #include "kernels/top_k.h"
@@ -104,11 +105,12 @@ struct ProjectionOperands {
 
 // kGateUpSilu: task t multiplies gate and up tiles t (the same output rows of both matrices)
 // and writes act(gate) · up over the gate tile's output (the up tile's output is its scratch);
-// act is SiLU but for the rare config that names another hidden_act.
+// act is SiLU but for the rare config that names another hidden_act (or Kimi's SiTU, which
+// transforms the up projection too: kernels/gated_activation.h).
 struct GateUpOperands {
   RowInput input;
   std::vector<Tile> gate, up;
-  kernels::Activation activation = kernels::Activation::kSilu;
+  kernels::GatedActivation activation = kernels::Activation::kSilu;
 };
 
 // kKvAppend: one task per KV head g: every step row's key of head g is (normalised,) rotated and
@@ -327,7 +329,7 @@ struct MoeExpertsOperands {
   int64_t intermediate = 0, tile_rows = 0;
   BufferId act = kNoBuffer;
   const MoePlan* plan = nullptr;
-  kernels::Activation activation = kernels::Activation::kSilu;
+  kernels::GatedActivation activation = kernels::Activation::kSilu;
 
   int64_t tiles_per_expert() const { return (intermediate + tile_rows - 1) / tile_rows; }
   // Worker scratch a task needs: the expert's rows gathered and the up half of its tile.

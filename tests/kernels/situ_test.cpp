@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
+
+#include "kernels/gated_activation.h"
 
 namespace md::kernels {
 namespace {
@@ -40,6 +43,20 @@ TEST(Situ, IsNeitherTheClampedVariantNorSymmetric) {
   std::vector<float> g = {-3.0f, 0.5f, 8.0f}, u = {2.0f, -30.0f, 0.25f}, out(3);
   situ_rows(g.data(), u.data(), 3, params, out.data());
   for (int i = 0; i < 3; ++i) EXPECT_EQ(out[i], situ(g[i], u[i], params));
+}
+
+// The gated-MLP instructions' activation (kernels/gated_activation.h): SiTU when asked, and any
+// other activation as act(g) · u, the same bits as the functions it stands for.
+TEST(Situ, TheGatedActivationRunsSituOrActTimesUp) {
+  std::vector<float> g = {-3.0f, 0.5f, 8.0f, 31.0f}, u = {2.0f, -30.0f, 0.25f, 60.0f};
+  std::vector<float> situ_out = g, silu_out = g, expected(4), expected_silu = g;
+  gated_product(GatedActivation::siTU({4.0f, 25.0f}), situ_out.data(), u.data(), 4);
+  situ_rows(g.data(), u.data(), 4, {4.0f, 25.0f}, expected.data());
+  EXPECT_EQ(std::memcmp(situ_out.data(), expected.data(), 4 * sizeof(float)), 0);
+  gated_product(GatedActivation(Activation::kSilu), silu_out.data(), u.data(), 4);
+  gated_product(Activation::kSilu, expected_silu.data(), u.data(), 4);
+  EXPECT_EQ(std::memcmp(silu_out.data(), expected_silu.data(), 4 * sizeof(float)), 0);
+  EXPECT_NE(silu_out, situ_out);
 }
 
 }  // namespace

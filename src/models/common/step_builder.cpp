@@ -95,7 +95,7 @@ int32_t StepBuilder::gate_up_silu(std::string name, program::RowInput input,
                                   const kernels::WeightMatrix& gate,
                                   const kernels::WeightMatrix& up, program::BufferId gate_out,
                                   program::BufferId up_out, std::vector<Dependency> waits,
-                                  kernels::Activation act) {
+                                  kernels::GatedActivation act) {
   program::GateUpOperands op{input, {}, {}, act};
   add_tiles(op.gate, gate, gate_out, 0, gate.rows, false);
   add_tiles(op.up, up, up_out, 0, up.rows, false);

@@ -55,7 +55,7 @@ class StepBuilder {
   int32_t gate_up_silu(std::string name, program::RowInput input, const kernels::WeightMatrix& gate,
                        const kernels::WeightMatrix& up, program::BufferId gate_out,
                        program::BufferId up_out, std::vector<program::Dependency> waits,
-                       kernels::Activation act = kernels::Activation::kSilu);
+                       kernels::GatedActivation act = {});
   // Attention: a KV append per KV head (waiting for the tiles of `qkv` that write its key and
   // value), then one task per query head (waiting for its query and gate tiles and its KV head's
   // append), both besides `waits`. Returns the attention instruction.
