@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/delta_rule_substitution.h"
 #include "kernels/dot_f32.h"
 #include "kernels/isa.h"
 
@@ -49,13 +50,7 @@ void chunk(float* state, int64_t dv, int64_t dk, const DeltaRuleRows& in, int64_
     float beta_decay = beta * std::exp(s.cum[t]);
     for (int64_t i = 0; i < dv; ++i) u_t[i] = beta * v(t)[i];
     for (int64_t i = 0; i < dk; ++i) w_t[i] = beta_decay * k(t)[i];
-    for (int64_t j = 0; j < t; ++j) {
-      float coef = s.a[t * n + j];
-      const float* u_j = s.u.data() + j * dv;
-      const float* w_j = s.w.data() + j * dk;
-      for (int64_t i = 0; i < dv; ++i) u_t[i] -= coef * u_j[i];
-      for (int64_t i = 0; i < dk; ++i) w_t[i] -= coef * w_j[i];
-    }
+    subtract_earlier_rows(s.a.data(), n, t, s.u.data(), dv, s.w.data(), dk);
   }
   // U_t = U0_t − S0 W_t (the chunk's corrected values).
   for (int64_t t = 0; t < n; ++t) {

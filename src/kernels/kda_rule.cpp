@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/delta_rule_substitution.h"
 #include "kernels/dot_f32.h"
 
 namespace md::kernels {
@@ -57,13 +58,7 @@ void chunk(float* state, int64_t dv, int64_t dk, const KdaRows& in, int64_t t0, 
     const float beta = in.beta[t0 + t];
     for (int64_t i = 0; i < dv; ++i) u_t[i] = beta * v(t)[i];
     for (int64_t c = 0; c < dk; ++c) w_t[c] = beta * (k(t)[c] * std::exp(cum(t)[c]));
-    for (int64_t j = 0; j < t; ++j) {
-      const float coef = s.a[t * n + j];
-      const float* u_j = s.u.data() + j * dv;
-      const float* w_j = s.w.data() + j * dk;
-      for (int64_t i = 0; i < dv; ++i) u_t[i] -= coef * u_j[i];
-      for (int64_t c = 0; c < dk; ++c) w_t[c] -= coef * w_j[c];
-    }
+    subtract_earlier_rows(s.a.data(), n, t, s.u.data(), dv, s.w.data(), dk);
   }
   // U_t = U0_t − S0 W_t: the chunk's corrected values (δ of each token).
   for (int64_t t = 0; t < n; ++t) {
