@@ -13,7 +13,9 @@ namespace md::kernels {
 
 inline constexpr int kDotF32Lanes = 16;
 
-inline float dot_f32(const float* a, const float* b, int64_t n) {
+// Internal linkage: translation units built with and without -ffp-contract=off include this, and
+// one linked copy of an inline function must not carry contracted (fma) arithmetic into the others.
+static inline float dot_f32(const float* a, const float* b, int64_t n) {
   float sums[kDotF32Lanes] = {};
   int64_t i = 0;
   for (; i + kDotF32Lanes <= n; i += kDotF32Lanes) {

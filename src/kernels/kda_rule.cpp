@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "base/error.h"
 #include "kernels/delta_rule_substitution.h"
 #include "kernels/dot_f32.h"
 
@@ -120,6 +121,7 @@ void kda_recurrent(float* state, int64_t dv, int64_t dk, const KdaRows& in, floa
 
 void kda_chunked(float* state, int64_t dv, int64_t dk, const KdaRows& in, float* out,
                  int64_t out_stride, int64_t chunk_rows) {
+  if (chunk_rows <= 0) fail("kda_chunked: chunk of {} rows", chunk_rows);
   ChunkScratch scratch;
   scratch.cum.resize(static_cast<std::size_t>(chunk_rows * dk));
   scratch.a.assign(static_cast<std::size_t>(chunk_rows * chunk_rows), 0.0f);

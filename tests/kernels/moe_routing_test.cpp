@@ -169,6 +169,20 @@ TEST(MoeRouting, KimisCorrectionBiasSelectsButDoesNotWeigh) {
   EXPECT_GT(worst_biased, 1e-3);
 }
 
+// The sum epsilon is honoured: with scores of ~2e-16 (logits near −36), Muse's 1e-15 dominates
+// the sum, while Kimi's 0 leaves weights that add up to one.
+TEST(MoeRouting, TheSumEpsilonIsAddedToTheChosenScores) {
+  std::vector<float> logits = {-36.0f, -36.5f, -40.0f}, bias(3, 0.0f), scratch(9);
+  std::vector<ExpertChoice> muse(2), kimi(2);
+  route_sigmoid_bias_top_k(logits.data(), bias.data(), 3, 2, 1.0f, 1e-15f, scratch.data(),
+                           muse.data());
+  route_sigmoid_bias_top_k(logits.data(), bias.data(), 3, 2, 1.0f, 0.0f, scratch.data(),
+                           kimi.data());
+  EXPECT_NEAR(kimi[0].weight + kimi[1].weight, 1.0f, 1e-6f);
+  EXPECT_LT(muse[0].weight + muse[1].weight, 0.5f);
+  EXPECT_EQ(muse[0].expert, kimi[0].expert);
+}
+
 TEST(MoeRouting, SigmoidRoutingTiesGoToTheLowerIdAndNaNIsNeverChosen) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> logits = {nan, 0.5f, 2.0f, 2.0f}, bias(4, 0.0f), scratch(12);

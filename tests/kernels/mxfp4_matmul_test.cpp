@@ -148,7 +148,7 @@ TEST(Mxfp4Matmul, EqualsTheDenseDequantisedProduct) {
   std::vector<float> y_shifted(static_cast<std::size_t>(n_rows * rows));
   mxfp4_matmul(shifted, p.x.data(), n_rows, y_shifted.data(), nullptr);
   double worst = 0, worst_shifted = 0;
-  for (int64_t r = 0; r < rows - 1; ++r) {
+  for (int64_t r = 0; r < rows; ++r) {
     const std::vector<float> row = dequantized(p.w, r);
     for (int64_t n = 0; n < n_rows; ++n) {
       double sum = 0, magnitude = 0;

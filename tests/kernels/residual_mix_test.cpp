@@ -82,7 +82,7 @@ TEST(ResidualMix, ALoneCandidateIsPassedThroughExactly) {
 }
 
 // The spec's per-token pseudocode with counters in place of vectors: how many stored blocks each
-// mix sees, and which layers each block sums.
+// mix sees and at which layers a block is pushed.
 void expect_timeline(int64_t layers, int64_t block) {
   int64_t stored = 0;
   for (int64_t l = 0; l < layers; ++l) {

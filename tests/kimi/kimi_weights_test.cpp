@@ -56,6 +56,17 @@ TEST_P(KimiWeights, EveryTensorBindsAsTheSpecSays) {
   for (int64_t i = 0; i < c.hidden_size; ++i) {
     EXPECT_EQ(w.layers.back().mlp_mix[i], norm[i] * proj[i]) << i;
   }
+  // wA of the same layer and wO from their own norms and projections (not each other's).
+  auto fold = [&](const std::string& n, const std::string& p) {
+    const std::vector<float> a = widened(*checkpoint.find(n)), b = widened(*checkpoint.find(p));
+    std::vector<float> out(a.size());
+    for (std::size_t i = 0; i < a.size(); ++i) out[i] = a[i] * b[i];
+    return out;
+  };
+  EXPECT_EQ(w.layers.back().attention_mix,
+            fold(last + "self_attention_res_norm.weight", last + "self_attention_res_proj.weight"));
+  EXPECT_EQ(w.output_mix, fold("language_model.model.output_attn_res_norm.weight",
+                               "language_model.model.output_attn_res_proj.weight"));
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const KimiLayerWeights& layer = w.layers[l];
     if (c.layer_kind(l) == KimiLayerKind::kKda) {
@@ -164,6 +175,17 @@ TEST_F(KimiBadWeights, AMissingTensorIsNamed) {
   const std::string dumped = map.dump();
   test::write_all(index, std::vector<char>(dumped.begin(), dumped.end()));
   test::expect_contains(bind_error(), {name, "missing"});
+}
+
+// An A_log with fewer entries than heads (2 of the fixture's 8, as a narrower F32 tensor whose
+// bytes still lie inside the shard).
+TEST_F(KimiBadWeights, AnALogShorterThanTheHeadsIsRefused) {
+  const std::string name = "language_model.model.layers.1.self_attn.A_log";
+  test::edit_header(shard(), [&](nlohmann::ordered_json& h) {
+    h[name]["shape"] = {2};
+    h[name]["data_offsets"][1] = h[name]["data_offsets"][0].get<std::size_t>() + 8;
+  });
+  test::expect_contains(bind_error(), {name, "2 entries", "4 KDA heads"});
 }
 
 TEST_F(KimiBadWeights, ATransposedProjectionIsNamedWithBothShapes) {

@@ -1,0 +1,59 @@
+// Kimi K3's plain reference forward (docs/models/kimi-k3-dspark.md §5–§9), one token at a time,
+// following the spec's per-token timeline literally on the shared kernels: the attention-residual
+// mixes (kernels/residual_mix.h), KDA's short convs, lower-bound gate, per-channel delta rule and
+// gated output norm (kernels/kda_rule.h), MLA without RoPE decoded in the absorbed form over the
+// latent cache (kernels/latent_attention.h), SiTU, the corrected sigmoid router and the latent MoE
+// over MXFP4 experts. Activations stay f32 (house numerics: the spec's bf16 roundings of
+// activations are not applied). The fused program lowers the same order later.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "models/kimi/kimi_config.h"
+#include "models/kimi/kimi_weights.h"
+
+namespace md {
+
+// One sequence's state (§6.1, §7.2): per KDA layer the last K − 1 raw q, k, v projections and the
+// f32 delta-rule state S[head][value][key]; per MLA layer every position's normed latent and
+// shared key (the absorbed cache).
+struct KimiSequenceState {
+  std::vector<std::vector<float>> conv_history;  // per KDA slot: [3][K − 1][C], oldest first
+  std::vector<std::vector<float>> delta_state;   // per KDA slot: [heads][d][d]
+  std::vector<std::vector<float>> latent_cache;  // per MLA slot: [positions][kv_lora + shared]
+  int64_t position = 0;
+};
+
+// What a test switches off to show that its bound notices (negative controls).
+enum class KimiAblation : uint8_t {
+  kNone,
+  kNoResidualMix,     // every mix returns the prefix (an ordinary residual stream)
+  kNoCorrectionBias,  // the router selects by the plain scores
+};
+
+class KimiReference {
+ public:
+  KimiReference(const KimiK3Config& config, const KimiK3Weights& weights,
+                KimiAblation ablation = KimiAblation::kNone);
+
+  KimiSequenceState new_state() const;
+  // Token `token` at the state's position: logits [vocab] out, the state advanced by one.
+  void step(int32_t token, KimiSequenceState& state, float* logits) const;
+
+ private:
+  void mix(const std::vector<const float*>& blocks, const float* prefix, const float* w,
+           float* out) const;
+  void kda(int64_t layer, const float* x, KimiSequenceState& state, float* out) const;
+  void mla(int64_t layer, const float* x, KimiSequenceState& state, float* out) const;
+  void ffn(int64_t layer, const float* x, float* out) const;
+
+  const KimiK3Config& config_;
+  const KimiK3Weights& weights_;
+  KimiAblation ablation_;
+  // Per MLA slot and head, W_UK_hᵀ [kv_lora × nope]: kv_b_proj's key rows transposed (exact
+  // copies), so that the absorbed query is a plain product.
+  std::vector<std::vector<std::vector<float>>> key_absorb_;
+};
+
+}  // namespace md
