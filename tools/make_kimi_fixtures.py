@@ -23,7 +23,6 @@ Numpy only, deterministic (fixed seeds). Usage:
   make_kimi_fixtures.py --out DIR [--only NAME] [--verify GOLDEN_DIR]
 """
 
-import argparse
 import copy
 import json
 import sys
@@ -33,7 +32,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_qwen38_fixtures as qwen38_fixtures  # noqa: E402
-from make_qwen38_fixtures import bf16_bits, verify_fixture, write_json  # noqa: E402
+from make_qwen38_fixtures import (bf16_bits, fixture_arguments, verify_fixture,  # noqa: E402
+                                  write_json)
 
 REPO = Path(__file__).resolve().parent.parent
 TINY_CONFIG = REPO / "tests" / "data" / "configs" / "kimi-k3-tiny" / "config.json"
@@ -206,13 +206,7 @@ def write_fixture(root: Path, name: str) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", required=True, type=Path)
-    ap.add_argument("--only", choices=sorted(FIXTURES))
-    ap.add_argument("--verify", type=Path, metavar="GOLDEN_DIR",
-                    help="fail unless every written file has the sha256 recorded in "
-                         "GOLDEN_DIR/<fixture>.json")
-    args = ap.parse_args()
+    args = fixture_arguments(__doc__.split("\n")[0], FIXTURES)
     for name in FIXTURES:
         if args.only and name != args.only:
             continue

@@ -27,7 +27,6 @@ against the spec's encode test vector before anything is written. Usage:
   make_musespark_fixtures.py --out DIR [--only NAME] [--verify GOLDEN_DIR]
 """
 
-import argparse
 import re
 import sys
 from pathlib import Path
@@ -38,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from byte_level import bytes_to_unicode  # noqa: E402
 import make_qwen38_fixtures as qwen38_fixtures  # noqa: E402
 from make_qwen38_fixtures import (CORPUS, added_token_entries, bf16_bits,  # noqa: E402
-                                  byte_level_bpe, learn_bpe, verify_fixture, write_json)
+                                  byte_level_bpe, fixture_arguments, learn_bpe,
+                                  verify_fixture, write_json)
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATE = REPO / "tests" / "data" / "templates" / "muse_spark_style.jinja"
@@ -435,13 +435,7 @@ def write_fixture(root: Path, name: str) -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", required=True, type=Path)
-    ap.add_argument("--only", choices=sorted(FIXTURES))
-    ap.add_argument("--verify", type=Path, metavar="GOLDEN_DIR",
-                    help="fail unless every written file has the sha256 recorded in "
-                         "GOLDEN_DIR/<fixture>.json (the files the goldens were computed from)")
-    args = ap.parse_args()
+    args = fixture_arguments(__doc__.split("\n")[0], FIXTURES)
     check_quantizer()
     for name in FIXTURES:
         if args.only and name != args.only:

@@ -553,14 +553,19 @@ def check_tokenizer(tokenizer_path: Path) -> None:
     assert tok.encode("<|im_end|><|endoftext|><|mask|>").ids == [IM_END, ENDOFTEXT, 500]
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def fixture_arguments(description: str, names) -> argparse.Namespace:
+    """The fixture scripts' options: --out DIR, --only NAME (one of `names`), --verify GOLDEN_DIR."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--out", required=True, type=Path)
-    ap.add_argument("--only", choices=sorted(FIXTURES))
+    ap.add_argument("--only", choices=sorted(names))
     ap.add_argument("--verify", type=Path, metavar="GOLDEN_DIR",
                     help="fail unless every written file has the sha256 recorded in "
                          "GOLDEN_DIR/<fixture>.json (the files the goldens were computed from)")
-    args = ap.parse_args()
+    return ap.parse_args()
+
+
+def main() -> int:
+    args = fixture_arguments(__doc__.split("\n")[0], FIXTURES)
     tokenizer, tok_config = make_tokenizer()
     for name in FIXTURES:
         if args.only and name != args.only:

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels/delta_rule_substitution.h"
+#include "kernels/delta_rule_chunk.h"
 #include "kernels/dot_f32.h"
 #include "kernels/isa.h"
 
@@ -14,11 +14,6 @@ namespace {
 
 constexpr int64_t kPrefetchRows = 16;
 constexpr int64_t kFloatsPerLine = 64 / sizeof(float);
-
-// y[v] = Σ_k S[v][k] x[k]
-void state_times(const float* state, int64_t dv, int64_t dk, const float* x, float* y) {
-  for (int64_t v = 0; v < dv; ++v) y[v] = dot_f32(state + v * dk, x, dk);
-}
 
 // Scratch of one chunk: the strictly lower-triangular A and the two substitution results.
 struct ChunkScratch {
@@ -53,11 +48,7 @@ void chunk(float* state, int64_t dv, int64_t dk, const DeltaRuleRows& in, int64_
     subtract_earlier_rows(s.a.data(), n, t, s.u.data(), dv, s.w.data(), dk);
   }
   // U_t = U0_t − S0 W_t (the chunk's corrected values).
-  for (int64_t t = 0; t < n; ++t) {
-    state_times(state, dv, dk, s.w.data() + t * dk, s.tmp.data());
-    float* u_t = s.u.data() + t * dv;
-    for (int64_t i = 0; i < dv; ++i) u_t[i] -= s.tmp[i];
-  }
+  subtract_state_products(state, dv, dk, n, s.w.data(), s.u.data(), s.tmp.data());
   // O_t = e^{c_t} S0 q_t + Σ_{s≤t} e^{c_t − c_s} (q_t·k_s) U_s.
   for (int64_t t = 0; t < n; ++t) {
     float* o = out + (t0 + t) * out_stride;

@@ -5,17 +5,12 @@
 #include <vector>
 
 #include "base/error.h"
-#include "kernels/delta_rule_substitution.h"
+#include "kernels/delta_rule_chunk.h"
 #include "kernels/dot_f32.h"
 
 namespace md::kernels {
 
 namespace {
-
-// y[v] = Σ_c S[v][c] x[c]
-void state_times(const float* state, int64_t dv, int64_t dk, const float* x, float* y) {
-  for (int64_t v = 0; v < dv; ++v) y[v] = dot_f32(state + v * dk, x, dk);
-}
 
 // Σ_c a[c] b[c] e^{G_t[c] − G_j[c]}, the decayed dot of a token t and an earlier token j ≤ t.
 float decayed_dot(const float* a, const float* b, const float* cum_t, const float* cum_j,
@@ -62,11 +57,7 @@ void chunk(float* state, int64_t dv, int64_t dk, const KdaRows& in, int64_t t0, 
     subtract_earlier_rows(s.a.data(), n, t, s.u.data(), dv, s.w.data(), dk);
   }
   // U_t = U0_t − S0 W_t: the chunk's corrected values (δ of each token).
-  for (int64_t t = 0; t < n; ++t) {
-    state_times(state, dv, dk, s.w.data() + t * dk, s.tmp.data());
-    float* u_t = s.u.data() + t * dv;
-    for (int64_t i = 0; i < dv; ++i) u_t[i] -= s.tmp[i];
-  }
+  subtract_state_products(state, dv, dk, n, s.w.data(), s.u.data(), s.tmp.data());
   // O_t = S0 (q_t ⊙ e^{G_t}) + Σ_{j≤t} (Σ_c q_t[c] k_j[c] e^{G_t[c] − G_j[c]}) U_j.
   for (int64_t t = 0; t < n; ++t) {
     float* o = out + (t0 + t) * out_stride;

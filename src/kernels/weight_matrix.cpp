@@ -73,6 +73,16 @@ WeightMatrix WeightMatrix::of(const Mxfp4Matrix& m) {
   return w;
 }
 
+WeightMatrix f32_weight_matrix(const float* data, int64_t rows, int64_t cols) {
+  GgufMatrix m;
+  m.type = GgmlType::kF32;
+  m.data = reinterpret_cast<const std::uint8_t*>(data);
+  m.rows = rows;
+  m.cols = cols;
+  m.row_bytes = static_cast<std::size_t>(cols) * sizeof(float);
+  return WeightMatrix::of(m);
+}
+
 std::string_view WeightMatrix::format_name() const {
   if (format == WeightFormat::kInt8Rows) return "int8";
   if (format == WeightFormat::kNvfp4) return "NVFP4";

@@ -91,6 +91,10 @@ inline const uint16_t* bf16_row(const WeightMatrix& w, int64_t r) {
 // reference forward and a program's tiles compute the same bits.
 void matmul(const WeightMatrix& w, const float* x, int64_t n_rows, float* y, ThreadPool* pool);
 
+// A row-major f32 matrix [rows][cols] (GGUF's F32 layout) as a WeightMatrix, for weights a model
+// derives at load in f32 (a transposed copy, a folded product).
+WeightMatrix f32_weight_matrix(const float* data, int64_t rows, int64_t cols);
+
 // Row `row` of W as f32 (an embedding lookup): bf16 widened, GGUF blocks, int8 rows, NVFP4 and
 // MXFP4 dequantised. False for a block type dequantize_row does not handle (loaders refuse those
 // before anything runs).

@@ -11,14 +11,11 @@
 #include <vector>
 
 #include "io/safetensors_file.h"
+#include "kimi_test_util.h"
 #include "models/kimi/kimi_config.h"
 
 namespace md {
 namespace {
-
-std::string fixture_path(const std::string& name) {
-  return std::string(MD_GOLDEN_DIR) + "/kimi/" + name;
-}
 
 struct Checkpoint {
   std::vector<std::unique_ptr<SafetensorsFile>> shards;
@@ -47,7 +44,7 @@ void expect_tensor(const Checkpoint& c, const std::string& name, DType dtype,
 class KimiFixture : public testing::TestWithParam<std::string> {};
 
 TEST_P(KimiFixture, HoldsEveryTensorItsConfigImplies) {
-  const std::string dir = fixture_path(GetParam());
+  const std::string dir = test::kimi_fixture_path(GetParam());
   const KimiK3Config k = parse_kimi_k3_config(read_config_files(dir));
   const Checkpoint c = open(dir);
   const int64_t h = k.hidden_size, ch = k.kda_channels(), d = k.kda_head_dim;
@@ -96,7 +93,7 @@ TEST_P(KimiFixture, HoldsEveryTensorItsConfigImplies) {
 }
 
 TEST_P(KimiFixture, TheFootprintCountsTheCheckpointsBytes) {
-  const std::string dir = fixture_path(GetParam());
+  const std::string dir = test::kimi_fixture_path(GetParam());
   const KimiK3Config k = parse_kimi_k3_config(read_config_files(dir));
   const Checkpoint c = open(dir);
   int64_t bytes = 0, a_log_padding = 0;
@@ -108,11 +105,7 @@ TEST_P(KimiFixture, TheFootprintCountsTheCheckpointsBytes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, KimiFixture, testing::Values("kimi-k3-tiny", "kimi-k3-small"),
-                         [](const auto& param_info) {
-                           std::string name = param_info.param;
-                           for (char& ch : name) ch = ch == '-' ? '_' : ch;
-                           return name;
-                         });
+                         test::kimi_param_name);
 
 }  // namespace
 }  // namespace md

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "io/safetensors_file.h"
+#include "kimi_test_util.h"
 
 namespace md {
 namespace {
@@ -42,7 +43,7 @@ struct Loaded {
 };
 
 Loaded load(const std::string& name) {
-  const std::string dir = std::string(MD_GOLDEN_DIR) + "/kimi/" + name;
+  const std::string dir = test::kimi_fixture_path(name);
   Loaded l;
   l.config = parse_kimi_k3_config(read_config_files(dir));
   l.checkpoint = std::make_unique<Checkpoint>(dir);
@@ -104,12 +105,7 @@ TEST_P(KimiReferenceGolden, AblationsMissTheBound) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, KimiReferenceGolden,
-                         testing::Values("kimi-k3-tiny", "kimi-k3-small"),
-                         [](const auto& param_info) {
-                           std::string name = param_info.param;
-                           for (char& ch : name) ch = ch == '-' ? '_' : ch;
-                           return name;
-                         });
+                         testing::Values("kimi-k3-tiny", "kimi-k3-small"), test::kimi_param_name);
 
 }  // namespace
 }  // namespace md

@@ -17,15 +17,12 @@
 #include "base/dtype.h"
 #include "base/error.h"
 #include "kernels/mxfp4.h"
+#include "kimi_test_util.h"
 
 namespace md {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string fixture_path(const std::string& name) {
-  return std::string(MD_GOLDEN_DIR) + "/kimi/" + name;
-}
 
 std::vector<float> widened(const TensorView& t) {
   std::vector<float> out(t.numel());
@@ -44,7 +41,7 @@ std::vector<float> widened(const TensorView& t) {
 class KimiWeights : public testing::TestWithParam<std::string> {};
 
 TEST_P(KimiWeights, EveryTensorBindsAsTheSpecSays) {
-  const std::string dir = fixture_path(GetParam());
+  const std::string dir = test::kimi_fixture_path(GetParam());
   const KimiK3Config c = parse_kimi_k3_config(read_config_files(dir));
   const Checkpoint checkpoint(dir);
   const KimiK3Weights w = bind_kimi_k3_weights(checkpoint, c);
@@ -100,11 +97,7 @@ TEST_P(KimiWeights, EveryTensorBindsAsTheSpecSays) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, KimiWeights, testing::Values("kimi-k3-tiny", "kimi-k3-small"),
-                         [](const auto& param_info) {
-                           std::string name = param_info.param;
-                           for (char& ch : name) ch = ch == '-' ? '_' : ch;
-                           return name;
-                         });
+                         test::kimi_param_name);
 
 class KimiBadWeights : public testing::Test {
  protected:
@@ -115,7 +108,7 @@ class KimiBadWeights : public testing::Test {
     fs::remove_all(root_);
     fs::create_directories(root_);
     dir_ = root_ / "kimi-k3-tiny";
-    fs::copy(fixture_path("kimi-k3-tiny"), dir_, fs::copy_options::recursive);
+    fs::copy(test::kimi_fixture_path("kimi-k3-tiny"), dir_, fs::copy_options::recursive);
   }
   void TearDown() override { fs::remove_all(root_); }
 

@@ -33,14 +33,6 @@ std::vector<float> values(const SafetensorsFile& file, const std::string& name,
   return out;
 }
 
-kernels::WeightMatrix f32_matrix(const std::vector<float>& data, int64_t rows, int64_t cols) {
-  kernels::GgufMatrix m;
-  m.type = GgmlType::kF32;
-  m.data = reinterpret_cast<const std::uint8_t*>(data.data());
-  m.rows = rows, m.cols = cols, m.row_bytes = static_cast<std::size_t>(cols) * sizeof(float);
-  return kernels::WeightMatrix::of(m);
-}
-
 // max |attention − HF| / max |HF| over every position, head and channel.
 double absorbed_error(bool with_shared_key) {
   SafetensorsFile file(std::string(MD_SOURCE_DIR) +
@@ -62,7 +54,8 @@ double absorbed_error(bool with_shared_key) {
       for (int64_t r = 0; r < rank; ++r)
         uk_t[h][r * kNope + i] = kv_b[(h * per_head + i) * rank + r];
   }
-  const kernels::WeightMatrix kv_b_matrix = f32_matrix(kv_b, heads * per_head, rank);
+  const kernels::WeightMatrix kv_b_matrix =
+      kernels::f32_weight_matrix(kv_b.data(), heads * per_head, rank);
   const float scale = 1.0f / std::sqrt(static_cast<float>(qk));
 
   double diff = 0, magnitude = 0;
@@ -71,7 +64,8 @@ double absorbed_error(bool with_shared_key) {
   for (int64_t p = 0; p < tokens; ++p) {
     for (int64_t h = 0; h < heads; ++h) {
       const float* q = query.data() + (p * heads + h) * qk;
-      kernels::matmul(f32_matrix(uk_t[h], rank, kNope), q, 1, &q_latent[h * rank], nullptr);
+      kernels::matmul(kernels::f32_weight_matrix(uk_t[h].data(), rank, kNope), q, 1,
+                      &q_latent[h * rank], nullptr);
       for (int64_t i = 0; i < kShared; ++i)
         q_shared[h * kShared + i] = with_shared_key ? q[kNope + i] : 0.0f;
     }

@@ -6,7 +6,6 @@
 #include "base/error.h"
 #include "kernels/activations.h"
 #include "kernels/gated_delta_rule.h"
-#include "kernels/gguf_matmul.h"
 #include "kernels/kda_rule.h"
 #include "kernels/latent_attention.h"
 #include "kernels/moe_routing.h"
@@ -22,14 +21,6 @@ std::vector<float> product(const kernels::WeightMatrix& w, const float* x) {
   std::vector<float> y(static_cast<std::size_t>(w.rows));
   kernels::matmul(w, x, 1, y.data(), nullptr);
   return y;
-}
-
-kernels::WeightMatrix f32_matrix(const std::vector<float>& data, int64_t rows, int64_t cols) {
-  kernels::GgufMatrix m;
-  m.type = GgmlType::kF32;
-  m.data = reinterpret_cast<const std::uint8_t*>(data.data());
-  m.rows = rows, m.cols = cols, m.row_bytes = static_cast<std::size_t>(cols) * sizeof(float);
-  return kernels::WeightMatrix::of(m);
 }
 
 // RMSk (§0): x · rsqrt(mean(x²) + eps) · w.
@@ -165,8 +156,8 @@ void KimiReference::mla(int64_t layer, const float* x, KimiSequenceState& state,
   const int64_t positions = static_cast<int64_t>(cache.size()) / (rank + shared);
   std::vector<float> q_latent(heads * rank), q_shared(heads * shared), context(heads * rank);
   for (int64_t h = 0; h < heads; ++h) {
-    kernels::matmul(f32_matrix(key_absorb_[slot][h], rank, nope), q.data() + h * qk, 1,
-                    &q_latent[h * rank], nullptr);
+    kernels::matmul(kernels::f32_weight_matrix(key_absorb_[slot][h].data(), rank, nope),
+                    q.data() + h * qk, 1, &q_latent[h * rank], nullptr);
     std::copy(q.begin() + h * qk + nope, q.begin() + (h + 1) * qk, q_shared.begin() + h * shared);
   }
   std::vector<float> scores(static_cast<std::size_t>(positions));
