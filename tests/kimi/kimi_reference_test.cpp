@@ -104,6 +104,38 @@ TEST_P(KimiReferenceGolden, AblationsMissTheBound) {
   EXPECT_GT(worst_error(l, GetParam(), KimiAblation::kNoCorrectionBias, false), 1e-2);
 }
 
+// Prefill ≡ token-by-token decode: a 13-token prompt prefilled with KDA's chunked form (chunks of
+// 4: three whole and a partial one) against stepping it, at every position, and the next token
+// decoded from each state. The chunked form changes rounding only (§6.3).
+TEST_P(KimiReferenceGolden, PrefillEqualsTokenByTokenDecode) {
+  const Loaded l = load(GetParam());
+  const KimiReference model(l.config, l.weights, KimiAblation::kNone, 4);
+  const int64_t vocab = l.config.vocab_size;
+  std::vector<int32_t> ids;
+  for (int32_t i = 0; i < 13; ++i) ids.push_back((37 * i + 11) % 500);
+  KimiSequenceState stepped = model.new_state(), prefilled = model.new_state();
+  std::vector<float> step_logits(ids.size() * vocab), prefill_logits(ids.size() * vocab);
+  for (std::size_t t = 0; t < ids.size(); ++t) {
+    model.step(ids[t], stepped, step_logits.data() + t * vocab);
+  }
+  model.prefill(ids, prefilled, prefill_logits.data());
+  EXPECT_EQ(prefilled.position, stepped.position);
+  std::vector<float> next_stepped(vocab), next_prefilled(vocab);
+  model.step(7, stepped, next_stepped.data());
+  model.step(7, prefilled, next_prefilled.data());
+  double diff = 0, scale = 0;
+  for (std::size_t i = 0; i < step_logits.size(); ++i) {
+    diff = std::max(diff, double{std::fabs(step_logits[i] - prefill_logits[i])});
+    scale = std::max(scale, double{std::fabs(step_logits[i])});
+  }
+  for (int64_t v = 0; v < vocab; ++v) {
+    diff = std::max(diff, double{std::fabs(next_stepped[v] - next_prefilled[v])});
+  }
+  std::printf("  %s: prefill vs decode %.3g of the largest |logit|\n", GetParam().c_str(),
+              diff / scale);
+  EXPECT_LE(diff / scale, GetParam() == "kimi-k3-tiny" ? 1e-3 : 1e-4);
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, KimiReferenceGolden,
                          testing::Values("kimi-k3-tiny", "kimi-k3-small"), test::kimi_param_name);
 

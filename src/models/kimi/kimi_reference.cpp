@@ -23,6 +23,13 @@ std::vector<float> product(const kernels::WeightMatrix& w, const float* x) {
   return y;
 }
 
+// W · x for `n` rows of x: [n][W.rows].
+std::vector<float> rows_product(const kernels::WeightMatrix& w, const float* x, int64_t n) {
+  std::vector<float> y(static_cast<std::size_t>(n * w.rows));
+  kernels::matmul(w, x, n, y.data(), nullptr);
+  return y;
+}
+
 // RMSk (§0): x · rsqrt(mean(x²) + eps) · w.
 std::vector<float> rms(const float* x, const std::vector<float>& w, double eps) {
   std::vector<float> y(w.size());
@@ -37,8 +44,8 @@ kernels::SituParams situ_params(const KimiK3Config& c) {
 }  // namespace
 
 KimiReference::KimiReference(const KimiK3Config& config, const KimiK3Weights& weights,
-                             KimiAblation ablation)
-    : config_(config), weights_(weights), ablation_(ablation) {
+                             KimiAblation ablation, int64_t kda_chunk)
+    : config_(config), weights_(weights), ablation_(ablation), kda_chunk_(kda_chunk) {
   const int64_t heads = config.num_attention_heads, nope = config.qk_nope_head_dim;
   const int64_t rank = config.kv_lora_rank, per_head = nope + config.v_head_dim;
   std::vector<float> row(static_cast<std::size_t>(rank));
@@ -82,60 +89,84 @@ void KimiReference::mix(const std::vector<const float*>& blocks, const float* pr
                         static_cast<float>(config_.rms_norm_eps), scores.data(), out);
 }
 
-// §6.2: projections, the lower-bound decay, the short convs (SiLU) with their history shifted,
-// then per head L2-normalised q (scaled) and k, the delta rule, and the gated output norm.
-void KimiReference::kda(int64_t layer, const float* x, KimiSequenceState& state, float* out) const {
+// §6.2 for `n` consecutive tokens: projections, the lower-bound decay, the short convs (SiLU)
+// with their history shifted token by token, per head L2-normalised q (scaled) and k, the delta
+// rule (token by token, or chunked as §6.3 allows for a prompt), and the gated output norm.
+void KimiReference::kda(int64_t layer, const float* x, int64_t n, KimiSequenceState& state,
+                        float* out, bool chunked) const {
   const KimiKdaWeights& w = weights_.layers[layer].kda;
   const int64_t slot = config_.kda_slot(layer), channels = config_.kda_channels();
   const int64_t d = config_.kda_head_dim, heads = config_.kda_num_heads;
   const int64_t taps = config_.short_conv_kernel;
-  const std::array<std::vector<float>, 3> raw = {product(w.q_proj, x), product(w.k_proj, x),
-                                                 product(w.v_proj, x)};
-  const std::vector<float> fa = product(w.f_a_proj, x);
-  const std::vector<float> f = product(w.f_b_proj, fa.data());
-  const std::vector<float> beta_logits = product(w.b_proj, x);
-  std::vector<float> gate = product(weights_.layers[layer].g_proj, x);
+  const std::array<std::vector<float>, 3> raw = {
+      rows_product(w.q_proj, x, n), rows_product(w.k_proj, x, n), rows_product(w.v_proj, x, n)};
+  const std::vector<float> fa = rows_product(w.f_a_proj, x, n);
+  const std::vector<float> f = rows_product(w.f_b_proj, fa.data(), n);
+  const std::vector<float> beta_logits = rows_product(w.b_proj, x, n);
+  const std::vector<float> gate = rows_product(weights_.layers[layer].g_proj, x, n);
   std::array<std::vector<float>, 3> conv;
   float* history = state.conv_history[slot].data();
   const std::array<const std::vector<float>*, 3> weights = {&w.q_conv, &w.k_conv, &w.v_conv};
   for (int i = 0; i < 3; ++i) {
     float* hist = history + i * (taps - 1) * channels;  // [K − 1][C], oldest first
-    conv[i].resize(static_cast<std::size_t>(channels));
-    for (int64_t c = 0; c < channels; ++c) {
-      const float* tap = weights[i]->data() + c * taps;
-      float y = 0;
-      for (int64_t t = 0; t < taps - 1; ++t) y += tap[t] * hist[t * channels + c];
-      y += tap[taps - 1] * raw[i][c];
-      conv[i][c] = kernels::silu(y);
+    conv[i].resize(static_cast<std::size_t>(n * channels));
+    for (int64_t t = 0; t < n; ++t) {
+      const float* now = raw[i].data() + t * channels;
+      for (int64_t c = 0; c < channels; ++c) {
+        const float* tap = weights[i]->data() + c * taps;
+        float y = 0;
+        for (int64_t k = 0; k < taps - 1; ++k) y += tap[k] * hist[k * channels + c];
+        y += tap[taps - 1] * now[c];
+        conv[i][t * channels + c] = kernels::silu(y);
+      }
+      for (int64_t k = 0; k + 1 < taps - 1; ++k) {
+        std::copy(hist + (k + 1) * channels, hist + (k + 2) * channels, hist + k * channels);
+      }
+      std::copy(now, now + channels, hist + (taps - 2) * channels);
     }
-    for (int64_t t = 0; t + 1 < taps - 1; ++t) {
-      std::copy(hist + (t + 1) * channels, hist + (t + 2) * channels, hist + t * channels);
-    }
-    std::copy(raw[i].begin(), raw[i].end(), hist + (taps - 2) * channels);
   }
-  std::vector<float> y(static_cast<std::size_t>(channels)), decay(static_cast<std::size_t>(d));
+  // Per token: q and k normalised per head, the log-decay of every channel, β per head.
   const auto lower_bound = static_cast<float>(config_.gate_lower_bound);
-  for (int64_t h = 0; h < heads; ++h) {
-    float* q = conv[0].data() + h * d;
-    float* k = conv[1].data() + h * d;
-    kernels::l2_normalize(q, d, kernels::kDeltaNetL2Eps, 1.0f / std::sqrt(static_cast<float>(d)));
-    kernels::l2_normalize(k, d, kernels::kDeltaNetL2Eps, 1.0f);
-    for (int64_t i = 0; i < d; ++i) {
-      const int64_t c = h * d + i;
-      decay[i] =
-          std::exp(kernels::kda_lower_bound_gate(w.exp_a_log[h], f[c], w.dt_bias[c], lower_bound));
+  std::vector<float> g(static_cast<std::size_t>(n * channels)), beta(static_cast<std::size_t>(n));
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t h = 0; h < heads; ++h) {
+      kernels::l2_normalize(conv[0].data() + t * channels + h * d, d, kernels::kDeltaNetL2Eps,
+                            1.0f / std::sqrt(static_cast<float>(d)));
+      kernels::l2_normalize(conv[1].data() + t * channels + h * d, d, kernels::kDeltaNetL2Eps,
+                            1.0f);
     }
-    float* o = y.data() + h * d;
-    kernels::kda_step(state.delta_state[slot].data() + h * d * d, d, d, q, k,
-                      conv[2].data() + h * d, kernels::sigmoid(beta_logits[h]), decay.data(), o);
-    // Output norm (eps 1e-5, the plain weight) and the sigmoid gate.
-    float squares = 0;
-    for (int64_t j = 0; j < d; ++j) squares += o[j] * o[j];
-    const float r = 1.0f / std::sqrt(squares / static_cast<float>(d) + 1e-5f);
-    for (int64_t j = 0; j < d; ++j)
-      o[j] = o[j] * r * w.o_norm[j] * kernels::sigmoid(gate[h * d + j]);
+    for (int64_t c = 0; c < channels; ++c) {
+      g[t * channels + c] = kernels::kda_lower_bound_gate(w.exp_a_log[c / d], f[t * channels + c],
+                                                          w.dt_bias[c], lower_bound);
+    }
   }
-  kernels::matmul(weights_.layers[layer].o_proj, y.data(), 1, out, nullptr);
+  std::vector<float> y(static_cast<std::size_t>(n * channels));
+  for (int64_t h = 0; h < heads; ++h) {
+    for (int64_t t = 0; t < n; ++t) beta[t] = kernels::sigmoid(beta_logits[t * heads + h]);
+    kernels::KdaRows rows;
+    rows.q = conv[0].data() + h * d, rows.k = conv[1].data() + h * d;
+    rows.v = conv[2].data() + h * d, rows.qk_stride = channels, rows.v_stride = channels;
+    rows.beta = beta.data(), rows.g = g.data() + h * d, rows.g_stride = channels, rows.rows = n;
+    float* s = state.delta_state[slot].data() + h * d * d;
+    if (chunked) {
+      kernels::kda_chunked(s, d, d, rows, y.data() + h * d, channels, kda_chunk_);
+    } else {
+      kernels::kda_recurrent(s, d, d, rows, y.data() + h * d, channels);
+    }
+  }
+  // Output norm per head (eps 1e-5, the plain weight) and the sigmoid gate.
+  for (int64_t t = 0; t < n; ++t) {
+    for (int64_t h = 0; h < heads; ++h) {
+      float* o = y.data() + t * channels + h * d;
+      float squares = 0;
+      for (int64_t j = 0; j < d; ++j) squares += o[j] * o[j];
+      const float r = 1.0f / std::sqrt(squares / static_cast<float>(d) + 1e-5f);
+      for (int64_t j = 0; j < d; ++j) {
+        o[j] = o[j] * r * w.o_norm[j] * kernels::sigmoid(gate[t * channels + h * d + j]);
+      }
+    }
+  }
+  kernels::matmul(weights_.layers[layer].o_proj, y.data(), n, out, nullptr);
 }
 
 // §7 in the absorbed form (§7.3): the query and latent paths, the latent and shared key cached
@@ -226,42 +257,64 @@ void KimiReference::ffn(int64_t layer, const float* x, float* out) const {
   }
 }
 
-// §5.2's per-token timeline.
-void KimiReference::step(int32_t token, KimiSequenceState& state, float* logits) const {
+// §5.2's per-token timeline, layer by layer over `n` consecutive tokens: every token has its own
+// stored blocks and prefix; KDA runs the tokens together (chunked for a prompt), MLA and the FFN
+// one token after another (a token's attention sees the tokens before it).
+void KimiReference::forward(const int32_t* ids, int64_t n, KimiSequenceState& state, float* logits,
+                            bool chunked) const {
   const int64_t h = config_.hidden_size, block = config_.attn_res_block_size;
   const double eps = config_.rms_norm_eps;
-  std::vector<std::vector<float>> stored;  // the pushed blocks
-  stored.reserve(static_cast<std::size_t>(config_.num_residual_blocks()));
-  std::vector<float> prefix(static_cast<std::size_t>(h)), mixed(prefix.size()), sub(prefix.size());
-  if (!kernels::row_to_f32(weights_.embed_tokens, token, prefix.data())) {
-    fail("the embedding's format cannot be read");
+  const auto width = static_cast<std::size_t>(h);
+  std::vector<std::vector<float>> stored;  // the pushed blocks, [n][H] each
+  std::vector<float> prefix(n * width), mixed(n * width), x(n * width), sub(n * width);
+  for (int64_t t = 0; t < n; ++t) {
+    if (!kernels::row_to_f32(weights_.embed_tokens, ids[t], prefix.data() + t * h)) {
+      fail("the embedding's format cannot be read");
+    }
   }
-  auto blocks = [&] {
-    std::vector<const float*> b;
-    for (const auto& s : stored) b.push_back(s.data());
-    return b;
+  auto mix_all = [&](const std::vector<float>& w) {
+    for (int64_t t = 0; t < n; ++t) {
+      std::vector<const float*> blocks;
+      for (const auto& s : stored) blocks.push_back(s.data() + t * h);
+      mix(blocks, prefix.data() + t * h, w.data(), mixed.data() + t * h);
+    }
+  };
+  auto norm_all = [&](const std::vector<float>& w) {
+    for (int64_t t = 0; t < n; ++t) {
+      kernels::rms_norm(mixed.data() + t * h, w.data(), h, static_cast<float>(eps),
+                        x.data() + t * h);
+    }
   };
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const KimiLayerWeights& w = weights_.layers[l];
-    mix(blocks(), prefix.data(), w.attention_mix.data(), mixed.data());
+    mix_all(w.attention_mix);
     const bool fresh = kernels::pushes_block(l, block);
     if (fresh) stored.push_back(prefix);
-    const std::vector<float> x = rms(mixed.data(), w.input_norm, eps);
+    norm_all(w.input_norm);
     if (config_.layer_kind(l) == KimiLayerKind::kKda) {
-      kda(l, x.data(), state, sub.data());
+      kda(l, x.data(), n, state, sub.data(), chunked);
     } else {
-      mla(l, x.data(), state, sub.data());
+      for (int64_t t = 0; t < n; ++t) mla(l, x.data() + t * h, state, sub.data() + t * h);
     }
-    for (int64_t i = 0; i < h; ++i) prefix[i] = fresh ? sub[i] : prefix[i] + sub[i];
-    mix(blocks(), prefix.data(), w.mlp_mix.data(), mixed.data());
-    const std::vector<float> m = rms(mixed.data(), w.post_attention_norm, eps);
-    ffn(l, m.data(), sub.data());
-    for (int64_t i = 0; i < h; ++i) prefix[i] += sub[i];
+    for (std::size_t i = 0; i < prefix.size(); ++i) prefix[i] = fresh ? sub[i] : prefix[i] + sub[i];
+    mix_all(w.mlp_mix);
+    norm_all(w.post_attention_norm);
+    for (int64_t t = 0; t < n; ++t) ffn(l, x.data() + t * h, sub.data() + t * h);
+    for (std::size_t i = 0; i < prefix.size(); ++i) prefix[i] += sub[i];
   }
-  mix(blocks(), prefix.data(), weights_.output_mix.data(), mixed.data());
-  const std::vector<float> final_hidden = rms(mixed.data(), weights_.final_norm, eps);
-  kernels::matmul(weights_.lm_head, final_hidden.data(), 1, logits, nullptr);
-  ++state.position;
+  mix_all(weights_.output_mix);
+  norm_all(weights_.final_norm);
+  kernels::matmul(weights_.lm_head, x.data(), n, logits, nullptr);
+  state.position += n;
+}
+
+void KimiReference::step(int32_t token, KimiSequenceState& state, float* logits) const {
+  forward(&token, 1, state, logits, false);
+}
+
+void KimiReference::prefill(const std::vector<int32_t>& ids, KimiSequenceState& state,
+                            float* logits) const {
+  forward(ids.data(), static_cast<int64_t>(ids.size()), state, logits, true);
 }
 
 }  // namespace md

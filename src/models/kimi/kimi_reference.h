@@ -34,23 +34,32 @@ enum class KimiAblation : uint8_t {
 
 class KimiReference {
  public:
+  // `kda_chunk`: prompt tokens the chunked delta rule takes at a time (§6.3's example 64; tests
+  // use a few, so that a short prompt spans several chunks and a partial one).
   KimiReference(const KimiK3Config& config, const KimiK3Weights& weights,
-                KimiAblation ablation = KimiAblation::kNone);
+                KimiAblation ablation = KimiAblation::kNone, int64_t kda_chunk = 64);
 
   KimiSequenceState new_state() const;
   // Token `token` at the state's position: logits [vocab] out, the state advanced by one.
   void step(int32_t token, KimiSequenceState& state, float* logits) const;
+  // A prompt at once: the same layers with KDA in its chunked form (§6.3), logits [ids][vocab]
+  // out for every position; equal to stepping the tokens up to the chunked form's rounding.
+  void prefill(const std::vector<int32_t>& ids, KimiSequenceState& state, float* logits) const;
 
  private:
   void mix(const std::vector<const float*>& blocks, const float* prefix, const float* w,
            float* out) const;
-  void kda(int64_t layer, const float* x, KimiSequenceState& state, float* out) const;
+  void forward(const int32_t* ids, int64_t n, KimiSequenceState& state, float* logits,
+               bool chunked) const;
+  void kda(int64_t layer, const float* x, int64_t n, KimiSequenceState& state, float* out,
+           bool chunked) const;
   void mla(int64_t layer, const float* x, KimiSequenceState& state, float* out) const;
   void ffn(int64_t layer, const float* x, float* out) const;
 
   const KimiK3Config& config_;
   const KimiK3Weights& weights_;
   KimiAblation ablation_;
+  int64_t kda_chunk_;
   // Per MLA slot and head, W_UK_hᵀ [kv_lora × nope]: kv_b_proj's key rows transposed (exact
   // copies), so that the absorbed query is a plain product.
   std::vector<std::vector<std::vector<float>>> key_absorb_;
