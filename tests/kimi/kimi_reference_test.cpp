@@ -52,11 +52,11 @@ Loaded load(const std::string& name) {
 }
 
 // max over prompts and positions of |Δlogit| / max |golden logit|.
-double worst_error(const Loaded& l, const std::string& name, KimiAblation ablation,
+double worst_error(const Loaded& l, const std::string& name, KimiReferenceOptions options,
                    bool check_greedy) {
   SafetensorsFile goldens(std::string(MD_SOURCE_DIR) + "/tests/goldens/kimi/" + name +
                           "-reference.safetensors");
-  const KimiReference model(l.config, l.weights, ablation);
+  const KimiReference model(l.config, l.weights, options);
   const int64_t vocab = l.config.vocab_size;
   double worst = 0;
   for (int p = 0; goldens.find("p" + std::to_string(p) + ".ids") != nullptr; ++p) {
@@ -93,15 +93,25 @@ class KimiReferenceGolden : public testing::TestWithParam<std::string> {};
 
 TEST_P(KimiReferenceGolden, LogitsMatchTheFloat64Transcription) {
   const Loaded l = load(GetParam());
-  const double error = worst_error(l, GetParam(), KimiAblation::kNone, true);
+  const double error = worst_error(l, GetParam(), {}, true);
   std::printf("  %s: %.3g of the largest |logit|\n", GetParam().c_str(), error);
   EXPECT_LE(error, GetParam() == "kimi-k3-tiny" ? 1e-3 : 1e-4);
 }
 
 TEST_P(KimiReferenceGolden, AblationsMissTheBound) {
   const Loaded l = load(GetParam());
-  EXPECT_GT(worst_error(l, GetParam(), KimiAblation::kNoResidualMix, false), 1e-2);
-  EXPECT_GT(worst_error(l, GetParam(), KimiAblation::kNoCorrectionBias, false), 1e-2);
+  EXPECT_GT(worst_error(l, GetParam(), {.ablation = KimiAblation::kNoResidualMix}, false), 1e-2);
+  EXPECT_GT(worst_error(l, GetParam(), {.ablation = KimiAblation::kNoCorrectionBias}, false), 1e-2);
+}
+
+// §15 test 5: MLA's non-absorbed form (§7.1: every position expanded into per-head keys and
+// values) gives the same logits within the fixture's bound and the same greedy continuations as
+// the absorbed default (§7.3), both against the transcription.
+TEST_P(KimiReferenceGolden, TheNonAbsorbedMlaFormAgrees) {
+  const Loaded l = load(GetParam());
+  const double error = worst_error(l, GetParam(), {.absorbed_mla = false}, true);
+  std::printf("  %s non-absorbed: %.3g of the largest |logit|\n", GetParam().c_str(), error);
+  EXPECT_LE(error, GetParam() == "kimi-k3-tiny" ? 1e-3 : 1e-4);
 }
 
 // Prefill ≡ token-by-token decode: a 13-token prompt prefilled with KDA's chunked form (chunks of
@@ -109,7 +119,7 @@ TEST_P(KimiReferenceGolden, AblationsMissTheBound) {
 // decoded from each state. The chunked form changes rounding only (§6.3).
 TEST_P(KimiReferenceGolden, PrefillEqualsTokenByTokenDecode) {
   const Loaded l = load(GetParam());
-  const KimiReference model(l.config, l.weights, KimiAblation::kNone, 4);
+  const KimiReference model(l.config, l.weights, {.kda_chunk = 4});
   const int64_t vocab = l.config.vocab_size;
   std::vector<int32_t> ids;
   for (int32_t i = 0; i < 13; ++i) ids.push_back((37 * i + 11) % 500);

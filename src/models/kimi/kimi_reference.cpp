@@ -44,8 +44,8 @@ kernels::SituParams situ_params(const KimiK3Config& c) {
 }  // namespace
 
 KimiReference::KimiReference(const KimiK3Config& config, const KimiK3Weights& weights,
-                             KimiAblation ablation, int64_t kda_chunk)
-    : config_(config), weights_(weights), ablation_(ablation), kda_chunk_(kda_chunk) {
+                             KimiReferenceOptions options)
+    : config_(config), weights_(weights), options_(options) {
   const int64_t heads = config.num_attention_heads, nope = config.qk_nope_head_dim;
   const int64_t rank = config.kv_lora_rank, per_head = nope + config.v_head_dim;
   std::vector<float> row(static_cast<std::size_t>(rank));
@@ -72,13 +72,14 @@ KimiSequenceState KimiReference::new_state() const {
     s.delta_state.emplace_back(config_.kda_num_heads * d * d, 0.0f);
   }
   s.latent_cache.resize(static_cast<std::size_t>(config_.num_mla_layers()));
+  s.kv_cache.resize(static_cast<std::size_t>(config_.num_mla_layers()));
   return s;
 }
 
 void KimiReference::mix(const std::vector<const float*>& blocks, const float* prefix,
                         const float* w, float* out) const {
   const int64_t h = config_.hidden_size;
-  if (ablation_ == KimiAblation::kNoResidualMix) {
+  if (options_.ablation == KimiAblation::kNoResidualMix) {
     std::copy(prefix, prefix + h, out);
     return;
   }
@@ -149,7 +150,7 @@ void KimiReference::kda(int64_t layer, const float* x, int64_t n, KimiSequenceSt
     rows.beta = beta.data(), rows.g = g.data() + h * d, rows.g_stride = channels, rows.rows = n;
     float* s = state.delta_state[slot].data() + h * d * d;
     if (chunked) {
-      kernels::kda_chunked(s, d, d, rows, y.data() + h * d, channels, kda_chunk_);
+      kernels::kda_chunked(s, d, d, rows, y.data() + h * d, channels, options_.kda_chunk);
     } else {
       kernels::kda_recurrent(s, d, d, rows, y.data() + h * d, channels);
     }
@@ -181,6 +182,14 @@ void KimiReference::mla(int64_t layer, const float* x, KimiSequenceState& state,
   const std::vector<float> q = product(w.q_b_proj, cq.data());
   const std::vector<float> ckv = product(w.kv_a_proj, x);
   const std::vector<float> latent = rms(ckv.data(), w.kv_a_norm, eps);
+  const std::vector<float> gate = product(weights_.layers[layer].g_proj, x);
+  std::vector<float> y(heads * v);
+  if (!options_.absorbed_mla) {
+    expanded_attention(layer, q, latent, ckv.data() + rank, state, y.data());
+    for (int64_t i = 0; i < heads * v; ++i) y[i] *= kernels::sigmoid(gate[i]);
+    kernels::matmul(weights_.layers[layer].o_proj, y.data(), 1, out, nullptr);
+    return;
+  }
   std::vector<float>& cache = state.latent_cache[slot];
   cache.insert(cache.end(), latent.begin(), latent.end());
   cache.insert(cache.end(), ckv.begin() + rank, ckv.end());
@@ -197,8 +206,7 @@ void KimiReference::mla(int64_t layer, const float* x, KimiSequenceState& state,
   kernels::latent_attention(q_latent.data(), q_shared.data(), heads, rank, shared, view,
                             1.0f / std::sqrt(static_cast<float>(qk)), scores.data(),
                             context.data());
-  const std::vector<float> gate = product(weights_.layers[layer].g_proj, x);
-  std::vector<float> expanded(static_cast<std::size_t>(w.kv_b_proj.rows)), y(heads * v);
+  std::vector<float> expanded(static_cast<std::size_t>(w.kv_b_proj.rows));
   for (int64_t h = 0; h < heads; ++h) {
     const int64_t first = h * (nope + v) + nope;  // W_UV_h: the head's value rows
     kernels::weight_tile(w.kv_b_proj, first, first + v, &context[h * rank], rank, 1,
@@ -208,6 +216,44 @@ void KimiReference::mla(int64_t layer, const float* x, KimiSequenceState& state,
     }
   }
   kernels::matmul(weights_.layers[layer].o_proj, y.data(), 1, out, nullptr);
+}
+
+// §7.1's non-absorbed attention: this position's latent expanded by kv_b_proj into every head's
+// key [k_nope | shared key] and value, cached, and each head attending over all cached positions.
+void KimiReference::expanded_attention(int64_t layer, const std::vector<float>& q,
+                                       const std::vector<float>& latent, const float* shared_key,
+                                       KimiSequenceState& state, float* y) const {
+  const int64_t slot = config_.mla_slot(layer), heads = config_.num_attention_heads;
+  const int64_t nope = config_.qk_nope_head_dim, shared = config_.qk_rope_head_dim;
+  const int64_t v = config_.v_head_dim, qk = nope + shared, per_head = qk + v;
+  const std::vector<float> kv = product(weights_.layers[layer].mla.kv_b_proj, latent.data());
+  std::vector<float>& cache = state.kv_cache[slot];
+  for (int64_t h = 0; h < heads; ++h) {
+    const float* head = kv.data() + h * (nope + v);
+    cache.insert(cache.end(), head, head + nope);                // k_nope
+    cache.insert(cache.end(), shared_key, shared_key + shared);  // the shared key part
+    cache.insert(cache.end(), head + nope, head + nope + v);     // v
+  }
+  const int64_t positions = static_cast<int64_t>(cache.size()) / (heads * per_head);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(qk));
+  std::vector<float> scores(static_cast<std::size_t>(positions));
+  for (int64_t h = 0; h < heads; ++h) {
+    float max_score = -INFINITY;
+    for (int64_t t = 0; t < positions; ++t) {
+      const float* key = cache.data() + (t * heads + h) * per_head;
+      float dot = 0;
+      for (int64_t i = 0; i < qk; ++i) dot += q[h * qk + i] * key[i];
+      scores[t] = dot * scale;
+      max_score = std::fmax(max_score, scores[t]);
+    }
+    float total = 0;
+    for (int64_t t = 0; t < positions; ++t) total += scores[t] = std::exp(scores[t] - max_score);
+    for (int64_t j = 0; j < v; ++j) y[h * v + j] = 0;
+    for (int64_t t = 0; t < positions; ++t) {
+      const float* value = cache.data() + (t * heads + h) * per_head + qk;
+      for (int64_t j = 0; j < v; ++j) y[h * v + j] += scores[t] / total * value[j];
+    }
+  }
 }
 
 // §8: the dense SiTU MLP of the first layers, else the latent MoE (corrected sigmoid router,
@@ -233,7 +279,7 @@ void KimiReference::ffn(int64_t layer, const float* x, float* out) const {
   const std::vector<float> logits = product(w.router, x);
   const std::vector<float> zero(static_cast<std::size_t>(experts), 0.0f);
   const float* bias =
-      ablation_ == KimiAblation::kNoCorrectionBias ? zero.data() : w.router_bias.data();
+      options_.ablation == KimiAblation::kNoCorrectionBias ? zero.data() : w.router_bias.data();
   std::vector<float> scratch(static_cast<std::size_t>(3 * experts));
   std::array<kernels::ExpertChoice, kernels::kMaxExpertsPerToken> choices{};
   kernels::route_sigmoid_bias_top_k(logits.data(), bias, experts, k, 1.0f, 0.0f, scratch.data(),

@@ -17,11 +17,12 @@ namespace md {
 
 // One sequence's state (§6.1, §7.2): per KDA layer the last K − 1 raw q, k, v projections and the
 // f32 delta-rule state S[head][value][key]; per MLA layer every position's normed latent and
-// shared key (the absorbed cache).
+// shared key (the absorbed cache), or, in the non-absorbed form, every head's key and value.
 struct KimiSequenceState {
   std::vector<std::vector<float>> conv_history;  // per KDA slot: [3][K − 1][C], oldest first
   std::vector<std::vector<float>> delta_state;   // per KDA slot: [heads][d][d]
   std::vector<std::vector<float>> latent_cache;  // per MLA slot: [positions][kv_lora + shared]
+  std::vector<std::vector<float>> kv_cache;      // non-absorbed: [positions][heads][qk + v]
   int64_t position = 0;
 };
 
@@ -32,12 +33,20 @@ enum class KimiAblation : uint8_t {
   kNoCorrectionBias,  // the router selects by the plain scores
 };
 
+struct KimiReferenceOptions {
+  KimiAblation ablation = KimiAblation::kNone;
+  // Prompt tokens the chunked delta rule takes at a time (§6.3's example 64; tests use a few, so
+  // that a short prompt spans several chunks and a partial one).
+  int64_t kda_chunk = 64;
+  // MLA decoded over the latent cache (§7.3, the default), or by §7.1's non-absorbed form, which
+  // expands every position into per-head keys and values (kept for the test that compares them).
+  bool absorbed_mla = true;
+};
+
 class KimiReference {
  public:
-  // `kda_chunk`: prompt tokens the chunked delta rule takes at a time (§6.3's example 64; tests
-  // use a few, so that a short prompt spans several chunks and a partial one).
   KimiReference(const KimiK3Config& config, const KimiK3Weights& weights,
-                KimiAblation ablation = KimiAblation::kNone, int64_t kda_chunk = 64);
+                KimiReferenceOptions options = {});
 
   KimiSequenceState new_state() const;
   // Token `token` at the state's position: logits [vocab] out, the state advanced by one.
@@ -54,12 +63,14 @@ class KimiReference {
   void kda(int64_t layer, const float* x, int64_t n, KimiSequenceState& state, float* out,
            bool chunked) const;
   void mla(int64_t layer, const float* x, KimiSequenceState& state, float* out) const;
+  void expanded_attention(int64_t layer, const std::vector<float>& q,
+                          const std::vector<float>& latent, const float* shared_key,
+                          KimiSequenceState& state, float* y) const;
   void ffn(int64_t layer, const float* x, float* out) const;
 
   const KimiK3Config& config_;
   const KimiK3Weights& weights_;
-  KimiAblation ablation_;
-  int64_t kda_chunk_;
+  KimiReferenceOptions options_;
   // Per MLA slot and head, W_UK_hᵀ [kv_lora × nope]: kv_b_proj's key rows transposed (exact
   // copies), so that the absorbed query is a plain product.
   std::vector<std::vector<std::vector<float>>> key_absorb_;
