@@ -16,10 +16,15 @@ struct KeyRun {
   int64_t stride = 0;
 };
 
-// out = Σ softmax(scale · q·k) · v over every key of every run. `scores` is scratch for the
-// total key count. With no keys at all, out is zero.
-void attend_runs(const float* q, std::span<const KeyRun> runs, int64_t head_dim, float scale,
-                 float* scores, float* out);
+// out = Σ softmax(scale · q·k) · v over every key of every run, keys `key_dim` wide and values
+// `value_dim` wide. `scores` is scratch for the total key count. With no keys at all, out is zero.
+void attend_runs(const float* q, std::span<const KeyRun> runs, int64_t key_dim, int64_t value_dim,
+                 float scale, float* scores, float* out);
+// Keys and values of one width.
+inline void attend_runs(const float* q, std::span<const KeyRun> runs, int64_t head_dim, float scale,
+                        float* scores, float* out) {
+  attend_runs(q, runs, head_dim, head_dim, scale, scores, out);
+}
 
 // The block rows [first, last] that row t of a draft block of `rows` attends to: every row within
 // the window, before and after t, as the block is bidirectional (only rows up to t if causal).

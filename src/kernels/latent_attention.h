@@ -9,29 +9,21 @@
 // where c_t (rank wide, the normed latent) and s_t (the unrotated shared key part) are all a
 // position caches: rank + shared floats instead of heads · (nope + shared + v). Mathematically the
 // non-absorbed form (expand every c_t into keys and values, then attend); rounding differs.
+//
+// A cache row [c_t | s_t] is then one key of rank + shared floats whose first rank floats are
+// also its value, and each head is ordinary single-key-head attention over the rows
+// (kernels::attend_runs with a value narrower than the key).
 #pragma once
 
 #include <cstdint>
 
 namespace md::kernels {
 
-// Positions [0, positions) of one sequence's latent cache: c_t at latents + t·latent_stride,
-// s_t at shared + t·shared_stride.
-struct LatentCache {
-  const float* latents = nullptr;
-  int64_t latent_stride = 0;
-  const float* shared = nullptr;
-  int64_t shared_stride = 0;
-  int64_t positions = 0;
-};
-
-// For heads [0, heads): q_latent [heads][rank], q_shared [heads][shared_dim] in, context
-// [heads][rank] out. Per head the scores are formed in position order (each a rank-wide then a
-// shared-wide sum in increasing index, added), softmax with the maximum subtracted and the sum
-// in position order, then the context summed in position order. `scores` is `positions` floats
-// of scratch. A head's result does not depend on the other heads.
-void latent_attention(const float* q_latent, const float* q_shared, int64_t heads, int64_t rank,
-                      int64_t shared_dim, const LatentCache& cache, float scale, float* scores,
+// For heads [0, heads): q [heads][rank + shared_dim] (each head's q_latent, then its q_shared) in,
+// context [heads][rank] out, over cache rows [positions][rank + shared_dim] (c_t, then s_t).
+// `scores` is `positions` floats of scratch. A head's result does not depend on the other heads.
+void latent_attention(const float* q, int64_t heads, int64_t rank, int64_t shared_dim,
+                      const float* rows, int64_t positions, float scale, float* scores,
                       float* context);
 
 }  // namespace md::kernels

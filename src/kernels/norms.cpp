@@ -49,11 +49,15 @@ void scaled_rms_norm(float* x, const float* scale, int64_t n, float eps) {
   rms_norm_unweighted(x, n, eps, x);
 }
 
-void gated_rms_norm(const float* o, const float* z, const float* w, int64_t n, float eps,
-                    float* y) {
+void gated_rms_norm(const float* o, const float* z, const float* w, int64_t n, float eps, float* y,
+                    Activation gate) {
   float inv =
       static_cast<float>(1.0 / std::sqrt(sum_of_squares(o, n) / static_cast<double>(n) + eps));
-  for (int64_t i = 0; i < n; ++i) y[i] = o[i] * inv * w[i] * silu(z[i]);
+  if (gate == Activation::kSilu) {  // the GDN's hot path keeps its plain loop
+    for (int64_t i = 0; i < n; ++i) y[i] = o[i] * inv * w[i] * silu(z[i]);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) y[i] = o[i] * inv * w[i] * activate(gate, z[i]);
 }
 
 void l2_normalize(float* x, int64_t n, float eps, float scale) {

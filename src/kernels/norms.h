@@ -3,6 +3,8 @@
 
 #include <cstdint>
 
+#include "kernels/activations.h"
+
 namespace md::kernels {
 
 // How an RMSNorm applies its weight: Qwen3.5's zero-centred (1 + w) or the plain Qwen3/Llama w.
@@ -21,9 +23,11 @@ void rms_norm_unweighted(const float* x, int64_t n, float eps, float* y);
 // the normalisation (Muse Spark's post-FFN and post-expert norms).
 void scaled_rms_norm(float* x, const float* scale, int64_t n, float eps);
 
-// Gated RMSNorm of the GDN output (spec §4): y = rms(o) · w · silu(z), plain f32 weight (widened
-// from bf16 at load, or F32 in a GGUF). y may alias o.
-void gated_rms_norm(const float* o, const float* z, const float* w, int64_t n, float eps, float* y);
+// Gated RMSNorm of a delta-rule head's output: y = rms(o) · w · gate(z), plain f32 weight (widened
+// from bf16 at load, or F32 in a GGUF); the gate is SiLU for Qwen's GDN (spec §4), σ for Kimi's
+// KDA. y may alias o.
+void gated_rms_norm(const float* o, const float* z, const float* w, int64_t n, float eps, float* y,
+                    Activation gate = Activation::kSilu);
 
 // x ← x / sqrt(Σ x² + eps), the epsilon added to the sum (not the mean), as in the delta-net
 // reference; then multiplied by `scale`.

@@ -59,18 +59,22 @@ double absorbed_error(bool with_shared_key) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(qk));
 
   double diff = 0, magnitude = 0;
-  std::vector<float> q_latent(heads * rank), q_shared(heads * kShared), context(heads * rank);
+  // The cache rows [c_t | s_t] as a decode step keeps them, and each head's query in that layout.
+  std::vector<float> rows;
+  for (int64_t t = 0; t < tokens; ++t) {
+    rows.insert(rows.end(), latent.begin() + t * rank, latent.begin() + (t + 1) * rank);
+    rows.insert(rows.end(), shared.begin() + t * kShared, shared.begin() + (t + 1) * kShared);
+  }
+  std::vector<float> q_absorbed(heads * (rank + kShared)), context(heads * rank);
   std::vector<float> scores(tokens), out(heads * per_head);  // indexed by kv_b_proj row
   for (int64_t p = 0; p < tokens; ++p) {
     for (int64_t h = 0; h < heads; ++h) {
       const float* q = query.data() + (p * heads + h) * qk;
-      kernels::matmul(kernels::f32_weight_matrix(uk_t[h].data(), rank, kNope), q, 1,
-                      &q_latent[h * rank], nullptr);
-      for (int64_t i = 0; i < kShared; ++i)
-        q_shared[h * kShared + i] = with_shared_key ? q[kNope + i] : 0.0f;
+      float* row = q_absorbed.data() + h * (rank + kShared);
+      kernels::matmul(kernels::f32_weight_matrix(uk_t[h].data(), rank, kNope), q, 1, row, nullptr);
+      for (int64_t i = 0; i < kShared; ++i) row[rank + i] = with_shared_key ? q[kNope + i] : 0.0f;
     }
-    const kernels::LatentCache cache{latent.data(), rank, shared.data(), kShared, p + 1};
-    kernels::latent_attention(q_latent.data(), q_shared.data(), heads, rank, kShared, cache, scale,
+    kernels::latent_attention(q_absorbed.data(), heads, rank, kShared, rows.data(), p + 1, scale,
                               scores.data(), context.data());
     for (int64_t h = 0; h < heads; ++h) {
       const int64_t first = h * per_head + kNope;  // W_UV_h: the head's value rows

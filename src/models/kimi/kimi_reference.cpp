@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "kernels/activations.h"
+#include "kernels/attention_runs.h"
 #include "kernels/gated_delta_rule.h"
 #include "kernels/kda_rule.h"
 #include "kernels/latent_attention.h"
@@ -156,16 +157,9 @@ void KimiReference::kda(int64_t layer, const float* x, int64_t n, KimiSequenceSt
     }
   }
   // Output norm per head (eps 1e-5, the plain weight) and the sigmoid gate.
-  for (int64_t t = 0; t < n; ++t) {
-    for (int64_t h = 0; h < heads; ++h) {
-      float* o = y.data() + t * channels + h * d;
-      float squares = 0;
-      for (int64_t j = 0; j < d; ++j) squares += o[j] * o[j];
-      const float r = 1.0f / std::sqrt(squares / static_cast<float>(d) + 1e-5f);
-      for (int64_t j = 0; j < d; ++j) {
-        o[j] = o[j] * r * w.o_norm[j] * kernels::sigmoid(gate[t * channels + h * d + j]);
-      }
-    }
+  for (int64_t i = 0; i < n * heads; ++i) {
+    kernels::gated_rms_norm(y.data() + i * d, gate.data() + i * d, w.o_norm.data(), d, 1e-5f,
+                            y.data() + i * d, kernels::Activation::kSigmoid);
   }
   kernels::matmul(weights_.layers[layer].o_proj, y.data(), n, out, nullptr);
 }
@@ -194,16 +188,16 @@ void KimiReference::mla(int64_t layer, const float* x, KimiSequenceState& state,
   cache.insert(cache.end(), latent.begin(), latent.end());
   cache.insert(cache.end(), ckv.begin() + rank, ckv.end());
   const int64_t positions = static_cast<int64_t>(cache.size()) / (rank + shared);
-  std::vector<float> q_latent(heads * rank), q_shared(heads * shared), context(heads * rank);
+  // Each head's absorbed query [W_UK_hᵀ q_nope | q_shared], laid out as a cache row.
+  std::vector<float> q_absorbed(heads * (rank + shared)), context(heads * rank);
   for (int64_t h = 0; h < heads; ++h) {
+    float* row = q_absorbed.data() + h * (rank + shared);
     kernels::matmul(kernels::f32_weight_matrix(key_absorb_[slot][h].data(), rank, nope),
-                    q.data() + h * qk, 1, &q_latent[h * rank], nullptr);
-    std::copy(q.begin() + h * qk + nope, q.begin() + (h + 1) * qk, q_shared.begin() + h * shared);
+                    q.data() + h * qk, 1, row, nullptr);
+    std::copy(q.begin() + h * qk + nope, q.begin() + (h + 1) * qk, row + rank);
   }
   std::vector<float> scores(static_cast<std::size_t>(positions));
-  const kernels::LatentCache view{cache.data(), rank + shared, cache.data() + rank, rank + shared,
-                                  positions};
-  kernels::latent_attention(q_latent.data(), q_shared.data(), heads, rank, shared, view,
+  kernels::latent_attention(q_absorbed.data(), heads, rank, shared, cache.data(), positions,
                             1.0f / std::sqrt(static_cast<float>(qk)), scores.data(),
                             context.data());
   std::vector<float> expanded(static_cast<std::size_t>(w.kv_b_proj.rows));
@@ -235,24 +229,12 @@ void KimiReference::expanded_attention(int64_t layer, const std::vector<float>& 
     cache.insert(cache.end(), head + nope, head + nope + v);     // v
   }
   const int64_t positions = static_cast<int64_t>(cache.size()) / (heads * per_head);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(qk));
   std::vector<float> scores(static_cast<std::size_t>(positions));
   for (int64_t h = 0; h < heads; ++h) {
-    float max_score = -INFINITY;
-    for (int64_t t = 0; t < positions; ++t) {
-      const float* key = cache.data() + (t * heads + h) * per_head;
-      float dot = 0;
-      for (int64_t i = 0; i < qk; ++i) dot += q[h * qk + i] * key[i];
-      scores[t] = dot * scale;
-      max_score = std::fmax(max_score, scores[t]);
-    }
-    float total = 0;
-    for (int64_t t = 0; t < positions; ++t) total += scores[t] = std::exp(scores[t] - max_score);
-    for (int64_t j = 0; j < v; ++j) y[h * v + j] = 0;
-    for (int64_t t = 0; t < positions; ++t) {
-      const float* value = cache.data() + (t * heads + h) * per_head + qk;
-      for (int64_t j = 0; j < v; ++j) y[h * v + j] += scores[t] / total * value[j];
-    }
+    const float* head = cache.data() + h * per_head;  // key [qk], then value [v]
+    const kernels::KeyRun run{head, head + qk, positions, heads * per_head};
+    kernels::attend_runs(q.data() + h * qk, {&run, 1}, qk, v,
+                         1.0f / std::sqrt(static_cast<float>(qk)), scores.data(), y + h * v);
   }
 }
 
