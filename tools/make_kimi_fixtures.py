@@ -3,7 +3,8 @@
 
 Writes one folder per fixture under --out: config.json in the real nested layout (top level
 KimiK3ForConditionalGeneration with `text_config` and its `linear_attn_config`, compressed-tensors
-MXFP4 `quantization_config`), generation_config.json, and safetensors weights with the published
+MXFP4 `quantization_config`), generation_config.json, a tiktoken tokenizer (tiktoken.model with merges learned from a small
+corpus, tokenizer_config.json naming Kimi's special tokens), and safetensors weights with the published
 checkpoint's tensor names, dtypes and layouts (§3: the `language_model.` prefix, f32 A_log,
 dt_bias, convs, o_norm and router bias, bf16 everywhere else, MXFP4 routed experts as u8
 `weight_packed` / `weight_scale`), split over two shards with a `model.safetensors.index.json`.
@@ -23,6 +24,7 @@ Numpy only, deterministic (fixed seeds). Usage:
   make_kimi_fixtures.py --out DIR [--only NAME] [--verify GOLDEN_DIR]
 """
 
+import base64
 import copy
 import json
 import sys
@@ -32,8 +34,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import make_qwen38_fixtures as qwen38_fixtures  # noqa: E402
-from make_qwen38_fixtures import (bf16_bits, fixture_arguments, verify_fixture,  # noqa: E402
-                                  write_json)
+from byte_level import bytes_to_unicode  # noqa: E402
+from make_qwen38_fixtures import (CORPUS, bf16_bits, fixture_arguments, learn_bpe,  # noqa: E402
+                                  verify_fixture, write_json)
 
 REPO = Path(__file__).resolve().parent.parent
 TINY_CONFIG = REPO / "tests" / "data" / "configs" / "kimi-k3-tiny" / "config.json"
@@ -190,6 +193,50 @@ def write_weights(d: Path, layers: int, weights: dict, shards: int) -> None:
                {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))})
 
 
+# --- tokenizer (tiktoken, as Kimi ships it) ---------------------------------------------------
+
+# Named special tokens by offset from the first special id (= bos_token_id = the number of
+# ranks), at Kimi K3's offsets where the scaled-down vocabulary has room ([UNK] and [PAD] end it,
+# as in K3); the other ids are <|reserved_token_{id}|>. K3's structure markers are not "special"
+# (decoded text keeps them for the output parsers).
+SPECIAL_NAMES = {0: "[BOS]", 1: "[EOS]", 2: "<|end_of_msg|>", 3: "<|open|>", 4: "<|close|>",
+                 5: "<|sep|>", 6: "[start_header_id]", 7: "[end_header_id]", 9: "[EOT]"}
+NOT_SPECIAL = {"<|open|>", "<|close|>", "<|sep|>"}
+UNK_NAME, PAD_NAME = "[UNK]", "[PAD]"
+
+
+def tiktoken_ranks(n_base: int) -> str:
+    """tiktoken.model text: the 256 bytes, then merges learned from the corpus, as
+    "base64(bytes) rank" lines; a merge's rank is its order, so tiktoken applies them as learned."""
+    to_byte = {ch: b for b, ch in bytes_to_unicode().items()}
+    tokens = [bytes([b]) for b in range(256)]
+    for a, b in learn_bpe(CORPUS, n_base - 256):
+        tokens.append(bytes(to_byte[c] for c in a + b))
+    return "".join("%s %d\n" % (base64.b64encode(t).decode(), rank)
+                   for rank, t in enumerate(tokens))
+
+
+def tokenizer_config(t: dict) -> dict:
+    first, vocab = t["bos_token_id"], t["vocab_size"]
+    names = {first + offset: name for offset, name in SPECIAL_NAMES.items()}
+    names[vocab - 2], names[t["pad_token_id"]] = UNK_NAME, PAD_NAME
+    entry = dict(lstrip=False, normalized=False, rstrip=False, single_word=False)
+
+    def added(i):
+        name = names.get(i, "<|reserved_token_%d|>" % i)
+        return dict(content=name, **entry, special=name not in NOT_SPECIAL)
+    return {
+        "added_tokens_decoder": {str(i): added(i) for i in range(first, vocab)},
+        "bos_token": "[BOS]",
+        "eos_token": "[EOS]",
+        "pad_token": PAD_NAME,
+        "unk_token": UNK_NAME,
+        "model_max_length": t["max_position_embeddings"],
+        "tokenizer_class": "TikTokenTokenizer",
+        "auto_map": {"AutoTokenizer": ["tokenization_kimi.TikTokenTokenizer", None]},
+    }
+
+
 def write_fixture(root: Path, name: str) -> None:
     f = FIXTURES[name]
     config = f["config"](json.loads(TINY_CONFIG.read_text()))
@@ -200,9 +247,13 @@ def write_fixture(root: Path, name: str) -> None:
         old.unlink()
     write_json(d / "config.json", config)
     write_json(d / "generation_config.json",
-               {"bos_token_id": t["bos_token_id"], "eos_token_id": t["eos_token_id"],
+               {"bos_token_id": t["bos_token_id"],
+                # [EOS] and <|end_of_msg|>, which ends every K3 message (§12's stop tokens).
+                "eos_token_id": [t["eos_token_id"], t["eos_token_id"] + 1],
                 "pad_token_id": t["pad_token_id"]})
     write_weights(d, t["num_hidden_layers"], make_weights(config, f), f["shards"])
+    (d / "tiktoken.model").write_text(tiktoken_ranks(t["bos_token_id"]))
+    write_json(d / "tokenizer_config.json", tokenizer_config(t))
 
 
 def main() -> int:

@@ -1,6 +1,7 @@
 #include "models/model_loader.h"
 
 #include "base/error.h"
+#include "models/kimi/kimi_model.h"
 #include "models/llama/llama_gguf_model.h"
 #include "models/model_config.h"
 #include "models/musespark/musespark_model.h"
@@ -32,14 +33,14 @@ std::unique_ptr<LanguageModel> load_language_model(const std::string& directory,
       return std::make_unique<LlamaGgufModel>(directory, options);
     case ModelFamily::kMuseSpark:
       return std::make_unique<MuseSparkModel>(directory, options);
+    case ModelFamily::kKimiK3:
+      return std::make_unique<KimiModel>(directory, options);
     case ModelFamily::kDFlash2:
     case ModelFamily::kDSpark:
       fail("{} is a {} drafter, not a model that can run on its own; pass its target model",
            directory, family_name(family));
-    default:
-      fail("{}: running {} models is not implemented yet (qwen38, llama and muse_spark are)",
-           directory, family_name(family));
   }
+  fail("{}: unknown model family", directory);
 }
 
 }  // namespace md

@@ -1,5 +1,6 @@
 #include "text/tiktoken_tokenizer.h"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -37,12 +38,19 @@ std::vector<AddedToken> special_tokens(const std::vector<std::string>& names, st
 }
 
 // Names for ids n_base .. n_base+count-1: added_tokens_decoder when it names them, else
-// "<|reserved_token_{id}|>" (the absolute id), as Kimi's tokenizer does.
-std::vector<std::string> special_names(const std::string& config_path, std::int32_t n_base,
-                                       int count) {
+// "<|reserved_token_{id}|>" (the absolute id), as Kimi's tokenizer does; and whether each is
+// special (Kimi K3 marks its structure markers <|open|>, <|close|>, <|sep|> "special": false, so
+// that decoded text keeps them for the output parsers).
+struct SpecialNames {
   std::vector<std::string> names;
+  std::vector<bool> special;
+};
+SpecialNames special_names(const std::string& config_path, std::int32_t n_base, int count) {
+  SpecialNames out;
+  std::vector<std::string>& names = out.names;
   for (int i = 0; i < count; ++i) names.push_back(fmt::format("<|reserved_token_{}|>", n_base + i));
-  if (config_path.empty()) return names;
+  out.special.assign(static_cast<std::size_t>(count), true);
+  if (config_path.empty()) return out;
   nlohmann::json config;
   try {
     config = nlohmann::json::parse(read_text_file(config_path));
@@ -50,7 +58,7 @@ std::vector<std::string> special_names(const std::string& config_path, std::int3
     fail("{}: not valid JSON: {}", config_path, e.what());
   }
   const auto decoder = config.find("added_tokens_decoder");
-  if (decoder == config.end() || !decoder->is_object()) return names;
+  if (decoder == config.end() || !decoder->is_object()) return out;
   for (const auto& [key, entry] : decoder->items()) {
     std::int64_t id = -1;
     std::from_chars(key.data(), key.data() + key.size(), id);
@@ -59,9 +67,14 @@ std::vector<std::string> special_names(const std::string& config_path, std::int3
                  key, n_base, n_base + count - 1);
       continue;
     }
-    names[static_cast<std::size_t>(id - n_base)] = entry["content"].get<std::string>();
+    const auto at = static_cast<std::size_t>(id - n_base);
+    if (!entry["content"].is_string())
+      fail("{}: added token {} has no string content", config_path, key);
+    names[at] = entry["content"].get<std::string>();
+    const auto special = entry.find("special");
+    out.special[at] = special == entry.end() || !special->is_boolean() || special->get<bool>();
   }
-  return names;
+  return out;
 }
 
 std::string resolve_pattern(const TiktokenFiles& files) {
@@ -143,9 +156,11 @@ std::vector<std::string> parse_tiktoken_ranks(std::string_view text, const std::
 }
 
 TiktokenTokenizer::TiktokenTokenizer(std::vector<std::string> ranks,
-                                     std::vector<std::string> specials, const std::string& pattern)
+                                     std::vector<std::string> specials, const std::string& pattern,
+                                     std::vector<bool> special_flags)
     : bytes_(std::move(ranks)),
       specials_(std::move(specials)),
+      special_flags_(std::move(special_flags)),
       special_matcher_(special_tokens(specials_, static_cast<std::int32_t>(bytes_.size()))),
       regex_(translate_pattern_to_pcre2(pattern)) {
   rank_of_.reserve(bytes_.size());
@@ -244,8 +259,14 @@ std::optional<std::int32_t> TiktokenTokenizer::token_id(std::string_view token_t
   return it->second;
 }
 
-bool TiktokenTokenizer::is_special(std::int32_t id) const {
+bool TiktokenTokenizer::is_added(std::int32_t id) const {
   return id >= static_cast<std::int32_t>(bytes_.size()) && id < vocab_size();
+}
+
+bool TiktokenTokenizer::is_special(std::int32_t id) const {
+  if (!is_added(id)) return false;
+  const auto at = static_cast<std::size_t>(id) - bytes_.size();
+  return at >= special_flags_.size() || special_flags_[at];
 }
 
 std::int32_t TiktokenTokenizer::vocab_size() const {
@@ -265,9 +286,13 @@ std::unique_ptr<Tokenizer> load_tiktoken_tokenizer(const TiktokenFiles& files) {
   }
   auto ranks = parse_tiktoken_ranks(read_text_file(files.model_path), files.model_path);
   const auto n_base = static_cast<std::int32_t>(ranks.size());
-  auto names = special_names(files.config_path, n_base, files.num_reserved_special_tokens);
-  return std::make_unique<TiktokenTokenizer>(std::move(ranks), std::move(names),
-                                             resolve_pattern(files));
+  int reserved = files.num_reserved_special_tokens;
+  if (files.vocab_limit > n_base) {
+    reserved = static_cast<int>(std::min<std::int64_t>(reserved, files.vocab_limit - n_base));
+  }
+  SpecialNames specials = special_names(files.config_path, n_base, reserved);
+  return std::make_unique<TiktokenTokenizer>(std::move(ranks), std::move(specials.names),
+                                             resolve_pattern(files), std::move(specials.special));
 }
 
 }  // namespace md

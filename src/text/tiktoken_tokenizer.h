@@ -26,14 +26,17 @@ std::optional<std::string> decode_base64(std::string_view text);
 class TiktokenTokenizer final : public Tokenizer {
  public:
   // `ranks`: id -> bytes for the ordinary tokens; `specials`: names of ids ranks.size()...;
-  // `pattern`: tiktoken pat_str (Rust regex syntax).
+  // `pattern`: tiktoken pat_str (Rust regex syntax); `special_flags`: per name whether it is
+  // special (empty: all are). Every name is matched in text with parse_special, as tiktoken's
+  // allowed specials are, and none without it.
   TiktokenTokenizer(std::vector<std::string> ranks, std::vector<std::string> specials,
-                    const std::string& pattern);
+                    const std::string& pattern, std::vector<bool> special_flags = {});
 
   std::vector<std::int32_t> encode(std::string_view text, bool parse_special = true) const override;
   bool append_token_bytes(std::int32_t id, std::string& out) const override;
   std::optional<std::int32_t> token_id(std::string_view token_text) const override;
   bool is_special(std::int32_t id) const override;
+  bool is_added(std::int32_t id) const override;
   std::int32_t vocab_size() const override;
   // Ordinary tokens in GPT-2 byte-level form (printable, like HF vocabularies); specials by name.
   std::string piece(std::int32_t id) const override;
@@ -46,6 +49,7 @@ class TiktokenTokenizer final : public Tokenizer {
 
   std::vector<std::string> bytes_;     // id -> bytes (ordinary tokens)
   std::vector<std::string> specials_;  // (id - n_base) -> name
+  std::vector<bool> special_flags_;    // (id - n_base) -> special (absent: special)
   TokenIdMap rank_of_;                 // bytes -> id
   TokenIdMap special_id_;              // name -> id
   std::array<std::int32_t, 256> byte_rank_{};

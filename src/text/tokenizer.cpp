@@ -1,6 +1,7 @@
 #include "text/tokenizer.h"
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "base/error.h"
 #include "base/file_util.h"
@@ -38,6 +39,23 @@ std::unique_ptr<Tokenizer> load_hf_tokenizer(const std::string& tokenizer_json_p
   return load_hf_tokenizer_from_json(text, tokenizer_json_path);
 }
 
+namespace {
+
+// vocab_size of a model's config.json (its text_config's for multimodal layouts); 0 when the file,
+// the field or a readable value is missing (the model loader reports those; a tokenizer alone,
+// as `tokenize` uses it, needs none).
+std::int64_t model_vocab_size(const std::string& config_path) {
+  if (!file_exists(config_path)) return 0;
+  const auto config = nlohmann::json::parse(read_text_file(config_path), nullptr, false);
+  if (!config.is_object()) return 0;
+  const auto text = config.find("text_config");
+  const nlohmann::json& owner = text != config.end() && text->is_object() ? *text : config;
+  const auto vocab = owner.find("vocab_size");
+  return vocab != owner.end() && vocab->is_number_integer() ? vocab->get<std::int64_t>() : 0;
+}
+
+}  // namespace
+
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& model_dir) {
   namespace fs = std::filesystem;
   if (!directory_exists(model_dir)) fail("model directory not found: {}", model_dir);
@@ -49,6 +67,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& model_dir) {
     files.model_path = tiktoken;
     const std::string config = (fs::path(model_dir) / "tokenizer_config.json").string();
     if (file_exists(config)) files.config_path = config;
+    files.vocab_limit = model_vocab_size((fs::path(model_dir) / "config.json").string());
     return load_tiktoken_tokenizer(files);
   }
   fail("no tokenizer in {}: looked for tokenizer.json (Hugging Face) and tiktoken.model (tiktoken)",

@@ -69,6 +69,10 @@ struct TiktokenFiles {
   // any, else the one in tokenization_kimi.py beside the model, else Kimi's built-in pattern.
   std::string pattern;
   int num_reserved_special_tokens = 256;
+  // The model's vocabulary (config.json's vocab_size), 0 when unknown. The reserved specials fill
+  // the ids after the ranks up to it: a real Kimi checkpoint has exactly 256 there, a scaled-down
+  // one fewer, and ids the model cannot produce or read are no tokens.
+  std::int64_t vocab_limit = 0;
 };
 std::unique_ptr<Tokenizer> load_tiktoken_tokenizer(const TiktokenFiles& files);
 

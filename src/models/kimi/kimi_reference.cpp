@@ -288,8 +288,8 @@ void KimiReference::ffn(int64_t layer, const float* x, float* out) const {
 // §5.2's per-token timeline, layer by layer over `n` consecutive tokens: every token has its own
 // stored blocks and prefix; KDA runs the tokens together (chunked for a prompt), MLA and the FFN
 // one token after another (a token's attention sees the tokens before it).
-void KimiReference::forward(const int32_t* ids, int64_t n, KimiSequenceState& state, float* logits,
-                            bool chunked) const {
+void KimiReference::run(const int32_t* ids, int64_t n, KimiSequenceState& state, bool chunked,
+                        float* logits, int64_t logit_rows, float* taps) const {
   const int64_t h = config_.hidden_size, block = config_.attn_res_block_size;
   const double eps = config_.rms_norm_eps;
   const auto width = static_cast<std::size_t>(h);
@@ -329,20 +329,35 @@ void KimiReference::forward(const int32_t* ids, int64_t n, KimiSequenceState& st
     norm_all(w.post_attention_norm);
     for (int64_t t = 0; t < n; ++t) ffn(l, x.data() + t * h, sub.data() + t * h);
     for (std::size_t i = 0; i < prefix.size(); ++i) prefix[i] += sub[i];
+    copy_taps(l, prefix.data(), n, taps);
   }
   mix_all(weights_.output_mix);
   norm_all(weights_.final_norm);
-  kernels::matmul(weights_.lm_head, x.data(), n, logits, nullptr);
+  if (logit_rows > 0) {
+    kernels::matmul(weights_.lm_head, x.data() + (n - logit_rows) * h, logit_rows, logits, nullptr);
+  }
   state.position += n;
 }
 
+void KimiReference::copy_taps(int64_t layer, const float* prefix, int64_t n, float* taps) const {
+  if (taps == nullptr) return;
+  const int64_t h = config_.hidden_size, count = static_cast<int64_t>(tap_layers_.size());
+  for (int64_t j = 0; j < count; ++j) {
+    if (tap_layers_[j] != layer) continue;
+    for (int64_t t = 0; t < n; ++t) {
+      std::copy(prefix + t * h, prefix + (t + 1) * h, taps + (t * count + j) * h);
+    }
+  }
+}
+
 void KimiReference::step(int32_t token, KimiSequenceState& state, float* logits) const {
-  forward(&token, 1, state, logits, false);
+  run(&token, 1, state, false, logits, 1, nullptr);
 }
 
 void KimiReference::prefill(const std::vector<int32_t>& ids, KimiSequenceState& state,
                             float* logits) const {
-  forward(ids.data(), static_cast<int64_t>(ids.size()), state, logits, true);
+  const auto n = static_cast<int64_t>(ids.size());
+  run(ids.data(), n, state, true, logits, n, nullptr);
 }
 
 }  // namespace md

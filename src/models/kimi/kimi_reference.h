@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "models/kimi/kimi_config.h"
@@ -54,12 +55,18 @@ class KimiReference {
   // A prompt at once: the same layers with KDA in its chunked form (§6.3), logits [ids][vocab]
   // out for every position; equal to stepping the tokens up to the chunked form's rounding.
   void prefill(const std::vector<int32_t>& ids, KimiSequenceState& state, float* logits) const;
+  // Either form for `n` tokens, with logits [logit_rows][vocab] for the last `logit_rows` (0..n)
+  // only, and `taps` (when not null) [n][tap_layers().size() · hidden]: each token's prefix right
+  // after each tapped layer finished (§11's aux taps: the in-block partial sum, not a mix).
+  void run(const int32_t* ids, int64_t n, KimiSequenceState& state, bool chunked, float* logits,
+           int64_t logit_rows, float* taps) const;
+  // The 0-based layers whose post-layer prefix run() copies out.
+  void set_tap_layers(std::vector<int64_t> layers) { tap_layers_ = std::move(layers); }
+  const std::vector<int64_t>& tap_layers() const { return tap_layers_; }
 
  private:
   void mix(const std::vector<const float*>& blocks, const float* prefix, const float* w,
            float* out) const;
-  void forward(const int32_t* ids, int64_t n, KimiSequenceState& state, float* logits,
-               bool chunked) const;
   void kda(int64_t layer, const float* x, int64_t n, KimiSequenceState& state, float* out,
            bool chunked) const;
   void mla(int64_t layer, const float* x, KimiSequenceState& state, float* out) const;
@@ -67,10 +74,12 @@ class KimiReference {
                           const std::vector<float>& latent, const float* shared_key,
                           KimiSequenceState& state, float* y) const;
   void ffn(int64_t layer, const float* x, float* out) const;
+  void copy_taps(int64_t layer, const float* prefix, int64_t n, float* taps) const;
 
   const KimiK3Config& config_;
   const KimiK3Weights& weights_;
   KimiReferenceOptions options_;
+  std::vector<int64_t> tap_layers_;
   // Per MLA slot and head, W_UK_hᵀ [kv_lora × nope]: kv_b_proj's key rows transposed (exact
   // copies), so that the absorbed query is a plain product.
   std::vector<std::vector<std::vector<float>>> key_absorb_;

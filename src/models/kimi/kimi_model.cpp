@@ -1,0 +1,200 @@
+#include "models/kimi/kimi_model.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+#include "base/log.h"
+#include "models/common/config_files.h"
+
+namespace md {
+
+namespace {
+
+// Prompt tokens the reference takes at once: bounds the per-token activations it keeps (each
+// piece runs KDA chunked, in chunks of KimiReferenceOptions::kda_chunk).
+constexpr int64_t kPrefillPiece = 256;
+
+std::size_t matrix_bytes(const kernels::WeightMatrix& m) {
+  return m.bytes(0, m.rows);
+}
+
+}  // namespace
+
+KimiModel::KimiModel(const std::string& directory, const ModelRunOptions& run_options,
+                     KimiReferenceOptions reference_options)
+    : directory_(directory),
+      config_(parse_kimi_k3_config(read_config_files(directory))),
+      checkpoint_(std::make_unique<Checkpoint>(directory)),
+      weights_(bind_kimi_k3_weights(*checkpoint_, config_)),
+      reference_(config_, weights_, reference_options) {
+  if (run_options.executor != ExecutorKind::kReference) {
+    log::info("kimi_k3 has no fused program yet: its steps run the reference forward");
+  }
+  if (run_options.matmul_inputs != kernels::MatmulInputs::kF32) {
+    fail("{}: kimi_k3 runs its matrices with f32 inputs only for now", directory_);
+  }
+}
+
+std::string KimiModel::description() const {
+  return fmt::format(
+      "kimi_k3 {} layers ({} KDA, {} MLA), hidden {}, {} experts top-{} (MXFP4), vocab {} ({})",
+      config_.num_layers, config_.num_kda_layers(), config_.num_mla_layers(), config_.hidden_size,
+      config_.num_experts, config_.num_experts_per_token, config_.vocab_size, directory_);
+}
+
+int64_t KimiModel::max_context() const {
+  return config_.max_position_embeddings;
+}
+
+std::vector<int32_t> KimiModel::stop_token_ids() const {
+  return {config_.eos_token_ids.begin(), config_.eos_token_ids.end()};
+}
+
+std::size_t KimiModel::state_bytes_per_token() const {
+  // The absorbed latent cache (§7.2), f32.
+  return static_cast<std::size_t>(config_.num_mla_layers() * config_.mla_latent_cache_width()) *
+         sizeof(float);
+}
+
+std::size_t KimiModel::state_bytes_fixed() const {
+  const int64_t conv = 3 * (config_.short_conv_kernel - 1) * config_.kda_channels();
+  const int64_t delta = config_.kda_num_heads * config_.kda_head_dim * config_.kda_head_dim;
+  return static_cast<std::size_t>(config_.num_kda_layers() * (conv + delta)) * sizeof(float);
+}
+
+std::unique_ptr<SequenceState> KimiModel::new_sequence(int64_t capacity) const {
+  if (capacity <= 0 || capacity > max_context()) {
+    fail("context {} is outside 1..{} (the context limit of {})", capacity, max_context(),
+         directory_);
+  }
+  return std::make_unique<KimiState>(config_, reference_.new_state(), capacity);
+}
+
+float* KimiModel::taps_for(int64_t rows) {
+  last_taps_.assign(static_cast<std::size_t>(rows * static_cast<int64_t>(tap_layers_.size()) *
+                                             config_.hidden_size),
+                    0.0f);
+  return tap_layers_.empty() ? nullptr : last_taps_.data();
+}
+
+void KimiModel::run_tokens(KimiState& state, const int32_t* ids, int64_t n, float* logits,
+                           int64_t logit_rows, float* taps) const {
+  const int64_t vocab = config_.vocab_size, first_logit = n - logit_rows;
+  const int64_t tap_width = static_cast<int64_t>(tap_layers_.size()) * config_.hidden_size;
+  if (n == 1) {
+    reference_.run(ids, 1, state.data(), false, logits, logit_rows, taps);
+  }
+  for (int64_t begin = 0; n > 1 && begin < n; begin += kPrefillPiece) {
+    const int64_t end = std::min(n, begin + kPrefillPiece);
+    const int64_t from = std::max(begin, first_logit);
+    const int64_t rows = std::max<int64_t>(0, end - from);
+    reference_.run(ids + begin, end - begin, state.data(), true,
+                   rows > 0 ? logits + (from - first_logit) * vocab : nullptr, rows,
+                   taps != nullptr ? taps + begin * tap_width : nullptr);
+  }
+  state.sync_position();
+}
+
+void KimiModel::forward(SequenceState& base, std::span<const int32_t> tokens, LogitRows rows,
+                        std::vector<float>& logits) {
+  check_append(base, tokens, config_.vocab_size);
+  auto& state = dynamic_cast<KimiState&>(base);
+  state.keep_all();
+  const auto n = static_cast<int64_t>(tokens.size());
+  const int64_t out_rows = rows == LogitRows::kAll ? n : 1;
+  logits.resize(static_cast<std::size_t>(out_rows * config_.vocab_size));
+  run_tokens(state, tokens.data(), n, logits.data(), out_rows, taps_for(n));
+}
+
+void KimiModel::decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
+                       std::vector<float>& logits) {
+  if (states.size() != tokens.size()) {
+    fail("decode: {} sequences but {} tokens", states.size(), tokens.size());
+  }
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    check_append(*states[i], tokens.subspan(i, 1), config_.vocab_size);
+    for (std::size_t j = 0; j < i; ++j) {
+      if (states[j] == states[i]) fail("decode: sequence {} is also row {}", i, j);
+    }
+  }
+  const auto rows = static_cast<int64_t>(states.size());
+  const int64_t vocab = config_.vocab_size;
+  const int64_t tap_width = static_cast<int64_t>(tap_layers_.size()) * config_.hidden_size;
+  logits.resize(static_cast<std::size_t>(rows * vocab));
+  float* taps = taps_for(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    auto& state = dynamic_cast<KimiState&>(*states[r]);
+    state.keep_all();
+    run_tokens(state, &tokens[r], 1, logits.data() + r * vocab, 1,
+               taps != nullptr ? taps + r * tap_width : nullptr);
+  }
+}
+
+void KimiModel::verify(SequenceState& base, std::span<const int32_t> tokens,
+                       std::vector<float>& logits) {
+  const auto rows = static_cast<int64_t>(tokens.size());
+  if (rows < 1 || rows > kKimiVerifyRows) {
+    fail("verify takes 1..{} tokens, got {}", kKimiVerifyRows, rows);
+  }
+  check_append(base, tokens, config_.vocab_size);
+  auto& state = dynamic_cast<KimiState&>(base);
+  const int64_t vocab = config_.vocab_size;
+  const int64_t tap_width = static_cast<int64_t>(tap_layers_.size()) * config_.hidden_size;
+  logits.resize(static_cast<std::size_t>(rows * vocab));
+  float* taps = taps_for(rows);
+  state.begin_verify();
+  for (int64_t r = 0; r < rows; ++r) {
+    if (r > 0) state.after_verify_row();
+    run_tokens(state, &tokens[r], 1, logits.data() + r * vocab, 1,
+               taps != nullptr ? taps + r * tap_width : nullptr);
+  }
+  state.end_verify(rows);
+}
+
+void KimiModel::commit(SequenceState& base, int64_t rows_kept) {
+  auto& state = dynamic_cast<KimiState&>(base);
+  if (state.verified_rows() == 0) fail("commit without a verify run on this sequence");
+  if (rows_kept < 0 || rows_kept > state.verified_rows()) {
+    fail("commit keeps 0..{} rows, got {}", state.verified_rows(), rows_kept);
+  }
+  state.commit(rows_kept);
+}
+
+void KimiModel::set_tap_layers(std::vector<int64_t> layers) {
+  check_tap_layers(layers, config_.num_layers);
+  tap_layers_ = layers;
+  reference_.set_tap_layers(std::move(layers));
+}
+
+std::size_t KimiModel::decode_weight_bytes() const {
+  std::size_t total = matrix_bytes(weights_.lm_head);
+  for (int64_t l = 0; l < config_.num_layers; ++l) {
+    const KimiLayerWeights& w = weights_.layers[l];
+    total += matrix_bytes(w.g_proj) + matrix_bytes(w.o_proj);
+    if (config_.layer_kind(l) == KimiLayerKind::kKda) {
+      const KimiKdaWeights& k = w.kda;
+      total += matrix_bytes(k.q_proj) + matrix_bytes(k.k_proj) + matrix_bytes(k.v_proj) +
+               matrix_bytes(k.f_a_proj) + matrix_bytes(k.f_b_proj) + matrix_bytes(k.b_proj);
+    } else {
+      const KimiMlaWeights& m = w.mla;
+      total += matrix_bytes(m.q_a_proj) + matrix_bytes(m.q_b_proj) + matrix_bytes(m.kv_a_proj) +
+               matrix_bytes(m.kv_b_proj);
+    }
+    if (!config_.is_moe_layer(l)) {
+      total += matrix_bytes(w.dense_gate) + matrix_bytes(w.dense_up) + matrix_bytes(w.dense_down);
+      continue;
+    }
+    const KimiMoeWeights& m = w.moe;
+    total += matrix_bytes(m.router) + matrix_bytes(m.latent_down) + matrix_bytes(m.latent_up);
+    if (config_.num_shared_experts > 0) {
+      total +=
+          matrix_bytes(m.shared_gate) + matrix_bytes(m.shared_up) + matrix_bytes(m.shared_down);
+    }
+    const std::size_t expert = matrix_bytes(m.experts.gate[0]) + matrix_bytes(m.experts.up[0]) +
+                               matrix_bytes(m.experts.down[0]);
+    total += expert * static_cast<std::size_t>(config_.num_experts_per_token);
+  }
+  return total;
+}
+
+}  // namespace md

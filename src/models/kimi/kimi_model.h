@@ -1,0 +1,82 @@
+// A loaded Kimi K3 text model (kimi-k3-dspark.md §2–§12) as the engine runs it: run, chat, serve
+// and bench reach it through LanguageModel. Every token goes through the plain reference forward
+// (kimi_reference.h): prompts with KDA in its chunked form, decode and verify rows token by
+// token; verify keeps the KDA state after every row so that commit() can return to any count
+// (§11, §12). There is no fused program for the family yet, so every executor runs the
+// reference (the constructor says so when another one is asked for).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "io/checkpoint.h"
+#include "models/kimi/kimi_config.h"
+#include "models/kimi/kimi_reference.h"
+#include "models/kimi/kimi_state.h"
+#include "models/kimi/kimi_weights.h"
+#include "models/language_model.h"
+
+namespace md {
+
+// Rows one verify step takes (§11: the anchor and seven drafts).
+inline constexpr int64_t kKimiVerifyRows = 8;
+
+class KimiModel final : public LanguageModel {
+ public:
+  // Reads config.json (+ generation_config.json) and the checkpoint in `directory`; throws
+  // md::Error naming the file and field or tensor on anything §2–§3 refuse.
+  KimiModel(const std::string& directory, const ModelRunOptions& run_options,
+            KimiReferenceOptions reference_options = {});
+
+  std::string description() const override;
+  int64_t vocab_size() const override { return config_.vocab_size; }
+  int64_t max_context() const override;
+  std::vector<int32_t> stop_token_ids() const override;
+  std::size_t state_bytes_per_token() const override;
+  std::size_t state_bytes_fixed() const override;
+  std::unique_ptr<SequenceState> new_sequence(int64_t capacity) const override;
+  // One token: the decode form. Several: the chunked KDA form over pieces of the prompt (its
+  // rounding differs from stepping, so the model is not split-invariant).
+  void forward(SequenceState& state, std::span<const int32_t> tokens, LogitRows rows,
+               std::vector<float>& logits) override;
+  void decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
+              std::vector<float>& logits) override;
+  bool set_executor(ExecutorKind executor) override { return executor == ExecutorKind::kReference; }
+
+  // Verify rows: 1..8 tokens at the sequence's next positions, each row the decode form chained
+  // on the row before (KDA state, MLA cache), logits for every row; commit() keeps a prefix.
+  bool supports_verify() const override { return true; }
+  void verify(SequenceState& state, std::span<const int32_t> tokens,
+              std::vector<float>& logits) override;
+  void commit(SequenceState& state, int64_t rows_kept) override;
+  // Taps (§11, §13.3): for tapped layer l, each row's prefix right after layer l finished, which
+  // is what the drafter's aux id l + 1 reads: [rows][layers.size() · hidden].
+  void set_tap_layers(std::vector<int64_t> layers) override;
+  const std::vector<float>& last_taps() const override { return last_taps_; }
+
+  std::size_t weight_bytes() const override { return checkpoint_->total_bytes(); }
+  // Every matrix a decode token reads: the dense ones, the router, the k experts a row takes
+  // per MoE layer and lm_head (one embedding row, not the table).
+  std::size_t decode_weight_bytes() const override;
+
+  const KimiK3Config& config() const { return config_; }
+  const KimiK3Weights& weights() const { return weights_; }
+
+ private:
+  // `n` tokens through the reference: logits for the last `logit_rows`, taps for every token.
+  void run_tokens(KimiState& state, const int32_t* ids, int64_t n, float* logits,
+                  int64_t logit_rows, float* taps) const;
+  float* taps_for(int64_t rows);
+
+  std::string directory_;
+  KimiK3Config config_;
+  std::unique_ptr<Checkpoint> checkpoint_;
+  KimiK3Weights weights_;
+  KimiReference reference_;
+  std::vector<int64_t> tap_layers_;
+  std::vector<float> last_taps_;
+};
+
+}  // namespace md
