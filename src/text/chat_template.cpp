@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "base/file_util.h"
+#include "text/tokenizer.h"
 
 namespace md {
 
@@ -65,15 +66,65 @@ bool mentions_identifier(std::string_view source, std::string_view name) {
   return false;
 }
 
+// Whether added_tokens_decoder names Kimi K3's structure markers (its checkpoint ships no
+// template: the format is rendered by code).
+bool names_kimi_markers(const ordered_json& config) {
+  const auto decoder = config.find("added_tokens_decoder");
+  if (decoder == config.end() || !decoder->is_object()) return false;
+  int found = 0;
+  for (const auto& [id, entry] : decoder->items()) {
+    const auto content = entry.find("content");
+    if (!entry.is_object() || content == entry.end() || !content->is_string()) continue;
+    const std::string& name = content->get_ref<const std::string&>();
+    found +=
+        name == "<|open|>" || name == "<|sep|>" || name == "<|close|>" || name == "<|end_of_msg|>";
+  }
+  return found == 4;
+}
+
 }  // namespace
+
+std::vector<std::int32_t> encode_chat_segments(const Tokenizer& tokenizer,
+                                               const std::vector<ChatSegment>& segments) {
+  std::vector<std::int32_t> ids;
+  for (const ChatSegment& segment : segments) {
+    const std::vector<std::int32_t> part = tokenizer.encode(segment.text, segment.markers);
+    ids.insert(ids.end(), part.begin(), part.end());
+  }
+  return ids;
+}
 
 ChatTemplate::ChatTemplate(std::string_view source, std::string name)
     : source_(source),
       takes_tools_(mentions_identifier(source, "tools")),
       template_(std::make_shared<const jinja::Template>(source, std::move(name))) {}
 
+ChatTemplate ChatTemplate::kimi_xtml() {
+  ChatTemplate result;
+  result.source_ =
+      "{# megadecode's built-in Kimi K3 chat format (XTML, text/kimi_xtml_chat.h): "
+      "<|open|>message role=\"…\"<|sep|> … <|close|>message<|sep|><|end_of_msg|>, assistant "
+      "sections <|open|>think<|sep|>, <|open|>response<|sep|>, <|open|>tools<|sep|>; reads "
+      "messages, tools, thinking, thinking_effort, tool_choice, response_format #}";
+  result.takes_tools_ = true;
+  return result;
+}
+
+std::vector<ChatSegment> ChatTemplate::render_segments(const ordered_json& messages,
+                                                       const ChatTemplateOptions& options) const {
+  if (template_ != nullptr) return {{render(messages, options), true}};
+  if (!messages.is_array()) fail("chat template: messages must be a JSON array");
+  if (!options.extra.is_object()) fail("chat template: extra variables must be a JSON object");
+  KimiXtmlOptions xtml;
+  xtml.add_generation_prompt = options.add_generation_prompt;
+  xtml.tools = options.tools;
+  xtml.variables = options.extra;
+  return render_kimi_xtml(messages, xtml);
+}
+
 std::string ChatTemplate::render(const ordered_json& messages,
                                  const ChatTemplateOptions& options) const {
+  if (template_ == nullptr) return join_segments(render_segments(messages, options));
   if (!messages.is_array()) fail("chat template: messages must be a JSON array");
   if (!options.tools.is_null() && !options.tools.is_array()) {
     fail("chat template: tools must be a JSON array or null");
@@ -117,7 +168,13 @@ std::optional<ChatTemplate> ChatTemplate::load(const std::string& model_dir) {
     source = template_from_config(read_json(processor_path), processor_path);
     origin = processor_path;
   }
-  if (!source) return std::nullopt;
+  if (!source) {
+    if (!names_kimi_markers(config)) return std::nullopt;
+    ChatTemplate result = kimi_xtml();
+    result.set_special_tokens(special_token(config, "bos_token"),
+                              special_token(config, "eos_token"));
+    return result;
+  }
   // Named by file, not path: the name appears in rendering errors, which reach API clients.
   ChatTemplate result(*source, fs::path(origin).filename().string());
   result.set_special_tokens(special_token(config, "bos_token"), special_token(config, "eos_token"));

@@ -1,0 +1,122 @@
+// Kimi K3's chat format (text/kimi_xtml_chat.h), which its checkpoint renders in Python and ships
+// no template for: byte for byte against jinja2 rendering llama.cpp's transcription of the encoder
+// (tests/goldens/kimi/kimi-k3-xtml-chat.json, tools/gen_kimi_xtml_goldens.py), the errors it
+// raises, the switch aliases the server passes, and the prompt's tokens on the fixture's tokenizer:
+// the markers become their special ids, a marker typed in a message stays text.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "kimi_test_util.h"
+#include "text/chat_template.h"
+#include "text/jinja/error.h"
+#include "text/kimi_xtml_chat.h"
+#include "text/tokenizer.h"
+
+namespace md {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json goldens() {
+  std::ifstream in(std::filesystem::path(MD_SOURCE_DIR) /
+                   "tests/goldens/kimi/kimi-k3-xtml-chat.json");
+  return json::parse(in);
+}
+
+KimiXtmlOptions options_of(const json& c) {
+  KimiXtmlOptions options;
+  options.add_generation_prompt = c["add_generation_prompt"].get<bool>();
+  options.tools = c["tools"];
+  options.variables = c["variables"];
+  return options;
+}
+
+TEST(KimiXtmlChat, RendersEveryCaseAsJinja2RendersTheTranscription) {
+  const json cases = goldens()["cases"];
+  ASSERT_GE(cases.size(), 20u);
+  for (const json& c : cases) {
+    SCOPED_TRACE(c["name"].get<std::string>());
+    if (c.contains("error")) {
+      try {
+        render_kimi_xtml(c["messages"], options_of(c));
+        ADD_FAILURE() << "rendered instead of raising";
+      } catch (const jinja::TemplateError& e) {
+        EXPECT_EQ(e.kind(), jinja::TemplateError::Kind::kRaised);
+        EXPECT_EQ(e.detail(), c["error"].get<std::string>());
+      }
+      continue;
+    }
+    EXPECT_EQ(join_segments(render_kimi_xtml(c["messages"], options_of(c))),
+              c["expected"].get<std::string>());
+  }
+}
+
+// Only the four markers are marker segments; tag names, attributes and content are text.
+TEST(KimiXtmlChat, SegmentsSeparateMarkersFromText) {
+  for (const json& c : goldens()["cases"]) {
+    if (c.contains("error")) continue;
+    for (const ChatSegment& s : render_kimi_xtml(c["messages"], options_of(c))) {
+      if (s.markers) {
+        EXPECT_TRUE(s.text == "<|open|>" || s.text == "<|sep|>" || s.text == "<|close|>" ||
+                    s.text == "<|end_of_msg|>")
+            << s.text;
+      } else {
+        EXPECT_EQ(s.text.find("<|sep|>"), std::string::npos) << c["name"] << ": " << s.text;
+      }
+    }
+  }
+}
+
+std::string render(const json& messages, json variables, bool generation = true) {
+  KimiXtmlOptions options;
+  options.add_generation_prompt = generation;
+  options.variables = std::move(variables);
+  return join_segments(render_kimi_xtml(messages, options));
+}
+
+// The server passes the OpenAI switches (enable_thinking, reasoning_effort) beside the format's
+// own (thinking, thinking_effort): each alias renders as what it stands for.
+TEST(KimiXtmlChat, TheServerSwitchesAreAliasesOfTheFormatsOwn) {
+  const json messages = json::parse(R"([{"role":"user","content":"hi"},
+      {"role":"assistant","content":"yo","reasoning_content":"think"},
+      {"role":"user","content":"again"}])");
+  EXPECT_EQ(render(messages, {{"enable_thinking", false}}),
+            render(messages, {{"thinking", false}}));
+  EXPECT_EQ(render(messages, {{"reasoning_effort", "high"}}),
+            render(messages, {{"thinking_effort", "high"}}));
+  EXPECT_EQ(render(messages, {{"reasoning_effort", "none"}}),
+            render(messages, {{"thinking", false}}));
+  EXPECT_NE(render(messages, {{"thinking", false}}), render(messages, json::object()));
+  EXPECT_TRUE(render(messages, {{"thinking", false}}).ends_with("<|open|>response<|sep|>"));
+  EXPECT_TRUE(render(messages, json::object()).ends_with("<|open|>think<|sep|>"));
+}
+
+TEST(KimiXtmlChat, TheFixturesTemplateIsTheBuiltInFormatAndMarkersInTextStayText) {
+  const std::string dir = test::kimi_fixture_path("kimi-k3-tiny");
+  std::optional<ChatTemplate> chat = ChatTemplate::load(dir);
+  ASSERT_TRUE(chat.has_value());
+  EXPECT_TRUE(chat->is_kimi_xtml());
+  EXPECT_TRUE(chat->takes_tools());
+  std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(dir);
+  const json messages = json::parse(R"([{"role":"user","content":"say <|open|>hi<|sep|>"}])");
+  ChatTemplateOptions options;
+  options.add_generation_prompt = true;
+  const std::vector<int32_t> ids =
+      encode_chat_segments(*tokenizer, chat->render_segments(messages, options));
+  const int32_t open = *tokenizer->token_id("<|open|>"), sep = *tokenizer->token_id("<|sep|>");
+  const int32_t end = *tokenizer->token_id("<|end_of_msg|>");
+  // Structure: the effort and user messages (an open and a close tag each) and the generation
+  // prompt (the assistant message and its think section opened): 4 opens, 6 seps.
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), open), 1 + 1 + 2);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), sep), 2 + 2 + 2);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), end), 2);
+  EXPECT_EQ(tokenizer->decode(ids), chat->render(messages, options));
+  // Negative control: the whole text encoded with specials parsed turns the typed ones into ids.
+  const std::vector<int32_t> naive = tokenizer->encode(chat->render(messages, options), true);
+  EXPECT_EQ(std::count(naive.begin(), naive.end(), open), 4 + 1);
+}
+
+}  // namespace
+}  // namespace md
