@@ -56,7 +56,8 @@ std::vector<int32_t> encode_prompt(const ModelSession& session, const RunOptions
   ChatTemplateOptions template_options;
   template_options.add_generation_prompt = true;
   if (options.no_think) template_options.extra["enable_thinking"] = false;
-  return session.tokenizer->encode(session.chat_template->render(messages, template_options), true);
+  return encode_chat_segments(*session.tokenizer,
+                              session.chat_template->render_segments(messages, template_options));
 }
 
 void write_logits_json(const std::string& path, const ModelSession& session,

@@ -37,6 +37,18 @@ std::string continue_final(const std::string& rendered, const nlohmann::ordered_
   return rendered.substr(0, at + content.size());
 }
 
+// Kimi K3's format states a required tool choice in the prompt (a system message) instead of a
+// forced prefix; a named one it has no way to state.
+void kimi_tool_choice(const ChatPromptFields& fields, ChatTemplateOptions& options) {
+  if (fields.tool_choice == ToolChoiceKind::kNamed) {
+    throw invalid_value_message(
+        "tool_choice",
+        "This model's chat format (Kimi K3) cannot force a named function; use 'auto' or "
+        "'required'.");
+  }
+  if (fields.tool_choice == ToolChoiceKind::kRequired) options.extra["tool_choice"] = "required";
+}
+
 }  // namespace
 
 ChatPrompt render_chat_prompt(const ChatPromptFields& fields, const ChatTemplate* chat_template,
@@ -56,11 +68,17 @@ ChatPrompt render_chat_prompt(const ChatPromptFields& fields, const ChatTemplate
   options.tools = fields.tools;
   options.extra = fields.chat_template_kwargs;
   ChatPrompt prompt;
-  prompt.forced_prefix = forced_tool_prefix(fields, format);
+  if (chat_template->is_kimi_xtml()) {
+    kimi_tool_choice(fields, options);
+  } else {
+    prompt.forced_prefix = forced_tool_prefix(fields, format);
+  }
   // A forced call is rendered with thinking off, whatever the switches say.
   if (!prompt.forced_prefix.empty()) options.extra["enable_thinking"] = false;
+  std::vector<ChatSegment> segments;
   try {
-    prompt.text = chat_template->render(fields.messages, options);
+    segments = chat_template->render_segments(fields.messages, options);
+    prompt.text = join_segments(segments);
   } catch (const jinja::TemplateError& e) {
     if (e.kind() == jinja::TemplateError::Kind::kRaised) throw chat_template_error(e.detail());
     throw internal_error(fmt::format("chat template failed: {}", e.what()));
@@ -68,7 +86,11 @@ ChatPrompt render_chat_prompt(const ChatPromptFields& fields, const ChatTemplate
   if (fields.continue_final_message) prompt.text = continue_final(prompt.text, fields.messages);
   prompt.text += prompt.forced_prefix;
   prompt.starts_in_reasoning = ReasoningParser::starts_in_reasoning(prompt.text);
-  prompt.ids = tokenizer.encode(prompt.text, /*parse_special=*/true);
+  // Segments keep a marker typed in a message from becoming structure (Kimi K3); a continued
+  // message was cut out of the text, which is then encoded whole.
+  prompt.ids = fields.continue_final_message || !prompt.forced_prefix.empty()
+                   ? tokenizer.encode(prompt.text, /*parse_special=*/true)
+                   : encode_chat_segments(tokenizer, segments);
   return prompt;
 }
 

@@ -209,7 +209,11 @@ class ChatFormatter : public ResponseFormatter {
 void constrain_output(const ChatRequest& request, const ChatPrompt& prompt, ServerContext& context,
                       engine::GenerationRequest& out) {
   out.constraint = compile_constraint(request, context);
-  if (std::optional<ToolCallGrammar> calls = tool_call_grammar(request, context.tool_format)) {
+  // Kimi K3 writes its calls in its own sections, which the call grammars (of <tool_call> blocks)
+  // do not describe: its strict tools are parsed, not constrained.
+  const bool own_call_syntax = context.channel_format == ChannelFormat::kKimiXtml;
+  if (std::optional<ToolCallGrammar> calls =
+          own_call_syntax ? std::nullopt : tool_call_grammar(request, context.tool_format)) {
     if (request.grammar) {
       throw invalid_value_message(
           request.grammar_param,

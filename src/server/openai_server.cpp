@@ -340,12 +340,17 @@ void OpenAiServer::serve_model(const ServedModel& model) {
   if (ctx.channel_format == ChannelFormat::kMuseHeaders) {
     ctx.limits.reasoning_effort_values =
         std::vector<std::string>{"minimal", "low", "medium", "high", "xhigh"};
+  } else if (ctx.channel_format == ChannelFormat::kKimiXtml) {
+    // Kimi K3's thinking efforts; "none" turns thinking off (text/kimi_xtml_chat.h).
+    ctx.limits.reasoning_effort_values = std::vector<std::string>{"none", "low", "high", "max"};
   } else if (source.find("reasoning_effort") != std::string::npos) {
     ctx.limits.reasoning_effort_values = std::vector<std::string>{"low", "medium", "xhigh"};
   }
   ctx.tool_format = ctx.options.tool_call_format == "json"  ? ToolCallFormat::kJson
                     : ctx.options.tool_call_format == "xml" ? ToolCallFormat::kXml
                                                             : tool_call_format_for_template(source);
+  // Kimi K3's splitter hands its calls on as <tool_call> blocks of the XML form.
+  if (ctx.channel_format == ChannelFormat::kKimiXtml) ctx.tool_format = ToolCallFormat::kXml;
   std::string speculation = model.drafter == nullptr
                                 ? "none"
                                 : fmt::format("{}:{}:{}", model.speculative_method,

@@ -1,5 +1,6 @@
 #include "text/channel_splitter.h"
 
+#include "text/kimi_xtml_splitter.h"
 #include "text/muse_channel_parser.h"
 #include "text/reasoning_parser.h"
 #include "text/tokenizer.h"
@@ -11,14 +12,23 @@ ChannelFormat channel_format_of_template(std::string_view source) {
       source.find("to=self") != std::string_view::npos) {
     return ChannelFormat::kMuseHeaders;
   }
+  if (source.find("<|open|>") != std::string_view::npos &&
+      source.find("<|close|>") != std::string_view::npos &&
+      source.find("<|sep|>") != std::string_view::npos) {
+    return ChannelFormat::kKimiXtml;
+  }
   if (source.find("<think>") != std::string_view::npos) return ChannelFormat::kThinkTags;
   return ChannelFormat::kNone;
 }
 
 std::vector<int32_t> channel_marker_ids(ChannelFormat format, const Tokenizer& tokenizer) {
   std::vector<int32_t> ids;
-  if (format != ChannelFormat::kMuseHeaders) return ids;
-  for (const char* marker : {"<|start|>", "<|message|>", "<|eom|>", "<|eot|>"}) {
+  std::vector<const char*> markers;
+  if (format == ChannelFormat::kMuseHeaders)
+    markers = {"<|start|>", "<|message|>", "<|eom|>", "<|eot|>"};
+  if (format == ChannelFormat::kKimiXtml)
+    markers = {"<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>"};
+  for (const char* marker : markers) {
     if (std::optional<int32_t> id = tokenizer.token_id(marker)) ids.push_back(*id);
   }
   return ids;
@@ -33,6 +43,8 @@ std::unique_ptr<ChannelSplitter> make_channel_splitter(ChannelFormat format,
     case ChannelFormat::kMuseHeaders:
       return std::make_unique<MuseChannelParser>(
           MuseChannelParser::starts_in_header(rendered_prompt));
+    case ChannelFormat::kKimiXtml:
+      return std::make_unique<KimiXtmlSplitter>(KimiXtmlSplitter::start_of(rendered_prompt));
     case ChannelFormat::kNone:
       break;
   }

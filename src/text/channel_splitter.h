@@ -1,7 +1,8 @@
 // Splits streamed model text into reasoning and answer, as pieces arrive, in whichever way the
-// model's chat format marks them: <think> … </think> tags (Qwen, DeepSeek; reasoning_parser.h) or
+// model's chat format marks them: <think> … </think> tags (Qwen, DeepSeek; reasoning_parser.h),
 // Muse Spark's message headers, `<|start|>assistant to=self<|message|>…<|eom|>`
-// (muse_channel_parser.h). The terminal chat and the server use it without knowing which.
+// (muse_channel_parser.h), or Kimi K3's think and response sections (kimi_xtml_splitter.h). The
+// terminal chat and the server use it without knowing which.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,7 @@ enum class ChannelFormat {
   kNone,         // no reasoning markers: everything is the answer
   kThinkTags,    // <think> … </think>
   kMuseHeaders,  // <|start|>{role} to={recipient}<|message|>{body}<|eom|> or <|eot|>
+  kKimiXtml,     // <|open|>think<|sep|> … <|close|>think<|sep|><|open|>response<|sep|> … (K3)
 };
 
 class ChannelSplitter {
@@ -44,13 +46,15 @@ class ChannelSplitter {
 };
 
 // The format a chat template writes, read from its source: Muse's headers where it writes
-// `<|message|>` and a `to=self` recipient, think tags where it writes <think>.
+// `<|message|>` and a `to=self` recipient, Kimi K3's sections where it writes <|open|>,
+// <|close|> and <|sep|>, think tags where it writes <think>.
 ChannelFormat channel_format_of_template(std::string_view template_source);
 
 class Tokenizer;
 
 // The special tokens the splitter of `format` reads from the text, which the detokenizer must
-// therefore keep (Muse's header and end markers; none for think tags, which are plain text).
+// therefore keep (Muse's header and end markers, Kimi K3's markers; none for think tags, which
+// are plain text).
 std::vector<int32_t> channel_marker_ids(ChannelFormat format, const Tokenizer& tokenizer);
 
 // A splitter for `format` after `rendered_prompt` (which tells whether the output starts inside
