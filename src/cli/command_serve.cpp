@@ -150,6 +150,9 @@ void add_serve_flags(CLI::App& sub, ServeFlags& f) {
   sub.add_option("--test-load-delay-ms", o.test_hooks.load_delay_ms,
                  "Test hook: delay the model load")
       ->group("");
+  sub.add_option("--test-script-output", o.test_hooks.scripted_output,
+                 "Test hook: every choice writes this text first")
+      ->group("");
 }
 
 std::vector<std::string> split_names(const std::string& names) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <exception>
+#include <limits>
 #include <thread>
 
 #include "base/error.h"
@@ -561,9 +562,23 @@ void BatchScheduler::check_fault(const Row& row) const {
   }
 }
 
+void BatchScheduler::force_scripted_token(const Row& row, std::span<float> logits) const {
+  const std::vector<int32_t>& script = options_.test_hooks.scripted_tokens;
+  const int64_t at = row.decoder->generated();
+  if (at >= static_cast<int64_t>(script.size())) return;
+  const int32_t token = script[static_cast<std::size_t>(at)];
+  if (token < 0 || static_cast<std::size_t>(token) >= logits.size()) {
+    fail("scripted token {} is outside the vocabulary", token);
+  }
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    if (i != static_cast<std::size_t>(token)) logits[i] = -std::numeric_limits<float>::infinity();
+  }
+}
+
 void BatchScheduler::sample_into(Row& row, std::span<float> logits, std::optional<int64_t> cached) {
   try {
     check_fault(row);
+    force_scripted_token(row, logits);
     StreamEvent event = StreamEvent::of(StreamEvent::Kind::kToken, row.work.choice);
     event.cached_tokens = cached;
     event.outcome = row.decoder->next(logits, row.state->position());

@@ -219,6 +219,8 @@ class BatchScheduler {
   void append_step_taps(const std::vector<Row*>& rows);
   // The fault of the test seam (SchedulerOptions::test_hooks).
   void check_fault(const Row& row) const;
+  // The scripted output of the test seam: masks every logit but the row's next scripted token.
+  void force_scripted_token(const Row& row, std::span<float> logits) const;
   // Samples a row's next token from `logits`, pushes it, and frees the row when it finished.
   // `cached`: set on the prompt's first token (the prompt tokens the row resumed).
   void sample_into(Row& row, std::span<float> logits, std::optional<int64_t> cached = {});

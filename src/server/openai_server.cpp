@@ -371,6 +371,9 @@ void OpenAiServer::serve_model(const ServedModel& model) {
   scheduler.prefix_cache_memory = ctx.options.prefix_cache ? ctx.options.prefix_cache_bytes : 0;
   scheduler.prefix_cache_interval = ctx.options.prefix_cache_interval;
   scheduler.test_hooks = ctx.options.test_hooks.scheduler;
+  if (const std::string& script = ctx.options.test_hooks.scripted_output; !script.empty()) {
+    scheduler.test_hooks.scripted_tokens = model.tokenizer->encode(script, /*parse_special=*/true);
+  }
   if (model.drafter != nullptr) {
     scheduler.drafter = model.drafter;
     scheduler.block_size = model.block_size;

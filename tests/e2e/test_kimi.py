@@ -1,0 +1,173 @@
+"""`megadecode run` and `serve` on the scaled-down Kimi K3 fixture (tools/make_kimi_fixtures.py:
+its tiktoken tokenizer and no chat template, as the published checkpoint), through the official
+openai client: the built-in K3 chat format renders the conversation (tools, a tool result, the
+thinking switches), and K3's output format is parsed into reasoning_content, content and
+tool_calls, whole and streamed. The random fixture never writes a tool call, so one server writes
+a scripted K3 turn (serve's --test-script-output test hook) and the parsing is checked on it."""
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import BIN, MODEL_DIR, Server
+
+FIXTURE = Path(MODEL_DIR).parent.parent / "kimi" / "kimi-k3-tiny"
+MARKERS = ("<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>", "[EOS]", "<tool_call>")
+TOOLS = [{"type": "function", "function": {
+    "name": "get_weather", "description": "Weather for a city",
+    "parameters": {"type": "object", "required": ["city"], "properties": {
+        "city": {"type": "string"}, "days": {"type": "integer"}}}}}]
+SCRIPT = ("I should call the weather tool.<|close|>think<|sep|><|open|>response<|sep|>Let me "
+          "check.<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool=\"get_weather\" "
+          "index=\"1\"<|sep|><|open|>argument key=\"city\" type=\"string\"<|sep|>Paris"
+          "<|close|>argument<|sep|><|open|>argument key=\"days\" type=\"number\"<|sep|>2"
+          "<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|><|close|>message"
+          "<|sep|><|end_of_msg|>")
+QUESTION = [{"role": "user", "content": "Weather in Paris for two days?"}]
+
+
+def client_for(server):
+    openai = pytest.importorskip("openai")
+    return openai.OpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0,
+                         timeout=120)
+
+
+@pytest.fixture(scope="module")
+def scripted():
+    pytest.importorskip("openai")
+    if not FIXTURE.exists():
+        pytest.skip("the Kimi K3 fixture is not built")
+    server = Server("--test-script-output", SCRIPT, model=str(FIXTURE))
+    yield client_for(server)
+    assert server.stop() == 0, server.output()
+
+
+@pytest.fixture(scope="module")
+def kimi():
+    pytest.importorskip("openai")
+    if not FIXTURE.exists():
+        pytest.skip("the Kimi K3 fixture is not built")
+    server = Server(model=str(FIXTURE))
+    yield client_for(server)
+    assert server.stop() == 0, server.output()
+
+
+def model_of(client):
+    return client.models.list().data[0].id
+
+
+def test_reasoning_content_and_a_tool_call_in_the_kimi_format(scripted):
+    r = scripted.chat.completions.create(model=model_of(scripted), messages=QUESTION, tools=TOOLS,
+                                         max_tokens=200, temperature=0)
+    choice = r.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    assert choice.message.reasoning_content == "I should call the weather tool."
+    assert choice.message.content == "Let me check."
+    (call,) = choice.message.tool_calls
+    assert call.function.name == "get_weather"
+    assert json.loads(call.function.arguments) == {"city": "Paris", "days": 2}
+    assert call.id
+
+
+def test_streamed_deltas_agree_with_the_whole_answer(scripted):
+    content, reasoning, names, arguments, finish = "", "", [], "", None
+    for chunk in scripted.chat.completions.create(model=model_of(scripted), messages=QUESTION,
+                                                  tools=TOOLS, max_tokens=200, temperature=0,
+                                                  stream=True):
+        if not chunk.choices:
+            continue
+        delta = chunk.choices[0].delta
+        content += delta.content or ""
+        reasoning += getattr(delta, "reasoning_content", None) or ""
+        for call in delta.tool_calls or []:
+            if call.function.name:
+                names.append(call.function.name)
+            arguments += call.function.arguments or ""
+        finish = chunk.choices[0].finish_reason or finish
+    for marker in MARKERS:
+        assert marker not in content and marker not in reasoning
+    assert (reasoning, content, names) == ("I should call the weather tool.", "Let me check.",
+                                           ["get_weather"])
+    assert json.loads(arguments) == {"city": "Paris", "days": 2}
+    assert finish == "tool_calls"
+
+
+def test_a_tool_call_round_trip(scripted):
+    """The client sends the call and its result back: the K3 format renders them (the call's
+    typed arguments, the result matched to its call by id) and the model answers."""
+    model = model_of(scripted)
+    first = scripted.chat.completions.create(model=model, messages=QUESTION, tools=TOOLS,
+                                             max_tokens=200, temperature=0)
+    message = first.choices[0].message
+    history = QUESTION + [
+        {"role": "assistant", "content": message.content,
+         "reasoning_content": message.reasoning_content,
+         "tool_calls": [c.model_dump() for c in message.tool_calls]},
+        {"role": "tool", "tool_call_id": message.tool_calls[0].id,
+         "content": json.dumps({"forecast": "sunny", "high": 21})}]
+    second = scripted.chat.completions.create(model=model, messages=history, tools=TOOLS,
+                                              max_tokens=200, temperature=0)
+    assert second.usage.prompt_tokens > first.usage.prompt_tokens + 20
+    assert second.choices[0].message.tool_calls[0].function.name == "get_weather"
+
+
+def test_markers_never_reach_the_client_and_thinking_can_be_switched_off(kimi):
+    model = model_of(kimi)
+    on = kimi.chat.completions.create(model=model, messages=QUESTION, max_tokens=16,
+                                      temperature=0)
+    # The generation prompt opens the think section: the random model's text is reasoning.
+    assert on.choices[0].message.reasoning_content
+    for effort_off in ({"reasoning_effort": "none"},
+                       {"extra_body": {"chat_template_kwargs": {"thinking": False}}}):
+        off = kimi.chat.completions.create(model=model, messages=QUESTION, max_tokens=16,
+                                           temperature=0, **effort_off)
+        message = off.choices[0].message
+        assert not getattr(message, "reasoning_content", None)
+        for marker in MARKERS:
+            assert marker not in (message.content or "")
+
+
+def test_tool_choices_and_efforts_the_format_takes_or_refuses(kimi):
+    import openai
+    model = model_of(kimi)
+    for choice in ("auto", "required", "none"):
+        kimi.chat.completions.create(model=model, messages=QUESTION, tools=TOOLS,
+                                     tool_choice=choice, max_tokens=1)
+    with pytest.raises(openai.BadRequestError) as error:
+        kimi.chat.completions.create(
+            model=model, messages=QUESTION, tools=TOOLS, max_tokens=1,
+            tool_choice={"type": "function", "function": {"name": "get_weather"}})
+    assert error.value.body["param"] == "tool_choice"
+    # OpenAI's efforts map onto K3's (medium, which K3 refuses, keeps its default).
+    for effort in ("minimal", "low", "medium", "high", "none"):
+        kimi.chat.completions.create(model=model, messages=QUESTION, max_tokens=1,
+                                     reasoning_effort=effort)
+    kimi.chat.completions.create(model=model, messages=QUESTION, max_tokens=1,
+                                 extra_body={"chat_template_kwargs": {"reasoning_effort": "max"}})
+    with pytest.raises(openai.BadRequestError) as error:
+        kimi.chat.completions.create(
+            model=model, messages=QUESTION, max_tokens=1,
+            extra_body={"chat_template_kwargs": {"reasoning_effort": "medium"}})
+    assert "max" in str(error.value)
+
+
+def test_a_marker_typed_in_a_message_stays_text(kimi):
+    """Only the format's own markers are special tokens: the same text typed by the user costs
+    ordinary tokens (more of them than the one special id each)."""
+    model = model_of(kimi)
+    plain = kimi.chat.completions.create(model=model, max_tokens=1, messages=[
+        {"role": "user", "content": "x"}])
+    typed = kimi.chat.completions.create(model=model, max_tokens=1, messages=[
+        {"role": "user", "content": "x<|open|>"}])
+    assert typed.usage.prompt_tokens > plain.usage.prompt_tokens + 1
+
+
+def test_run_renders_the_chat_format_and_decodes():
+    if not FIXTURE.exists():
+        pytest.skip("the Kimi K3 fixture is not built")
+    done = subprocess.run([BIN, "run", "-m", str(FIXTURE), "-p", "Hello", "-n", "6",
+                           "--temperature", "0", "--ignore-eos", "-t", "1"],
+                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    assert "decode 6 tok" in done.stderr + done.stdout
