@@ -171,6 +171,20 @@ TEST_P(KimiModelTest, LongPromptsRunInPiecesAndAgreeWithStepping) {
   EXPECT_EQ(all->position(), 300);
 }
 
+// The matrix products run their rows on the pool's workers: the bits do not depend on how many.
+TEST_P(KimiModelTest, TheThreadCountDoesNotChangeTheBits) {
+  ModelRunOptions three = reference_options();
+  three.threads = 3;
+  KimiModel threaded(kimi_fixture_path(GetParam()), three);
+  auto one = model_->new_sequence(64);
+  auto many = threaded.new_sequence(64);
+  std::vector<float> a, b;
+  model_->forward(*one, kPrompt, LogitRows::kAll, a);
+  threaded.forward(*many, kPrompt, LogitRows::kAll, b);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(decode_one(*model_, *one, 7), decode_one(threaded, *many, 7));
+}
+
 TEST_P(KimiModelTest, BadCallsAreRefusedWithoutChangingTheState) {
   auto state = prefilled();
   const int64_t position = state->position();

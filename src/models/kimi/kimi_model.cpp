@@ -26,7 +26,8 @@ KimiModel::KimiModel(const std::string& directory, const ModelRunOptions& run_op
       config_(parse_kimi_k3_config(read_config_files(directory))),
       checkpoint_(std::make_unique<Checkpoint>(directory)),
       weights_(bind_kimi_k3_weights(*checkpoint_, config_)),
-      reference_(config_, weights_, reference_options) {
+      pool_(std::make_unique<ThreadPool>(run_options.threads)),
+      reference_(config_, weights_, reference_options, pool_.get()) {
   if (run_options.executor != ExecutorKind::kReference) {
     log::info("kimi_k3 has no fused program yet: its steps run the reference forward");
   }

@@ -74,6 +74,7 @@ class KimiModel final : public LanguageModel {
   KimiK3Config config_;
   std::unique_ptr<Checkpoint> checkpoint_;
   KimiK3Weights weights_;
+  std::unique_ptr<ThreadPool> pool_;
   KimiReference reference_;
   std::vector<int64_t> tap_layers_;
   std::vector<float> last_taps_;

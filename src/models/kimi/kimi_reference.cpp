@@ -18,16 +18,17 @@ namespace md {
 
 namespace {
 
-std::vector<float> product(const kernels::WeightMatrix& w, const float* x) {
+std::vector<float> product(const kernels::WeightMatrix& w, const float* x, ThreadPool* pool) {
   std::vector<float> y(static_cast<std::size_t>(w.rows));
-  kernels::matmul(w, x, 1, y.data(), nullptr);
+  kernels::matmul(w, x, 1, y.data(), pool);
   return y;
 }
 
 // W · x for `n` rows of x: [n][W.rows].
-std::vector<float> rows_product(const kernels::WeightMatrix& w, const float* x, int64_t n) {
+std::vector<float> rows_product(const kernels::WeightMatrix& w, const float* x, int64_t n,
+                                ThreadPool* pool) {
   std::vector<float> y(static_cast<std::size_t>(n * w.rows));
-  kernels::matmul(w, x, n, y.data(), nullptr);
+  kernels::matmul(w, x, n, y.data(), pool);
   return y;
 }
 
@@ -45,8 +46,8 @@ kernels::SituParams situ_params(const KimiK3Config& c) {
 }  // namespace
 
 KimiReference::KimiReference(const KimiK3Config& config, const KimiK3Weights& weights,
-                             KimiReferenceOptions options)
-    : config_(config), weights_(weights), options_(options) {
+                             KimiReferenceOptions options, ThreadPool* pool)
+    : config_(config), weights_(weights), options_(options), pool_(pool) {
   const int64_t heads = config.num_attention_heads, nope = config.qk_nope_head_dim;
   const int64_t rank = config.kv_lora_rank, per_head = nope + config.v_head_dim;
   std::vector<float> row(static_cast<std::size_t>(rank));
@@ -100,12 +101,13 @@ void KimiReference::kda(int64_t layer, const float* x, int64_t n, KimiSequenceSt
   const int64_t slot = config_.kda_slot(layer), channels = config_.kda_channels();
   const int64_t d = config_.kda_head_dim, heads = config_.kda_num_heads;
   const int64_t taps = config_.short_conv_kernel;
-  const std::array<std::vector<float>, 3> raw = {
-      rows_product(w.q_proj, x, n), rows_product(w.k_proj, x, n), rows_product(w.v_proj, x, n)};
-  const std::vector<float> fa = rows_product(w.f_a_proj, x, n);
-  const std::vector<float> f = rows_product(w.f_b_proj, fa.data(), n);
-  const std::vector<float> beta_logits = rows_product(w.b_proj, x, n);
-  const std::vector<float> gate = rows_product(weights_.layers[layer].g_proj, x, n);
+  const std::array<std::vector<float>, 3> raw = {rows_product(w.q_proj, x, n, pool_),
+                                                 rows_product(w.k_proj, x, n, pool_),
+                                                 rows_product(w.v_proj, x, n, pool_)};
+  const std::vector<float> fa = rows_product(w.f_a_proj, x, n, pool_);
+  const std::vector<float> f = rows_product(w.f_b_proj, fa.data(), n, pool_);
+  const std::vector<float> beta_logits = rows_product(w.b_proj, x, n, pool_);
+  const std::vector<float> gate = rows_product(weights_.layers[layer].g_proj, x, n, pool_);
   std::array<std::vector<float>, 3> conv;
   float* history = state.conv_history[slot].data();
   const std::array<const std::vector<float>*, 3> weights = {&w.q_conv, &w.k_conv, &w.v_conv};
@@ -161,7 +163,7 @@ void KimiReference::kda(int64_t layer, const float* x, int64_t n, KimiSequenceSt
     kernels::gated_rms_norm(y.data() + i * d, gate.data() + i * d, w.o_norm.data(), d, 1e-5f,
                             y.data() + i * d, kernels::Activation::kSigmoid);
   }
-  kernels::matmul(weights_.layers[layer].o_proj, y.data(), n, out, nullptr);
+  kernels::matmul(weights_.layers[layer].o_proj, y.data(), n, out, pool_);
 }
 
 // §7 in the absorbed form (§7.3): the query and latent paths, the latent and shared key cached
@@ -172,16 +174,16 @@ void KimiReference::mla(int64_t layer, const float* x, KimiSequenceState& state,
   const int64_t nope = config_.qk_nope_head_dim, shared = config_.qk_rope_head_dim;
   const int64_t rank = config_.kv_lora_rank, v = config_.v_head_dim, qk = nope + shared;
   const double eps = config_.rms_norm_eps;
-  const std::vector<float> cq = rms(product(w.q_a_proj, x).data(), w.q_a_norm, eps);
-  const std::vector<float> q = product(w.q_b_proj, cq.data());
-  const std::vector<float> ckv = product(w.kv_a_proj, x);
+  const std::vector<float> cq = rms(product(w.q_a_proj, x, pool_).data(), w.q_a_norm, eps);
+  const std::vector<float> q = product(w.q_b_proj, cq.data(), pool_);
+  const std::vector<float> ckv = product(w.kv_a_proj, x, pool_);
   const std::vector<float> latent = rms(ckv.data(), w.kv_a_norm, eps);
-  const std::vector<float> gate = product(weights_.layers[layer].g_proj, x);
+  const std::vector<float> gate = product(weights_.layers[layer].g_proj, x, pool_);
   std::vector<float> y(heads * v);
   if (!options_.absorbed_mla) {
     expanded_attention(layer, q, latent, ckv.data() + rank, state, y.data());
     for (int64_t i = 0; i < heads * v; ++i) y[i] *= kernels::sigmoid(gate[i]);
-    kernels::matmul(weights_.layers[layer].o_proj, y.data(), 1, out, nullptr);
+    kernels::matmul(weights_.layers[layer].o_proj, y.data(), 1, out, pool_);
     return;
   }
   std::vector<float>& cache = state.latent_cache[slot];
@@ -193,7 +195,7 @@ void KimiReference::mla(int64_t layer, const float* x, KimiSequenceState& state,
   for (int64_t h = 0; h < heads; ++h) {
     float* row = q_absorbed.data() + h * (rank + shared);
     kernels::matmul(kernels::f32_weight_matrix(key_absorb_[slot][h].data(), rank, nope),
-                    q.data() + h * qk, 1, row, nullptr);
+                    q.data() + h * qk, 1, row, pool_);
     std::copy(q.begin() + h * qk + nope, q.begin() + (h + 1) * qk, row + rank);
   }
   std::vector<float> scores(static_cast<std::size_t>(positions));
@@ -209,7 +211,7 @@ void KimiReference::mla(int64_t layer, const float* x, KimiSequenceState& state,
       y[h * v + j] = expanded[first + j] * kernels::sigmoid(gate[h * v + j]);
     }
   }
-  kernels::matmul(weights_.layers[layer].o_proj, y.data(), 1, out, nullptr);
+  kernels::matmul(weights_.layers[layer].o_proj, y.data(), 1, out, pool_);
 }
 
 // §7.1's non-absorbed attention: this position's latent expanded by kv_b_proj into every head's
@@ -220,7 +222,7 @@ void KimiReference::expanded_attention(int64_t layer, const std::vector<float>& 
   const int64_t slot = config_.mla_slot(layer), heads = config_.num_attention_heads;
   const int64_t nope = config_.qk_nope_head_dim, shared = config_.qk_rope_head_dim;
   const int64_t v = config_.v_head_dim, qk = nope + shared, per_head = qk + v;
-  const std::vector<float> kv = product(weights_.layers[layer].mla.kv_b_proj, latent.data());
+  const std::vector<float> kv = product(weights_.layers[layer].mla.kv_b_proj, latent.data(), pool_);
   std::vector<float>& cache = state.kv_cache[slot];
   for (int64_t h = 0; h < heads; ++h) {
     const float* head = kv.data() + h * (nope + v);
@@ -246,10 +248,10 @@ void KimiReference::ffn(int64_t layer, const float* x, float* out) const {
   const kernels::SituParams situ = situ_params(config_);
   auto situ_mlp = [&](const kernels::WeightMatrix& gate, const kernels::WeightMatrix& up,
                       const kernels::WeightMatrix& down, float* y) {
-    std::vector<float> g = product(gate, x);
-    const std::vector<float> u = product(up, x);
+    std::vector<float> g = product(gate, x, pool_);
+    const std::vector<float> u = product(up, x, pool_);
     kernels::situ_rows(g.data(), u.data(), static_cast<int64_t>(g.size()), situ, g.data());
-    kernels::matmul(down, g.data(), 1, y, nullptr);
+    kernels::matmul(down, g.data(), 1, y, pool_);
   };
   if (!config_.is_moe_layer(layer)) {
     situ_mlp(lw.dense_gate, lw.dense_up, lw.dense_down, out);
@@ -258,7 +260,7 @@ void KimiReference::ffn(int64_t layer, const float* x, float* out) const {
   const KimiMoeWeights& w = lw.moe;
   const int64_t experts = config_.num_experts, k = config_.num_experts_per_token;
   const int64_t h = config_.hidden_size;
-  const std::vector<float> logits = product(w.router, x);
+  const std::vector<float> logits = product(w.router, x, pool_);
   const std::vector<float> zero(static_cast<std::size_t>(experts), 0.0f);
   const float* bias =
       options_.ablation == KimiAblation::kNoCorrectionBias ? zero.data() : w.router_bias.data();
@@ -266,18 +268,18 @@ void KimiReference::ffn(int64_t layer, const float* x, float* out) const {
   std::array<kernels::ExpertChoice, kernels::kMaxExpertsPerToken> choices{};
   kernels::route_sigmoid_bias_top_k(logits.data(), bias, experts, k, 1.0f, 0.0f, scratch.data(),
                                     choices.data());
-  const std::vector<float> latent = product(w.latent_down, x);
+  const std::vector<float> latent = product(w.latent_down, x, pool_);
   std::vector<float> acc(latent.size(), 0.0f);
   for (int64_t slot = 0; slot < k; ++slot) {
     const kernels::ExpertChoice& choice = choices[slot];
-    std::vector<float> g = product(w.experts.gate[choice.expert], latent.data());
-    const std::vector<float> u = product(w.experts.up[choice.expert], latent.data());
+    std::vector<float> g = product(w.experts.gate[choice.expert], latent.data(), pool_);
+    const std::vector<float> u = product(w.experts.up[choice.expert], latent.data(), pool_);
     kernels::situ_rows(g.data(), u.data(), static_cast<int64_t>(g.size()), situ, g.data());
-    const std::vector<float> o = product(w.experts.down[choice.expert], g.data());
+    const std::vector<float> o = product(w.experts.down[choice.expert], g.data(), pool_);
     for (std::size_t i = 0; i < acc.size(); ++i) acc[i] += o[i] * choice.weight;
   }
   const std::vector<float> normed = rms(acc.data(), w.latent_norm, config_.rms_norm_eps);
-  kernels::matmul(w.latent_up, normed.data(), 1, out, nullptr);
+  kernels::matmul(w.latent_up, normed.data(), 1, out, pool_);
   if (config_.num_shared_experts > 0) {
     std::vector<float> shared(static_cast<std::size_t>(h));
     situ_mlp(w.shared_gate, w.shared_up, w.shared_down, shared.data());
@@ -334,7 +336,7 @@ void KimiReference::run(const int32_t* ids, int64_t n, KimiSequenceState& state,
   mix_all(weights_.output_mix);
   norm_all(weights_.final_norm);
   if (logit_rows > 0) {
-    kernels::matmul(weights_.lm_head, x.data() + (n - logit_rows) * h, logit_rows, logits, nullptr);
+    kernels::matmul(weights_.lm_head, x.data() + (n - logit_rows) * h, logit_rows, logits, pool_);
   }
   state.position += n;
 }

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/thread_pool.h"
 #include "models/kimi/kimi_config.h"
 #include "models/kimi/kimi_weights.h"
 
@@ -46,8 +47,10 @@ struct KimiReferenceOptions {
 
 class KimiReference {
  public:
+  // `pool` (may be null) runs each matrix product's output rows on its workers: the bits do not
+  // depend on it (each row is one task's, in the kernels' fixed order).
   KimiReference(const KimiK3Config& config, const KimiK3Weights& weights,
-                KimiReferenceOptions options = {});
+                KimiReferenceOptions options = {}, ThreadPool* pool = nullptr);
 
   KimiSequenceState new_state() const;
   // Token `token` at the state's position: logits [vocab] out, the state advanced by one.
@@ -79,6 +82,7 @@ class KimiReference {
   const KimiK3Config& config_;
   const KimiK3Weights& weights_;
   KimiReferenceOptions options_;
+  ThreadPool* pool_;
   std::vector<int64_t> tap_layers_;
   // Per MLA slot and head, W_UK_hᵀ [kv_lora × nope]: kv_b_proj's key rows transposed (exact
   // copies), so that the absorbed query is a plain product.
