@@ -23,6 +23,7 @@
 #include "kernels/memory_bandwidth.h"
 #include "models/drafters/dflash2/dflash2_drafter.h"
 #include "models/drafters/dflash2/dflash2_synthetic.h"
+#include "models/kimi/kimi_synthetic.h"
 #include "models/model_loader.h"
 #include "models/musespark/musespark_synthetic.h"
 #include "models/qwen38/qwen38_synthetic.h"
@@ -280,12 +281,14 @@ nlohmann::ordered_json speculation_json(const std::vector<SpecFigure>& figures) 
 std::vector<std::string> synthetic_shapes() {
   std::vector<std::string> shapes = synthetic_qwen38_shapes();
   for (std::string& shape : synthetic_musespark_shapes()) shapes.push_back(std::move(shape));
+  for (std::string& shape : synthetic_kimi_shapes()) shapes.push_back(std::move(shape));
   return shapes;
 }
 
 std::unique_ptr<LanguageModel> make_synthetic_model(const std::string& shape,
                                                     const ModelRunOptions& run) {
   if (is_synthetic_musespark_shape(shape)) return make_synthetic_musespark(shape, run);
+  if (is_synthetic_kimi_shape(shape)) return make_synthetic_kimi(shape, run);
   const std::vector<std::string> qwen38 = synthetic_qwen38_shapes();
   if (std::find(qwen38.begin(), qwen38.end(), shape) != qwen38.end()) {
     require_stored_dense_weights(run, "synthetic " + shape);

@@ -9,10 +9,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "base/error.h"
 #include "kimi_test_util.h"
+#include "models/kimi/kimi_synthetic.h"
 #include "models/model_loader.h"
 #include "text/tokenizer.h"
 
@@ -224,6 +226,48 @@ TEST(KimiModelLoading, TheLoaderAndTheTokenizerFindTheFamily) {
   EXPECT_LT(ids.size(), text.size() / 2);  // the merges apply
   EXPECT_EQ(tokenizer->decode(ids), text);
   EXPECT_EQ(tokenizer->encode("<|open|>"), (std::vector<int32_t>{503}));
+}
+
+}  // namespace
+}  // namespace md
+
+namespace md {
+namespace {
+
+// The bench shapes: kimi-k3-tiny is §15's configuration (the fixture's), kimi-k3-layer has the
+// published widths (real-configs §2a) for a few layers; both build a model that decodes.
+TEST(KimiSyntheticShapes, TinyIsTheFixtureConfigAndLayerHasThePublishedWidths) {
+  const KimiK3Config tiny = synthetic_kimi_config("kimi-k3-tiny");
+  const KimiModel fixture(kimi_fixture_path("kimi-k3-tiny"), reference_options());
+  const KimiK3Config& f = fixture.config();
+  EXPECT_EQ(tiny.layer_types, f.layer_types);
+  EXPECT_EQ(
+      std::tie(tiny.hidden_size, tiny.vocab_size, tiny.attn_res_block_size, tiny.kda_num_heads,
+               tiny.kda_head_dim, tiny.num_attention_heads, tiny.q_lora_rank, tiny.kv_lora_rank,
+               tiny.qk_nope_head_dim, tiny.qk_rope_head_dim, tiny.v_head_dim,
+               tiny.intermediate_size, tiny.num_experts, tiny.num_experts_per_token,
+               tiny.moe_intermediate_size, tiny.routed_expert_hidden_size, tiny.num_shared_experts),
+      std::tie(f.hidden_size, f.vocab_size, f.attn_res_block_size, f.kda_num_heads, f.kda_head_dim,
+               f.num_attention_heads, f.q_lora_rank, f.kv_lora_rank, f.qk_nope_head_dim,
+               f.qk_rope_head_dim, f.v_head_dim, f.intermediate_size, f.num_experts,
+               f.num_experts_per_token, f.moe_intermediate_size, f.routed_expert_hidden_size,
+               f.num_shared_experts));
+  const KimiK3Config layer = synthetic_kimi_config("kimi-k3-layer");
+  EXPECT_EQ(layer.hidden_size, 7168);
+  EXPECT_EQ(layer.kda_channels(), 12288);
+  EXPECT_EQ(layer.mla_latent_cache_width(), 576);
+  EXPECT_EQ(layer.num_experts, 896);
+  EXPECT_EQ(layer.num_experts_per_token, 16);
+  EXPECT_EQ(layer.layer_types, (std::vector<KimiLayerKind>{KimiLayerKind::kKda, KimiLayerKind::kKda,
+                                                           KimiLayerKind::kMla}));
+  EXPECT_THROW(synthetic_kimi_config("kimi-k3-huge"), Error);
+
+  std::unique_ptr<KimiModel> model = make_synthetic_kimi("kimi-k3-tiny", reference_options());
+  auto state = model->new_sequence(16);
+  std::vector<float> logits;
+  model->forward(*state, std::vector<int32_t>{500, 3, 9}, LogitRows::kLast, logits);
+  ASSERT_EQ(logits.size(), 512u);
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
 }
 
 }  // namespace

@@ -28,11 +28,27 @@ KimiModel::KimiModel(const std::string& directory, const ModelRunOptions& run_op
       weights_(bind_kimi_k3_weights(*checkpoint_, config_)),
       pool_(std::make_unique<ThreadPool>(run_options.threads)),
       reference_(config_, weights_, reference_options, pool_.get()) {
+  check_run_options(run_options, directory_);
+}
+
+KimiModel::KimiModel(std::string name, KimiK3Config config, KimiK3Weights weights,
+                     std::size_t resident_bytes, const ModelRunOptions& run_options)
+    : directory_(std::move(name)),
+      config_(std::move(config)),
+      weights_(std::move(weights)),
+      resident_bytes_(resident_bytes),
+      pool_(std::make_unique<ThreadPool>(run_options.threads)),
+      reference_(config_, weights_, {}, pool_.get()) {
+  check_run_options(run_options, directory_);
+}
+
+void KimiModel::check_run_options(const ModelRunOptions& run_options, const std::string& name) {
+  require_stored_dense_weights(run_options, name);
+  if (run_options.matmul_inputs != kernels::MatmulInputs::kF32) {
+    fail("{}: kimi_k3 runs its matrices with f32 inputs only for now", name);
+  }
   if (run_options.executor != ExecutorKind::kReference) {
     log::info("kimi_k3 has no fused program yet: its steps run the reference forward");
-  }
-  if (run_options.matmul_inputs != kernels::MatmulInputs::kF32) {
-    fail("{}: kimi_k3 runs its matrices with f32 inputs only for now", directory_);
   }
 }
 

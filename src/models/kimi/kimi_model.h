@@ -29,6 +29,13 @@ class KimiModel final : public LanguageModel {
   // md::Error naming the file and field or tensor on anything §2–§3 refuse.
   KimiModel(const std::string& directory, const ModelRunOptions& run_options,
             KimiReferenceOptions reference_options = {});
+  // Weights built in memory (synthetic benchmark shapes): `name` stands for the directory in
+  // descriptions and errors, `resident_bytes` is what the weights occupy.
+  KimiModel(std::string name, KimiK3Config config, KimiK3Weights weights,
+            std::size_t resident_bytes, const ModelRunOptions& run_options);
+
+  // Throws md::Error naming `name` for run options the family cannot run.
+  static void check_run_options(const ModelRunOptions& run_options, const std::string& name);
 
   std::string description() const override;
   int64_t vocab_size() const override { return config_.vocab_size; }
@@ -56,7 +63,9 @@ class KimiModel final : public LanguageModel {
   void set_tap_layers(std::vector<int64_t> layers) override;
   const std::vector<float>& last_taps() const override { return last_taps_; }
 
-  std::size_t weight_bytes() const override { return checkpoint_->total_bytes(); }
+  std::size_t weight_bytes() const override {
+    return checkpoint_ ? checkpoint_->total_bytes() : resident_bytes_;
+  }
   // Every matrix a decode token reads: the dense ones, the router, the k experts a row takes
   // per MoE layer and lm_head (one embedding row, not the table).
   std::size_t decode_weight_bytes() const override;
@@ -72,8 +81,9 @@ class KimiModel final : public LanguageModel {
 
   std::string directory_;
   KimiK3Config config_;
-  std::unique_ptr<Checkpoint> checkpoint_;
+  std::unique_ptr<Checkpoint> checkpoint_;  // null for weights built in memory
   KimiK3Weights weights_;
+  std::size_t resident_bytes_ = 0;  // weights built in memory
   std::unique_ptr<ThreadPool> pool_;
   KimiReference reference_;
   std::vector<int64_t> tap_layers_;
