@@ -171,3 +171,18 @@ def test_run_renders_the_chat_format_and_decodes():
                           capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
     assert done.returncode == 0, done.stderr
     assert "decode 6 tok" in done.stderr + done.stdout
+
+
+def test_the_terminal_chat_keeps_a_conversation():
+    """Two turns through `megadecode chat` on a pipe: the K3 format renders both, the think
+    section shows as reasoning, and the second turn is answered."""
+    if not FIXTURE.exists():
+        pytest.skip("the Kimi K3 fixture is not built")
+    done = subprocess.run([BIN, "chat", "-m", str(FIXTURE), "--max-tokens", "6", "--ignore-eos",
+                           "--temperature", "0", "-t", "1"],
+                          input="Hello there\nAnd again\n", capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("[thinking]") == 2, done.stdout
+    for marker in MARKERS:
+        assert marker not in done.stdout
