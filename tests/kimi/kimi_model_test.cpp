@@ -107,6 +107,8 @@ TEST_P(KimiModelTest, CommitReturnsToEveryCountOfKeptRows) {
     ASSERT_EQ(verified->position(), stepped->position()) << kept;
     EXPECT_EQ(kda_of(*verified), kda_of(*stepped)) << kept;
     EXPECT_EQ(kimi(*verified).data().latent_cache, kimi(*stepped).data().latent_cache) << kept;
+    EXPECT_EQ(kimi(*verified).data().latent_cache_bf16, kimi(*stepped).data().latent_cache_bf16)
+        << kept;
     EXPECT_EQ(decode_one(*model_, *verified, 42), decode_one(*model_, *stepped, 42)) << kept;
   }
 }

@@ -114,6 +114,34 @@ TEST_P(KimiReferenceGolden, TheNonAbsorbedMlaFormAgrees) {
   EXPECT_LE(error, GetParam() == "kimi-k3-tiny" ? 1e-3 : 1e-4);
 }
 
+// The bf16 latent cache (the engine's default cache type, half the bytes of §7.2's rows).
+// Rounding to nearest moves each cached element by at most 2^-9 of itself; how far that carries
+// to the logits is the fixture's conditioning, measured here with the same cache perturbed by a
+// full bf16 ulp (2^-8, noise-like signs), the bound the bf16 cache is held to on kimi-k3-small.
+// kimi-k3-tiny saturates (such a perturbation already moves its logits by 0.6 of the largest; its
+// random MXFP4 experts amplify everything, see the bounds above), so there only the rounding's
+// presence is checked; the rounding's direct effect is bounded on the attention itself
+// (LatentAttention.Bf16CacheRowsMoveTheContextByTheirRoundingOnly below).
+TEST_P(KimiReferenceGolden, TheBf16LatentCacheStaysWithinItsRounding) {
+  const Loaded l = load(GetParam());
+  const double f32 = worst_error(l, GetParam(), {}, false);
+  const double bf16 = worst_error(l, GetParam(), {.bf16_latent_cache = true}, false);
+  auto perturbed = [&](int exponent) {
+    return worst_error(l, GetParam(),
+                       {.latent_cache_perturbation = static_cast<float>(std::ldexp(1.0, exponent))},
+                       false);
+  };
+  const double bound = perturbed(-8);
+  std::printf(
+      "  %s bf16 latent cache: %.3g of the largest |logit| (f32 cache %.3g; a 2^-8 "
+      "perturbation %.3g)\n",
+      GetParam().c_str(), bf16, f32, bound);
+  EXPECT_GT(bf16, f32);  // the rows were rounded
+  if (GetParam() == "kimi-k3-tiny") return;
+  EXPECT_LE(bf16, bound);
+  EXPECT_GT(perturbed(-6), bound);  // negative control: a cache four times as coarse misses it
+}
+
 // Prefill ≡ token-by-token decode: a 13-token prompt prefilled with KDA's chunked form (chunks of
 // 4: three whole and a partial one) against stepping it, at every position, and the next token
 // decoded from each state. The chunked form changes rounding only (§6.3).

@@ -8,8 +8,10 @@
 // out misses the bound by far.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -96,6 +98,48 @@ TEST(MlaGolden, AbsorbedDecodeMatchesTransformersNonAbsorbedAttention) {
               error);
   EXPECT_LE(error, 1e-5);
   EXPECT_GT(absorbed_error(false), 1e-2);
+}
+
+// Rows rounded to `mantissa_bits` (bf16: 7), to nearest even, as a cache of that precision holds
+// them; the context over them against the f32 rows, relative to the largest |context|.
+double rounded_cache_error(int mantissa_bits) {
+  constexpr int64_t heads = 4, rank = 32, shared = 16, positions = 24;
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  std::vector<float> q(heads * (rank + shared)), rows(positions * (rank + shared));
+  for (float& v : q) v = normal(rng);
+  for (float& v : rows) v = normal(rng);
+  std::vector<float> rounded = rows;
+  const int drop = 23 - mantissa_bits;
+  for (float& v : rounded) {
+    uint32_t bits = std::bit_cast<uint32_t>(v);
+    bits += (1u << (drop - 1)) - 1 + ((bits >> drop) & 1u);
+    v = std::bit_cast<float>(bits & ~((1u << drop) - 1));
+  }
+  std::vector<float> scores(positions), exact(heads * rank), coarse(heads * rank);
+  const float scale = 1.0f / std::sqrt(48.0f);
+  kernels::latent_attention(q.data(), heads, rank, shared, rows.data(), positions, scale,
+                            scores.data(), exact.data());
+  kernels::latent_attention(q.data(), heads, rank, shared, rounded.data(), positions, scale,
+                            scores.data(), coarse.data());
+  double diff = 0, magnitude = 0;
+  for (std::size_t i = 0; i < exact.size(); ++i) {
+    diff = std::max(diff, double{std::fabs(exact[i] - coarse[i])});
+    magnitude = std::max(magnitude, double{std::fabs(exact[i])});
+  }
+  return diff / magnitude;
+}
+
+// A bf16 cache's direct effect on the attention: each element rounded by at most 2^-9 of itself
+// moves the context (a softmax-weighted mean of the rows, its weights from scores over them) by
+// no more than bf16's ulp, 2^-8 of the largest |context| (the model-level effect, amplified by
+// the fixtures, is in kimi_reference_test). Negative control: rows with two mantissa bits fewer.
+TEST(LatentAttention, Bf16CacheRowsMoveTheContextByTheirRoundingOnly) {
+  const double bf16 = rounded_cache_error(7);
+  std::printf("  context over bf16 rows: %.3g of the largest |context|\n", bf16);
+  EXPECT_LE(bf16, std::ldexp(1.0, -8));
+  EXPECT_GT(bf16, 0.0);
+  EXPECT_GT(rounded_cache_error(5), std::ldexp(1.0, -8));
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <array>
 #include <cmath>
 
+#include "base/dtype.h"
 #include "base/error.h"
 #include "kernels/activations.h"
 #include "kernels/attention_runs.h"
@@ -74,6 +75,7 @@ KimiSequenceState KimiReference::new_state() const {
     s.delta_state.emplace_back(config_.kda_num_heads * d * d, 0.0f);
   }
   s.latent_cache.resize(static_cast<std::size_t>(config_.num_mla_layers()));
+  s.latent_cache_bf16.resize(static_cast<std::size_t>(config_.num_mla_layers()));
   s.kv_cache.resize(static_cast<std::size_t>(config_.num_mla_layers()));
   return s;
 }
@@ -186,9 +188,7 @@ void KimiReference::mla(int64_t layer, const float* x, KimiSequenceState& state,
     kernels::matmul(weights_.layers[layer].o_proj, y.data(), 1, out, pool_);
     return;
   }
-  std::vector<float>& cache = state.latent_cache[slot];
-  cache.insert(cache.end(), latent.begin(), latent.end());
-  cache.insert(cache.end(), ckv.begin() + rank, ckv.end());
+  const std::vector<float> cache = cached_latents(slot, latent, ckv.data() + rank, state);
   const int64_t positions = static_cast<int64_t>(cache.size()) / (rank + shared);
   // Each head's absorbed query [W_UK_hᵀ q_nope | q_shared], laid out as a cache row.
   std::vector<float> q_absorbed(heads * (rank + shared)), context(heads * rank);
@@ -212,6 +212,36 @@ void KimiReference::mla(int64_t layer, const float* x, KimiSequenceState& state,
     }
   }
   kernels::matmul(weights_.layers[layer].o_proj, y.data(), 1, out, pool_);
+}
+
+// Appends this position's cache row [normed latent | shared key] to the slot's cache and returns
+// every cached row as f32 (a bf16 cache widened, an f32 one copied).
+std::vector<float> KimiReference::cached_latents(int64_t slot, const std::vector<float>& latent,
+                                                 const float* shared_key,
+                                                 KimiSequenceState& state) const {
+  const int64_t shared = config_.qk_rope_head_dim;
+  std::vector<float> row = latent;
+  row.insert(row.end(), shared_key, shared_key + shared);
+  if (const float p = options_.latent_cache_perturbation; p != 0) {
+    // Signs from a hash of (slot, position, element): noise-like, as rounding errors are.
+    const auto position = static_cast<uint64_t>(state.position);
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      uint64_t h = (static_cast<uint64_t>(slot) << 48) ^ (position << 20) ^ i;
+      h = (h ^ (h >> 31)) * 0x7fb5d329728ea185ull;
+      h = (h ^ (h >> 27)) * 0x81dadef4bc2dd44dull;
+      row[i] *= 1 + ((h >> 63) != 0 ? p : -p);
+    }
+  }
+  if (!options_.bf16_latent_cache) {
+    std::vector<float>& cache = state.latent_cache[slot];
+    cache.insert(cache.end(), row.begin(), row.end());
+    return cache;
+  }
+  std::vector<uint16_t>& cache = state.latent_cache_bf16[slot];
+  for (float v : row) cache.push_back(f32_to_bf16(v));
+  std::vector<float> widened(cache.size());
+  for (std::size_t i = 0; i < cache.size(); ++i) widened[i] = bf16_to_f32(cache[i]);
+  return widened;
 }
 
 // §7.1's non-absorbed attention: this position's latent expanded by kv_b_proj into every head's

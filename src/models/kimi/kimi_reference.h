@@ -24,7 +24,10 @@ struct KimiSequenceState {
   std::vector<std::vector<float>> conv_history;  // per KDA slot: [3][K − 1][C], oldest first
   std::vector<std::vector<float>> delta_state;   // per KDA slot: [heads][d][d]
   std::vector<std::vector<float>> latent_cache;  // per MLA slot: [positions][kv_lora + shared]
-  std::vector<std::vector<float>> kv_cache;      // non-absorbed: [positions][heads][qk + v]
+  // The same rows as bf16 bits, in place of latent_cache with KimiReferenceOptions::
+  // bf16_latent_cache (half the memory, §10's cache type).
+  std::vector<std::vector<uint16_t>> latent_cache_bf16;
+  std::vector<std::vector<float>> kv_cache;  // non-absorbed: [positions][heads][qk + v]
   int64_t position = 0;
 };
 
@@ -43,6 +46,13 @@ struct KimiReferenceOptions {
   // MLA decoded over the latent cache (§7.3, the default), or by §7.1's non-absorbed form, which
   // expands every position into per-head keys and values (kept for the test that compares them).
   bool absorbed_mla = true;
+  // The absorbed cache stored in bf16 (rounded to nearest even as a row is written; the engine's
+  // default cache type), else in f32.
+  bool bf16_latent_cache = false;
+  // Tests only: each f32 cached element times 1 ± this (hashed signs, noise-like), the
+  // size of bf16's largest rounding at 2^-9: how much the logits move for a cache perturbed as
+  // much as a bf16 cache may be, the bound the bf16 cache is held to.
+  float latent_cache_perturbation = 0;
 };
 
 class KimiReference {
@@ -73,6 +83,8 @@ class KimiReference {
   void kda(int64_t layer, const float* x, int64_t n, KimiSequenceState& state, float* out,
            bool chunked) const;
   void mla(int64_t layer, const float* x, KimiSequenceState& state, float* out) const;
+  std::vector<float> cached_latents(int64_t slot, const std::vector<float>& latent,
+                                    const float* shared_key, KimiSequenceState& state) const;
   void expanded_attention(int64_t layer, const std::vector<float>& q,
                           const std::vector<float>& latent, const float* shared_key,
                           KimiSequenceState& state, float* y) const;

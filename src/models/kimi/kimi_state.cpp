@@ -13,6 +13,7 @@ void KimiState::reset() {
   for (auto& h : data_.conv_history) std::fill(h.begin(), h.end(), 0.0f);
   for (auto& s : data_.delta_state) std::fill(s.begin(), s.end(), 0.0f);
   for (auto& c : data_.latent_cache) c.clear();
+  for (auto& c : data_.latent_cache_bf16) c.clear();
   for (auto& c : data_.kv_cache) c.clear();
   data_.position = 0;
   position_ = 0;
@@ -28,6 +29,8 @@ std::size_t KimiState::bytes() const {
   auto add = [&](const std::vector<std::vector<float>>& parts) {
     for (const auto& p : parts) floats += p.size();
   };
+  std::size_t halves = 0;
+  for (const auto& p : data_.latent_cache_bf16) halves += p.size();
   add(data_.conv_history);
   add(data_.delta_state);
   add(data_.latent_cache);
@@ -36,7 +39,7 @@ std::size_t KimiState::bytes() const {
     add(s.conv_history);
     add(s.delta_state);
   }
-  return floats * sizeof(float);
+  return floats * sizeof(float) + halves * sizeof(uint16_t);
 }
 
 KimiKdaSnapshot KimiState::kda() const {
@@ -71,6 +74,7 @@ void KimiState::commit(int64_t kept) {
     const auto expanded = static_cast<std::size_t>(config_->mla_kv_cache_width());
     const auto positions = static_cast<std::size_t>(data_.position);
     for (auto& c : data_.latent_cache) c.resize(std::min(c.size(), positions * latent));
+    for (auto& c : data_.latent_cache_bf16) c.resize(std::min(c.size(), positions * latent));
     for (auto& c : data_.kv_cache) c.resize(std::min(c.size(), positions * expanded));
     sync_position();
   }
