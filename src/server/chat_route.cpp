@@ -8,6 +8,7 @@
 #include "server/routes.h"
 #include "server/token_text.h"
 #include "server/tool_call_grammar.h"
+#include "text/kimi_xtml_splitter.h"
 #include "text/muse_channel_parser.h"
 
 namespace md::server {
@@ -244,18 +245,29 @@ std::string prompt_end(std::string_view text) {
   return std::string(text.substr(begin, end + 1 - begin));
 }
 
-// Muse's format opens the answer itself (` to=user<|message|>`) before structured output: the
-// grammar then shapes the answer's body, not a header it could never write (its markers are
-// added tokens), and the reasoning message is skipped, as a forced tool call skips thinking.
+// What opens the answer after a prompt that ends where the model would first reason or write a
+// header, in formats whose markers constrained output cannot write (added tokens): Muse's
+// ` to=user<|message|>`, Kimi K3's closing of the think section and opening of the response.
+std::string answer_opening(ChannelFormat format, std::string_view prompt) {
+  if (format == ChannelFormat::kMuseHeaders && MuseChannelParser::starts_in_header(prompt)) {
+    return " to=user<|message|>";
+  }
+  if (format == ChannelFormat::kKimiXtml &&
+      KimiXtmlSplitter::start_of(prompt) == KimiXtmlSplitter::Section::kThink) {
+    return "<|close|>think<|sep|><|open|>response<|sep|>";
+  }
+  return "";
+}
+
+// Structured output shapes the answer's body: the prompt opens the answer itself, and the
+// reasoning is skipped, as a forced tool call skips thinking.
 void open_answer_for_structured_output(const ChatRequest& request, const ServerContext& context,
                                        ChatPrompt& prompt) {
-  if (!request.grammar || context.channel_format != ChannelFormat::kMuseHeaders ||
-      !MuseChannelParser::starts_in_header(prompt.text)) {
-    return;
-  }
-  const std::string header = " to=user<|message|>";
-  prompt.text += header;
-  for (const int32_t id : context.model.tokenizer->encode(header, /*parse_special=*/true)) {
+  if (!request.grammar) return;
+  const std::string opening = answer_opening(context.channel_format, prompt.text);
+  if (opening.empty()) return;
+  prompt.text += opening;
+  for (const int32_t id : context.model.tokenizer->encode(opening, /*parse_special=*/true)) {
     prompt.ids.push_back(id);
   }
 }

@@ -186,3 +186,20 @@ def test_the_terminal_chat_keeps_a_conversation():
     assert done.stdout.count("[thinking]") == 2, done.stdout
     for marker in MARKERS:
         assert marker not in done.stdout
+
+
+def test_structured_output_shapes_the_response_section(kimi):
+    """The prompt closes the think section and opens the response before the grammar applies:
+    the body is the JSON, not reasoning."""
+    r = kimi.chat.completions.create(
+        model=model_of(kimi), messages=QUESTION, max_tokens=60, temperature=0,
+        response_format={"type": "json_schema", "json_schema": {"name": "n", "strict": True,
+                                                                "schema": {
+            "type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
+            "additionalProperties": False}}})
+    choice = r.choices[0]
+    assert not getattr(choice.message, "reasoning_content", None)
+    if choice.finish_reason == "stop":
+        assert isinstance(json.loads(choice.message.content)["n"], int)
+    else:  # ran out of tokens inside the number: still a prefix of the shape
+        assert choice.message.content.startswith("{")
