@@ -88,11 +88,7 @@ std::vector<ChannelSplitter::Segment> KimiXtmlSplitter::push(std::string_view pi
 std::vector<ChannelSplitter::Segment> KimiXtmlSplitter::finish() {
   std::vector<Segment> out;
   scan(true, out);
-  if (call_started_ || section_ == Section::kCall || section_ == Section::kArgument ||
-      section_ == Section::kJson) {
-    if (section_ == Section::kArgument) answer("\n</parameter>\n", out);
-    end_call(out);
-  }
+  end_call(out);
   return out;
 }
 
@@ -115,9 +111,13 @@ void KimiXtmlSplitter::scan(bool final, std::vector<Segment>& out) {
     const bool open = pending_.starts_with(kOpen);
     const std::size_t head = open ? kOpen.size() : kClose.size();
     const std::size_t sep = pending_.find(kSep, head);
-    if (sep == std::string::npos || sep - head > kMaxTag) {
-      if (!final && pending_.size() - head <= kMaxTag) return;  // the tag may still complete
-      text(std::string_view(pending_).substr(0, head), out);    // no tag: its marker is text
+    std::size_t next = std::string::npos;  // another marker before the <|sep|>: no tag here
+    for (std::string_view marker : kMarkers) next = std::min(next, pending_.find(marker, head));
+    const bool no_tag = next < sep || (sep == std::string::npos && next != std::string::npos) ||
+                        (sep == std::string::npos ? pending_.size() - head : sep - head) > kMaxTag;
+    if (sep == std::string::npos && !no_tag && !final) return;  // the tag may still complete
+    if (no_tag || sep == std::string::npos) {
+      text(std::string_view(pending_).substr(0, head), out);  // its marker is text
       pending_.erase(0, head);
       continue;
     }
@@ -129,6 +129,7 @@ void KimiXtmlSplitter::scan(bool final, std::vector<Segment>& out) {
 
 void KimiXtmlSplitter::on_tag(std::string_view tag, bool open, std::vector<Segment>& out) {
   const std::string_view name = tag_name(tag);
+  if (name == "think" || name == "response" || name == "tools") end_call(out);
   if (name == "think") {
     section_ = open ? Section::kThink : Section::kMessage;
   } else if (name == "response") {
@@ -136,25 +137,28 @@ void KimiXtmlSplitter::on_tag(std::string_view tag, bool open, std::vector<Segme
   } else if (name == "tools") {
     section_ = open ? Section::kTools : Section::kMessage;
   } else if (name == "call" && open) {
-    if (call_started_) end_call(out);  // a call left open: close it before the next
-    call_name_ = attribute(tag, "tool");
+    end_call(out);  // a call left open ends before the next
+    call_.emplace();
+    call_->name = attribute(tag, "tool");
     section_ = Section::kCall;
   } else if (name == "call") {
     end_call(out);
     section_ = Section::kTools;
-  } else if (name == "argument" && open) {
-    start_call(false, out);
-    answer(fmt::format("<parameter={}>\n", attribute(tag, "key")), out);
+  } else if (name == "argument" && open && call_) {
+    call_->key = attribute(tag, "key");
+    call_->type = attribute(tag, "type");
+    call_->value.clear();
     section_ = Section::kArgument;
-  } else if (name == "argument") {
-    answer("\n</parameter>\n", out);
+  } else if (name == "argument" && call_) {
+    end_argument();
     section_ = Section::kCall;
-  } else if (name == "json" && open) {
-    start_call(true, out);
+  } else if (name == "json" && open && call_) {
+    call_->raw_json.emplace();
     section_ = Section::kJson;
-  } else if (name == "json") {
+  } else if (name == "json" && call_) {
     section_ = Section::kCall;
   } else if (name == "message") {
+    end_call(out);
     section_ = Section::kMessage;
   } else {
     // Not a tag of the format: the model's text, markers included.
@@ -171,9 +175,13 @@ void KimiXtmlSplitter::text(std::string_view t, std::vector<Segment>& out) {
       break;
     case Section::kMessage:
     case Section::kResponse:
-    case Section::kArgument:
-    case Section::kJson:
       answer(t, out);
+      break;
+    case Section::kArgument:
+      if (call_) call_->value.append(t);
+      break;
+    case Section::kJson:
+      if (call_ && call_->raw_json) call_->raw_json->append(t);
       break;
     case Section::kTools:
     case Section::kCall:
@@ -185,23 +193,38 @@ void KimiXtmlSplitter::answer(std::string_view t, std::vector<Segment>& out) {
   add(Segment::kAnswer, t, out);
 }
 
-void KimiXtmlSplitter::start_call(bool json, std::vector<Segment>& out) {
-  if (call_started_) return;
-  call_started_ = true;
-  call_json_ = json;
-  if (json) {
-    answer(fmt::format("<tool_call>\n{{\"name\": {}, \"arguments\": ",
-                       nlohmann::json(call_name_).dump()),
-           out);
-  } else {
-    answer(fmt::format("<tool_call>\n<function={}>\n", call_name_), out);
+// A typed argument's value: strings as written, other types as the JSON they are (the text
+// itself where it does not parse, as vLLM's and SGLang's K3 parsers do).
+void KimiXtmlSplitter::end_argument() {
+  if (!call_ || section_ != Section::kArgument) return;
+  nlohmann::ordered_json value = call_->value;
+  if (call_->type != "string") {
+    auto parsed = nlohmann::ordered_json::parse(call_->value, nullptr, false);
+    if (!parsed.is_discarded()) value = std::move(parsed);
   }
+  call_->arguments[call_->key] = std::move(value);
 }
 
+// The call as the JSON form of a <tool_call> block: its typed arguments, or its raw JSON block
+// (an object; other text is handed on as the arguments string, which the call parser passes
+// through), or {} for neither.
 void KimiXtmlSplitter::end_call(std::vector<Segment>& out) {
-  if (!call_started_) start_call(false, out);
-  answer(call_json_ ? "}\n</tool_call>\n" : "</function>\n</tool_call>\n", out);
-  call_started_ = false;
+  if (!call_) return;
+  end_argument();
+  nlohmann::ordered_json call = {{"name", call_->name}, {"arguments", call_->arguments}};
+  if (call_->raw_json) {
+    auto parsed = nlohmann::ordered_json::parse(*call_->raw_json, nullptr, false);
+    if (parsed.is_object()) {
+      call["arguments"] = std::move(parsed);
+    } else if (call_->raw_json->find_first_not_of(" \t\r\n") != std::string::npos) {
+      call["arguments"] = *call_->raw_json;
+    }
+  }
+  call_.reset();
+  section_ = Section::kTools;
+  const std::string body =
+      call.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  answer(fmt::format("<tool_call>\n{}\n</tool_call>\n", body), out);
 }
 
 }  // namespace md

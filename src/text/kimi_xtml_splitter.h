@@ -4,11 +4,14 @@
 // TEXT<|close|>response<|sep|>`, optionally a tools section of calls with typed arguments, then
 // `<|close|>message<|sep|>` and <|end_of_msg|>. Think text is reasoning, response text the
 // answer; tags are consumed. Each tool call is handed on inside the answer as the
-// <tool_call> block text/tool_call_parser.h reads (typed arguments as <parameter=KEY> items, a
-// raw JSON argument block as the JSON form), so the server's call parsing, streaming and ids
-// are the ones every model uses. Needs the text with the markers kept.
+// <tool_call> block text/tool_call_parser.h reads, in its JSON form (typed arguments as JSON of
+// their type, a raw JSON argument block as the arguments), once the call is complete, so the
+// server's call parsing, streaming and ids are the ones every model uses. Needs the text with the
+// markers kept.
 #pragma once
 
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,14 +39,21 @@ class KimiXtmlSplitter final : public ChannelSplitter {
   void on_tag(std::string_view tag, bool open, std::vector<Segment>& out);
   void text(std::string_view text, std::vector<Segment>& out);
   void answer(std::string_view text, std::vector<Segment>& out);
-  void start_call(bool json, std::vector<Segment>& out);
+  void end_argument();
   void end_call(std::vector<Segment>& out);
+
+  // A tool call being read: handed on whole when it closes (or its tools section, its message or
+  // the stream ends).
+  struct Call {
+    std::string name;
+    nlohmann::ordered_json arguments = nlohmann::ordered_json::object();
+    std::string key, type, value;         // the argument being read
+    std::optional<std::string> raw_json;  // a raw JSON argument block
+  };
 
   Section section_;
   std::string pending_;  // text that may hold the start of a marker or an unfinished tag
-  std::string call_name_;
-  bool call_started_ = false;  // its <tool_call> opening was handed on
-  bool call_json_ = false;     // written as the JSON form (a raw argument block)
+  std::optional<Call> call_;
 };
 
 }  // namespace md

@@ -115,6 +115,48 @@ TEST(KimiXtmlSplitter, AnUnfinishedCallIsClosed) {
   EXPECT_EQ(calls[0].arguments, R"({"x":"v"})");
 }
 
+// Each typed argument becomes JSON of its type, whatever the tool's schema says (none here);
+// text that is not JSON of its declared type stays a string; an empty JSON block is {}; a call
+// left open by its tools section's end is handed on before the text after it.
+TEST(KimiXtmlSplitter, TypedArgumentsEmptyBlocksAndCallsLeftOpen) {
+  const Split s =
+      run(Section::kResponse,
+          {"<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool=\"f\" index=\"1\"<|sep|>"
+           "<|open|>argument key=\"n\" type=\"number\"<|sep|>2.5<|close|>argument<|sep|>"
+           "<|open|>argument key=\"b\" type=\"boolean\"<|sep|>true<|close|>argument<|sep|>"
+           "<|open|>argument key=\"o\" type=\"object\"<|sep|>{\"k\": [1, null]}<|close|>argument"
+           "<|sep|><|open|>argument key=\"z\" type=\"null\"<|sep|>null<|close|>argument<|sep|>"
+           "<|open|>argument key=\"bad\" type=\"number\"<|sep|>12abc<|close|>argument<|sep|>"
+           "<|open|>argument key=\"s\" type=\"string\"<|sep|>42<|close|>argument<|sep|>"
+           "<|close|>call<|sep|><|open|>call tool=\"g\" index=\"2\"<|sep|><|open|>json "
+           "type=\"object\"<|sep|> <|close|>json<|sep|><|close|>call<|sep|><|open|>call "
+           "tool=\"h\" index=\"3\"<|sep|><|open|>argument key=\"x\" type=\"string\"<|sep|>y"
+           "<|close|>argument<|sep|><|close|>tools<|sep|>after"});
+  std::string content;
+  const std::vector<ToolCall> calls = calls_of(s.answer, &content);
+  ASSERT_EQ(calls.size(), 3u);
+  EXPECT_EQ(calls[0].arguments,
+            R"({"n":2.5,"b":true,"o":{"k":[1,null]},"z":null,"bad":"12abc","s":"42"})");
+  EXPECT_EQ(calls[1].name, "g");
+  EXPECT_EQ(calls[1].arguments, "{}");
+  EXPECT_EQ(calls[2].name, "h");
+  EXPECT_EQ(calls[2].arguments, R"({"x":"y"})");
+  EXPECT_EQ(content, "after");
+}
+
+// A marker followed by another before any <|sep|> is no tag: it is text at once, and the tag
+// after it still counts; so is a marker whose tag never ends within 4096 bytes.
+TEST(KimiXtmlSplitter, AMarkerWithoutItsSepIsText) {
+  const Split s = run(Section::kThink, {"x <|open|> y", "<|close|>think<|sep|>after"});
+  EXPECT_EQ(s.reasoning, "x <|open|> y");
+  EXPECT_EQ(s.answer, "after");
+  const std::string long_text(5000, 'a');
+  KimiXtmlSplitter splitter(Section::kThink);
+  std::string released;
+  for (const auto& segment : splitter.push("<|open|>" + long_text)) released += segment.text;
+  EXPECT_EQ(released, "<|open|>" + long_text);  // not held back once it is too long for a tag
+}
+
 TEST(KimiXtmlSplitter, ReasoningPiecesAreCounted) {
   KimiXtmlSplitter splitter(Section::kThink);
   for (const char* piece : {"a", "b", "<|close|>think<|sep|>", "<|open|>response<|sep|>", "c"}) {
