@@ -73,8 +73,10 @@ ChatTurn ChatSession::send(const std::string& user_text, const SegmentCallback& 
   if (!options_.thinking) template_options.extra["enable_thinking"] = false;
   nlohmann::ordered_json messages = messages_;
   messages.push_back(message("user", user_text));
-  std::string rendered = model_.chat_template->render(messages, template_options);
-  std::vector<int32_t> prompt = encode_prompt(rendered);
+  const std::vector<ChatSegment> prompt_segments =
+      model_.chat_template->render_segments(messages, template_options);
+  std::string rendered = join_segments(prompt_segments);
+  std::vector<int32_t> prompt = encode_prompt(rendered, prompt_segments);
 
   ChatTurn turn;
   // Templates without markers still go through think tags: a model may think unprompted.
@@ -112,17 +114,20 @@ ChatTurn ChatSession::send(const std::string& user_text, const SegmentCallback& 
 // between the model's own tokens differently, and the sequence (KV cache and recurrent state)
 // could then not be reused. Otherwise (the template rewrote earlier turns) everything is
 // encoded afresh and the generator starts the sequence over.
-std::vector<int32_t> ChatSession::encode_prompt(const std::string& rendered) const {
+// The text is encoded by its segments (chat_template.h): a marker the user types stays text
+// where the format says so (Kimi K3).
+std::vector<int32_t> ChatSession::encode_prompt(const std::string& rendered,
+                                                const std::vector<ChatSegment>& segments) const {
   const Tokenizer& tokenizer = *model_.tokenizer;
   bool extends = !seen_text_.empty() && rendered.size() > seen_text_.size() &&
                  rendered.starts_with(seen_text_);
   if (!extends) {
     if (!seen_text_.empty()) log_divergence(seen_text_, rendered);
-    return tokenizer.encode(rendered, true);
+    return encode_chat_segments(tokenizer, segments);
   }
   std::vector<int32_t> prompt = seen_tokens_;
   std::vector<int32_t> rest =
-      tokenizer.encode(std::string_view(rendered).substr(seen_text_.size()));
+      encode_chat_segments(tokenizer, segments_after(segments, seen_text_.size()));
   prompt.insert(prompt.end(), rest.begin(), rest.end());
   return prompt;
 }

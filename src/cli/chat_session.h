@@ -57,7 +57,8 @@ class ChatSession {
   }
 
  private:
-  std::vector<int32_t> encode_prompt(const std::string& rendered) const;
+  std::vector<int32_t> encode_prompt(const std::string& rendered,
+                                     const std::vector<ChatSegment>& segments) const;
   void remember(const std::string& rendered, std::vector<int32_t> prompt,
                 const engine::GenerationResult& result);
 

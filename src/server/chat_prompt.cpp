@@ -83,14 +83,16 @@ ChatPrompt render_chat_prompt(const ChatPromptFields& fields, const ChatTemplate
     if (e.kind() == jinja::TemplateError::Kind::kRaised) throw chat_template_error(e.detail());
     throw internal_error(fmt::format("chat template failed: {}", e.what()));
   }
-  if (fields.continue_final_message) prompt.text = continue_final(prompt.text, fields.messages);
+  if (fields.continue_final_message) {
+    prompt.text = continue_final(prompt.text, fields.messages);
+    segments = segments_before(segments, prompt.text.size());
+  }
   prompt.text += prompt.forced_prefix;
   prompt.starts_in_reasoning = ReasoningParser::starts_in_reasoning(prompt.text);
-  // Segments keep a marker typed in a message from becoming structure (Kimi K3); a continued
-  // message was cut out of the text, which is then encoded whole.
-  prompt.ids = fields.continue_final_message || !prompt.forced_prefix.empty()
-                   ? tokenizer.encode(prompt.text, /*parse_special=*/true)
-                   : encode_chat_segments(tokenizer, segments);
+  // Segments keep a marker typed in a message from becoming structure (Kimi K3); the forced
+  // prefix (other formats) is the format's own text.
+  segments.push_back({prompt.forced_prefix, true});
+  prompt.ids = encode_chat_segments(tokenizer, segments);
   return prompt;
 }
 

@@ -1,7 +1,9 @@
 #include "text/chat_template.h"
 
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <set>
 
 #include "base/error.h"
 #include "base/file_util.h"
@@ -71,15 +73,18 @@ bool mentions_identifier(std::string_view source, std::string_view name) {
 bool names_kimi_markers(const ordered_json& config) {
   const auto decoder = config.find("added_tokens_decoder");
   if (decoder == config.end() || !decoder->is_object()) return false;
-  int found = 0;
+  std::set<std::string> found;
   for (const auto& [id, entry] : decoder->items()) {
+    if (!entry.is_object()) continue;
     const auto content = entry.find("content");
-    if (!entry.is_object() || content == entry.end() || !content->is_string()) continue;
+    if (content == entry.end() || !content->is_string()) continue;
     const std::string& name = content->get_ref<const std::string&>();
-    found +=
-        name == "<|open|>" || name == "<|sep|>" || name == "<|close|>" || name == "<|end_of_msg|>";
+    if (name == "<|open|>" || name == "<|sep|>" || name == "<|close|>" ||
+        name == "<|end_of_msg|>") {
+      found.insert(name);
+    }
   }
-  return found == 4;
+  return found.size() == 4;
 }
 
 }  // namespace
@@ -92,6 +97,29 @@ std::vector<std::int32_t> encode_chat_segments(const Tokenizer& tokenizer,
     ids.insert(ids.end(), part.begin(), part.end());
   }
   return ids;
+}
+
+std::vector<ChatSegment> segments_before(const std::vector<ChatSegment>& segments,
+                                         std::size_t bytes) {
+  std::vector<ChatSegment> out;
+  for (const ChatSegment& segment : segments) {
+    if (bytes == 0) break;
+    const std::size_t take = std::min(bytes, segment.text.size());
+    out.push_back({segment.text.substr(0, take), segment.markers});
+    bytes -= take;
+  }
+  return out;
+}
+
+std::vector<ChatSegment> segments_after(const std::vector<ChatSegment>& segments,
+                                        std::size_t bytes) {
+  std::vector<ChatSegment> out;
+  for (const ChatSegment& segment : segments) {
+    const std::size_t skip = std::min(bytes, segment.text.size());
+    bytes -= skip;
+    if (skip < segment.text.size()) out.push_back({segment.text.substr(skip), segment.markers});
+  }
+  return out;
 }
 
 ChatTemplate::ChatTemplate(std::string_view source, std::string name)

@@ -83,5 +83,11 @@ class Tokenizer;
 // Token ids of a rendered prompt: marker segments with special tokens parsed, the others without.
 std::vector<std::int32_t> encode_chat_segments(const Tokenizer& tokenizer,
                                                const std::vector<ChatSegment>& segments);
+// The segments of the first `bytes` of their text, and of the text after its first `bytes`
+// (a segment cut in two keeps its kind on both sides).
+std::vector<ChatSegment> segments_before(const std::vector<ChatSegment>& segments,
+                                         std::size_t bytes);
+std::vector<ChatSegment> segments_after(const std::vector<ChatSegment>& segments,
+                                        std::size_t bytes);
 
 }  // namespace md
