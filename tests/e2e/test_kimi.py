@@ -131,9 +131,13 @@ def test_markers_never_reach_the_client_and_thinking_can_be_switched_off(kimi):
 def test_tool_choices_and_efforts_the_format_takes_or_refuses(kimi):
     import openai
     model = model_of(kimi)
+    prompt = {}
     for choice in ("auto", "required", "none"):
-        kimi.chat.completions.create(model=model, messages=QUESTION, tools=TOOLS,
-                                     tool_choice=choice, max_tokens=1)
+        prompt[choice] = kimi.chat.completions.create(
+            model=model, messages=QUESTION, tools=TOOLS, tool_choice=choice,
+            max_tokens=1).usage.prompt_tokens
+    # required is stated in the prompt (K3's tool-choice system message); none drops the tools.
+    assert prompt["required"] > prompt["auto"] + 10 > prompt["none"] + 10
     with pytest.raises(openai.BadRequestError) as error:
         kimi.chat.completions.create(
             model=model, messages=QUESTION, tools=TOOLS, max_tokens=1,

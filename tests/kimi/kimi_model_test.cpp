@@ -214,6 +214,26 @@ TEST_P(KimiModelTest, TheKvCacheOptionPicksTheLatentCacheType) {
   EXPECT_NE(decode_one(*model_, *rounded, 7), decode_one(f32, *exact, 7));
 }
 
+// A prompt longer than a piece writes every token's taps at its place: the same as running the
+// pieces as two calls.
+TEST_P(KimiModelTest, TapsOfALongPromptAreInPlace) {
+  model_->set_tap_layers({1, model_->config().num_layers - 1});
+  std::vector<int32_t> prompt(300);
+  for (std::size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>((i * 11) % 500);
+  auto whole = model_->new_sequence(400);
+  std::vector<float> logits;
+  model_->forward(*whole, prompt, LogitRows::kLast, logits);
+  const std::vector<float> taps = model_->last_taps();
+  auto split = model_->new_sequence(400);
+  const std::span<const int32_t> ids(prompt);
+  model_->forward(*split, ids.first(256), LogitRows::kLast, logits);
+  std::vector<float> joined = model_->last_taps();
+  model_->forward(*split, ids.subspan(256), LogitRows::kLast, logits);
+  joined.insert(joined.end(), model_->last_taps().begin(), model_->last_taps().end());
+  ASSERT_EQ(taps.size(), 300u * 2 * static_cast<std::size_t>(model_->config().hidden_size));
+  EXPECT_EQ(taps, joined);
+}
+
 TEST_P(KimiModelTest, BadCallsAreRefusedWithoutChangingTheState) {
   auto state = prefilled();
   const int64_t position = state->position();
