@@ -25,7 +25,15 @@ std::string dumps(const json& value, bool compact_sorted) {
     options.key_separator = ":";
     options.sort_keys = true;
   }
-  return jinja::dump_json(jinja::from_json(value), options);
+  try {
+    return jinja::dump_json(jinja::from_json(value), options);
+  } catch (const jinja::TemplateError&) {
+    throw;
+  } catch (const std::exception& e) {
+    // What JSON cannot carry (invalid UTF-8, integers beyond 64 bits, deep nesting) is the
+    // request's fault: the format's own error, not a failure of the renderer.
+    refuse(std::string("Kimi K3 cannot write this value as JSON: ") + e.what());
+  }
 }
 
 // Python's str() of a JSON value, as attribute values are written.

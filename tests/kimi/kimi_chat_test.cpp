@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "kimi_test_util.h"
 #include "text/chat_template.h"
@@ -91,6 +92,55 @@ TEST(KimiXtmlChat, TheServerSwitchesAreAliasesOfTheFormatsOwn) {
   EXPECT_NE(render(messages, {{"thinking", false}}), render(messages, json::object()));
   EXPECT_TRUE(render(messages, {{"thinking", false}}).ends_with("<|open|>response<|sep|>"));
   EXPECT_TRUE(render(messages, json::object()).ends_with("<|open|>think<|sep|>"));
+}
+
+// Fuzz: conversations of random shapes (any role, content of any type, tool calls and arguments
+// of any type, switches of any type) render or raise the format's own error, nothing else.
+TEST(KimiXtmlChat, RandomConversationsRenderOrRaiseTheFormatsError) {
+  std::mt19937 rng(5);
+  const std::vector<json> scalars = {nullptr, true,    0,      -1.5,          "",
+                                     "x",     "a&\"b", "\xff", json::array(), json::object()};
+  auto scalar = [&] { return scalars[rng() % scalars.size()]; };
+  auto value = [&](int depth, auto&& self) -> json {
+    if (depth == 0 || rng() % 3 == 0) return scalar();
+    json v = rng() % 2 ? json::array() : json::object();
+    for (int i = 0, n = static_cast<int>(rng() % 3); i < n; ++i) {
+      if (v.is_array()) {
+        v.push_back(self(depth - 1, self));
+      } else {
+        v[std::string(1, static_cast<char>('a' + rng() % 4))] = self(depth - 1, self);
+      }
+    }
+    return v;
+  };
+  const std::vector<std::string> roles = {"user", "assistant", "tool", "system", "other"};
+  for (int round = 0; round < 400; ++round) {
+    json messages = json::array();
+    for (int m = 0, n = static_cast<int>(rng() % 5); m < n; ++m) {
+      json message = {{"role", roles[rng() % roles.size()]}, {"content", value(2, value)}};
+      if (rng() % 3 == 0) {
+        json call = {{"id", scalar()}, {"function", {{"name", scalar()}}}};
+        if (rng() % 2) call["function"]["arguments"] = value(2, value);
+        message["tool_calls"] = json::array({call, value(1, value)});
+      }
+      if (rng() % 4 == 0) message["tool_call_id"] = scalar();
+      if (rng() % 5 == 0) message["name"] = scalar();
+      if (rng() % 6 == 0) message["reasoning_content"] = scalar();
+      if (rng() % 10 == 0) message.erase("role");
+      messages.push_back(message);
+    }
+    KimiXtmlOptions options;
+    options.add_generation_prompt = rng() % 2 == 0;
+    if (rng() % 3 == 0) options.tools = value(2, value);
+    if (rng() % 3 == 0) options.variables["thinking"] = scalar();
+    if (rng() % 3 == 0) options.variables["thinking_effort"] = scalar();
+    if (rng() % 4 == 0) options.variables["response_format"] = value(2, value);
+    try {
+      (void)render_kimi_xtml(messages, options);
+    } catch (const jinja::TemplateError& e) {
+      EXPECT_EQ(e.kind(), jinja::TemplateError::Kind::kRaised) << messages.dump();
+    }
+  }
 }
 
 TEST(KimiXtmlChat, TheFixturesTemplateIsTheBuiltInFormatAndMarkersInTextStayText) {
