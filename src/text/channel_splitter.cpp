@@ -1,11 +1,37 @@
 #include "text/channel_splitter.h"
 
+#include <algorithm>
+
 #include "text/kimi_xtml_splitter.h"
 #include "text/muse_channel_parser.h"
 #include "text/reasoning_parser.h"
 #include "text/tokenizer.h"
 
 namespace md {
+
+void append_segment(ChannelSplitter::Segment::Kind kind, std::string_view text,
+                    std::vector<ChannelSplitter::Segment>& out) {
+  if (text.empty()) return;
+  if (!out.empty() && out.back().kind == kind) {
+    out.back().text += text;
+  } else {
+    out.push_back({kind, std::string(text)});
+  }
+}
+
+std::size_t partial_marker_length(std::string_view text,
+                                  std::initializer_list<std::string_view> markers) {
+  std::size_t longest = 0;
+  for (const std::string_view marker : markers) {
+    for (std::size_t n = std::min(text.size(), marker.size() - 1); n > longest; --n) {
+      if (text.ends_with(marker.substr(0, n))) {
+        longest = n;
+        break;
+      }
+    }
+  }
+  return longest;
+}
 
 ChannelFormat channel_format_of_template(std::string_view source) {
   if (source.find("<|message|>") != std::string_view::npos &&

@@ -5,7 +5,9 @@
 // terminal chat and the server use it without knowing which.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -44,6 +46,15 @@ class ChannelSplitter {
  protected:
   int64_t reasoning_pieces_ = 0;
 };
+
+// Appends `text` of `kind` to `out`, merged into the last segment when that is of the same kind
+// (the splitters' outputs are runs of one kind).
+void append_segment(ChannelSplitter::Segment::Kind kind, std::string_view text,
+                    std::vector<ChannelSplitter::Segment>& out);
+// The length of the longest proper prefix of one of `markers` that `text` ends with: what a
+// splitter holds back until the next piece tells whether a marker starts there.
+std::size_t partial_marker_length(std::string_view text,
+                                  std::initializer_list<std::string_view> markers);
 
 // The format a chat template writes, read from its source: Muse's headers where it writes
 // `<|message|>` and a `to=self` recipient, Kimi K3's sections where it writes <|open|>,

@@ -11,33 +11,8 @@ namespace {
 
 constexpr std::string_view kOpen = "<|open|>", kClose = "<|close|>", kSep = "<|sep|>";
 constexpr std::string_view kEndOfMessage = "<|end_of_msg|>";
-constexpr std::array<std::string_view, 3> kMarkers = {kOpen, kClose, kEndOfMessage};
 // A tag longer than this without its <|sep|> is no tag: its text is released as text.
 constexpr std::size_t kMaxTag = 4096;
-
-void add(ChannelSplitter::Segment::Kind kind, std::string_view text,
-         std::vector<ChannelSplitter::Segment>& out) {
-  if (text.empty()) return;
-  if (!out.empty() && out.back().kind == kind) {
-    out.back().text += text;
-  } else {
-    out.push_back({kind, std::string(text)});
-  }
-}
-
-// The length of the longest suffix of `text` that begins a marker.
-std::size_t partial_marker(std::string_view text) {
-  std::size_t longest = 0;
-  for (std::string_view marker : kMarkers) {
-    for (std::size_t n = std::min(marker.size() - 1, text.size()); n > longest; --n) {
-      if (text.substr(text.size() - n) == marker.substr(0, n)) {
-        longest = n;
-        break;
-      }
-    }
-  }
-  return longest;
-}
 
 // The value of attribute `key` in a tag's text (`call tool="a&amp;b" index="1"`), unescaped.
 std::string attribute(std::string_view tag, std::string_view key) {
@@ -95,9 +70,11 @@ std::vector<ChannelSplitter::Segment> KimiXtmlSplitter::finish() {
 void KimiXtmlSplitter::scan(bool final, std::vector<Segment>& out) {
   for (;;) {
     std::size_t at = std::string::npos;
-    for (std::string_view marker : kMarkers) at = std::min(at, pending_.find(marker));
+    for (std::string_view marker : {kOpen, kClose, kEndOfMessage})
+      at = std::min(at, pending_.find(marker));
     if (at == std::string::npos) {
-      const std::size_t keep = final ? 0 : partial_marker(pending_);
+      const std::size_t keep =
+          final ? 0 : partial_marker_length(pending_, {kOpen, kClose, kEndOfMessage});
       text(std::string_view(pending_).substr(0, pending_.size() - keep), out);
       pending_.erase(0, pending_.size() - keep);
       return;
@@ -112,7 +89,8 @@ void KimiXtmlSplitter::scan(bool final, std::vector<Segment>& out) {
     const std::size_t head = open ? kOpen.size() : kClose.size();
     const std::size_t sep = pending_.find(kSep, head);
     std::size_t next = std::string::npos;  // another marker before the <|sep|>: no tag here
-    for (std::string_view marker : kMarkers) next = std::min(next, pending_.find(marker, head));
+    for (std::string_view marker : {kOpen, kClose, kEndOfMessage})
+      next = std::min(next, pending_.find(marker, head));
     const bool no_tag = next < sep || (sep == std::string::npos && next != std::string::npos) ||
                         (sep == std::string::npos ? pending_.size() - head : sep - head) > kMaxTag;
     if (sep == std::string::npos && !no_tag && !final) return;  // the tag may still complete
@@ -171,7 +149,7 @@ void KimiXtmlSplitter::on_tag(std::string_view tag, bool open, std::vector<Segme
 void KimiXtmlSplitter::text(std::string_view t, std::vector<Segment>& out) {
   switch (section_) {
     case Section::kThink:
-      add(Segment::kReasoning, t, out);
+      append_segment(Segment::kReasoning, t, out);
       break;
     case Section::kMessage:
     case Section::kResponse:
@@ -190,7 +168,7 @@ void KimiXtmlSplitter::text(std::string_view t, std::vector<Segment>& out) {
 }
 
 void KimiXtmlSplitter::answer(std::string_view t, std::vector<Segment>& out) {
-  add(Segment::kAnswer, t, out);
+  append_segment(Segment::kAnswer, t, out);
 }
 
 // A typed argument's value: strings as written, other types as the JSON they are (the text

@@ -18,30 +18,6 @@ std::string_view trim(std::string_view s) {
   return s.substr(begin, end - begin + 1);
 }
 
-// Length of the longest proper prefix of a marker that `text` ends with.
-std::size_t partial_marker_length(std::string_view text) {
-  std::size_t longest = 0;
-  for (const std::string_view marker : {kStart, kMessage, kEnds[0], kEnds[1]}) {
-    for (std::size_t n = std::min(text.size(), marker.size() - 1); n > longest; --n) {
-      if (text.ends_with(marker.substr(0, n))) {
-        longest = n;
-        break;
-      }
-    }
-  }
-  return longest;
-}
-
-void append(ChannelSplitter::Segment::Kind kind, std::string_view text,
-            std::vector<ChannelSplitter::Segment>& out) {
-  if (text.empty()) return;
-  if (!out.empty() && out.back().kind == kind) {
-    out.back().text += text;
-  } else {
-    out.push_back({kind, std::string(text)});
-  }
-}
-
 }  // namespace
 
 MuseChannelParser::MuseChannelParser(bool starts_in_header) : in_header_(starts_in_header) {}
@@ -65,7 +41,7 @@ void MuseChannelParser::consume(std::string_view text, std::vector<Segment>& out
     header_ += text;
     if (!saw_message_) unrouted_ += text;
   } else {
-    append(body_is_reasoning_ ? Segment::kReasoning : Segment::kAnswer, text, out);
+    append_segment(body_is_reasoning_ ? Segment::kReasoning : Segment::kAnswer, text, out);
   }
 }
 
@@ -116,7 +92,7 @@ std::vector<ChannelSplitter::Segment> MuseChannelParser::push(std::string_view p
     }
     // An end marker closes the message; text before the next <|start|> stays in its channel.
   }
-  const std::size_t keep = partial_marker_length(pending_);
+  const std::size_t keep = partial_marker_length(pending_, {kStart, kMessage, kEnds[0], kEnds[1]});
   consume(std::string_view(pending_).substr(0, pending_.size() - keep), out);
   pending_.erase(0, pending_.size() - keep);
   return out;
@@ -126,7 +102,7 @@ std::vector<ChannelSplitter::Segment> MuseChannelParser::finish() {
   std::vector<Segment> out;
   consume(pending_, out);
   pending_.clear();
-  if (!saw_message_) append(Segment::kAnswer, unrouted_, out);
+  if (!saw_message_) append_segment(Segment::kAnswer, unrouted_, out);
   header_.clear();
   unrouted_.clear();
   return out;

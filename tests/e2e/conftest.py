@@ -105,3 +105,22 @@ def metric(text, name, labels=None):
             continue
         return float(value)
     raise KeyError(f"{name} {labels or ''} not in metrics")
+
+
+def assert_structured_answer(client, model, messages):
+    """A json_schema response format on a model whose format opens the answer in the prompt
+    before the grammar applies (Muse's header, Kimi K3's response section): no reasoning, and the
+    content is the JSON, or its prefix when the tokens ran out inside it."""
+    import json
+    r = client.chat.completions.create(
+        model=model, messages=messages, max_tokens=60, temperature=0,
+        response_format={"type": "json_schema", "json_schema": {"name": "n", "strict": True,
+                                                                "schema": {
+            "type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
+            "additionalProperties": False}}})
+    choice = r.choices[0]
+    assert not getattr(choice.message, "reasoning_content", None)
+    if choice.finish_reason == "stop":
+        assert isinstance(json.loads(choice.message.content)["n"], int)
+    else:
+        assert choice.message.content.startswith("{")

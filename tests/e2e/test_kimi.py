@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, MODEL_DIR, Server
+from conftest import BIN, MODEL_DIR, Server, assert_structured_answer
 
 FIXTURE = Path(MODEL_DIR).parent.parent / "kimi" / "kimi-k3-tiny"
 MARKERS = ("<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>", "[EOS]", "<tool_call>")
@@ -195,15 +195,4 @@ def test_the_terminal_chat_keeps_a_conversation():
 def test_structured_output_shapes_the_response_section(kimi):
     """The prompt closes the think section and opens the response before the grammar applies:
     the body is the JSON, not reasoning."""
-    r = kimi.chat.completions.create(
-        model=model_of(kimi), messages=QUESTION, max_tokens=60, temperature=0,
-        response_format={"type": "json_schema", "json_schema": {"name": "n", "strict": True,
-                                                                "schema": {
-            "type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
-            "additionalProperties": False}}})
-    choice = r.choices[0]
-    assert not getattr(choice.message, "reasoning_content", None)
-    if choice.finish_reason == "stop":
-        assert isinstance(json.loads(choice.message.content)["n"], int)
-    else:  # ran out of tokens inside the number: still a prefix of the shape
-        assert choice.message.content.startswith("{")
+    assert_structured_answer(kimi, model_of(kimi), QUESTION)

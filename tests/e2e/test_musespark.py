@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, MODEL_DIR, Server
+from conftest import BIN, MODEL_DIR, Server, assert_structured_answer
 
 FIXTURE = Path(MODEL_DIR).parent.parent / "musespark" / "muse-spark-tiny"
 MARKERS = ("<|start|>", "<|message|>", "<|eom|>", "<|eot|>", "<|reserved", "<|begin_of_text|>")
@@ -79,17 +79,7 @@ def test_completions_take_a_raw_prompt(muse):
 
 def test_structured_output_shapes_the_answer_message(muse):
     """The answer header is opened before the grammar applies: the body is the JSON."""
-    r = muse.chat.completions.create(
-        model=muse.models.list().data[0].id, messages=MESSAGES, max_tokens=60, temperature=0,
-        response_format={"type": "json_schema", "json_schema": {"name": "n", "strict": True, "schema": {
-            "type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"],
-            "additionalProperties": False}}})
-    choice = r.choices[0]
-    assert not getattr(choice.message, "reasoning_content", None)
-    if choice.finish_reason == "stop":
-        assert isinstance(json.loads(choice.message.content)["n"], int)
-    else:  # ran out of tokens inside the number: still a prefix of the shape
-        assert choice.message.content.startswith('{"n"') or choice.message.content.startswith("{")
+    assert_structured_answer(muse, muse.models.list().data[0].id, MESSAGES)
 
 
 def test_muse_reasoning_efforts(muse):
