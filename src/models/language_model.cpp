@@ -29,6 +29,13 @@ void LanguageModel::check_tap_layers(std::span<const int64_t> layers, int64_t nu
   }
 }
 
+void LanguageModel::check_commit(int64_t verified_rows, int64_t rows_kept) {
+  if (verified_rows == 0) fail("commit without a verify run on this sequence");
+  if (rows_kept < 0 || rows_kept > verified_rows) {
+    fail("commit keeps 0..{} rows, got {}", verified_rows, rows_kept);
+  }
+}
+
 void LanguageModel::check_append(const SequenceState& state, std::span<const int32_t> tokens,
                                  int64_t vocab_size) {
   if (tokens.empty()) fail("forward needs at least one token");

@@ -155,6 +155,9 @@ class LanguageModel {
   // twice (a fused step copies a layer's residual to its first slot only): set_tap_layers()'
   // precondition.
   static void check_tap_layers(std::span<const int64_t> layers, int64_t num_layers);
+  // Throws md::Error unless a verify left `verified_rows` (> 0) on the sequence and `rows_kept`
+  // is one of 0..verified_rows: commit()'s precondition.
+  static void check_commit(int64_t verified_rows, int64_t rows_kept);
   // decode() as one forward() per sequence; `after_row(i)` runs after sequence i's forward (a
   // family keeps per-row outputs there, e.g. the drafter taps each forward replaces).
   void decode_each(std::span<SequenceState* const> states, std::span<const int32_t> tokens,

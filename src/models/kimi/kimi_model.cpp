@@ -176,10 +176,7 @@ void KimiModel::verify(SequenceState& base, std::span<const int32_t> tokens,
 
 void KimiModel::commit(SequenceState& base, int64_t rows_kept) {
   auto& state = dynamic_cast<KimiState&>(base);
-  if (state.verified_rows() == 0) fail("commit without a verify run on this sequence");
-  if (rows_kept < 0 || rows_kept > state.verified_rows()) {
-    fail("commit keeps 0..{} rows, got {}", state.verified_rows(), rows_kept);
-  }
+  check_commit(state.verified_rows(), rows_kept);
   state.commit(rows_kept);
 }
 

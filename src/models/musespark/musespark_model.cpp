@@ -343,10 +343,7 @@ void MuseSparkModel::verify(SequenceState& state, std::span<const int32_t> token
 
 void MuseSparkModel::commit(SequenceState& state, int64_t rows_kept) {
   auto& typed = dynamic_cast<MuseSparkState&>(state);
-  if (typed.verified_rows() == 0) fail("commit without a verify run on this sequence");
-  if (rows_kept < 0 || rows_kept > typed.verified_rows()) {
-    fail("commit keeps 0..{} rows, got {}", typed.verified_rows(), rows_kept);
-  }
+  check_commit(typed.verified_rows(), rows_kept);
   typed.commit(rows_kept);
 }
 
