@@ -20,6 +20,16 @@
 
 namespace md {
 
+// A tool call being read: handed on whole when it closes (or its tools section, its message or
+// the stream ends). At namespace scope: clang does not yet see a nested class with member
+// initialisers as default-constructible inside its enclosing class (std::optional::emplace).
+struct KimiXtmlCall {
+  std::string name;
+  nlohmann::ordered_json arguments = nlohmann::ordered_json::object();
+  std::string key, type, value;         // the argument being read
+  std::optional<std::string> raw_json;  // a raw JSON argument block
+};
+
 class KimiXtmlSplitter final : public ChannelSplitter {
  public:
   enum class Section { kMessage, kThink, kResponse, kTools, kCall, kArgument, kJson };
@@ -42,18 +52,9 @@ class KimiXtmlSplitter final : public ChannelSplitter {
   void end_argument();
   void end_call(std::vector<Segment>& out);
 
-  // A tool call being read: handed on whole when it closes (or its tools section, its message or
-  // the stream ends).
-  struct Call {
-    std::string name;
-    nlohmann::ordered_json arguments = nlohmann::ordered_json::object();
-    std::string key, type, value;         // the argument being read
-    std::optional<std::string> raw_json;  // a raw JSON argument block
-  };
-
   Section section_;
   std::string pending_;  // text that may hold the start of a marker or an unfinished tag
-  std::optional<Call> call_;
+  std::optional<KimiXtmlCall> call_;
 };
 
 }  // namespace md
