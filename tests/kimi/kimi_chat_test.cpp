@@ -54,16 +54,19 @@ TEST(KimiXtmlChat, RendersEveryCaseAsJinja2RendersTheTranscription) {
   }
 }
 
-// Only the four markers are marker segments; tag names, attributes and content are text.
+// Only the four markers are marker segments; tag names, attributes and content are text (which
+// holds a marker only where a message typed one).
 TEST(KimiXtmlChat, SegmentsSeparateMarkersFromText) {
-  for (const json& c : goldens()["cases"]) {
+  const json cases = goldens()["cases"];  // kept: a loop over the temporary's member would dangle
+  for (const json& c : cases) {
     if (c.contains("error")) continue;
+    const bool typed_markers = c["messages"].dump().find("<|") != std::string::npos;
     for (const ChatSegment& s : render_kimi_xtml(c["messages"], options_of(c))) {
       if (s.markers) {
         EXPECT_TRUE(s.text == "<|open|>" || s.text == "<|sep|>" || s.text == "<|close|>" ||
                     s.text == "<|end_of_msg|>")
             << s.text;
-      } else {
+      } else if (!typed_markers) {
         EXPECT_EQ(s.text.find("<|sep|>"), std::string::npos) << c["name"] << ": " << s.text;
       }
     }
