@@ -38,8 +38,8 @@ std::string continue_final(const std::string& rendered, const nlohmann::ordered_
 }
 
 // Kimi K3's format states a required tool choice in the prompt (a system message) instead of a
-// forced prefix; a named one it has no way to state.
-void kimi_tool_choice(const ChatPromptFields& fields, ChatTemplateOptions& options) {
+// forced prefix, a named one it has no way to state; and it states a JSON response format.
+void kimi_prompt_switches(const ChatPromptFields& fields, ChatTemplateOptions& options) {
   if (fields.tool_choice == ToolChoiceKind::kNamed) {
     throw invalid_value_message(
         "tool_choice",
@@ -47,6 +47,8 @@ void kimi_tool_choice(const ChatPromptFields& fields, ChatTemplateOptions& optio
         "'required'.");
   }
   if (fields.tool_choice == ToolChoiceKind::kRequired) options.extra["tool_choice"] = "required";
+  // A JSON response format is stated in the prompt too (K3's response-format message).
+  if (!fields.response_format.is_null()) options.extra["response_format"] = fields.response_format;
 }
 
 }  // namespace
@@ -69,7 +71,7 @@ ChatPrompt render_chat_prompt(const ChatPromptFields& fields, const ChatTemplate
   options.extra = fields.chat_template_kwargs;
   ChatPrompt prompt;
   if (chat_template->is_kimi_xtml()) {
-    kimi_tool_choice(fields, options);
+    kimi_prompt_switches(fields, options);
   } else {
     prompt.forced_prefix = forced_tool_prefix(fields, format);
   }

@@ -678,6 +678,8 @@ ChatRequest parse_chat_request(const Json& body, const RequestLimits& limits) {
   const std::optional<ToolChoice> tool_choice = parse_tool_choice(r);
   out.parallel_tool_calls = r.boolean("parallel_tool_calls").value_or(true);
   read_structured_output(r, out);
+  if (out.grammar && out.grammar_param != "grammar")
+    out.response_format = *r.object("response_format");
   const std::optional<std::string> effort = read_reasoning_effort(r);
   out.chat_template_kwargs = read_template_kwargs(r, limits);
   const std::optional<bool> enable_thinking = r.boolean("enable_thinking");

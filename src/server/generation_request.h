@@ -78,6 +78,9 @@ struct ChatPromptFields {
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
   bool add_generation_prompt = true;
   bool continue_final_message = false;
+  // A JSON response_format (json_object, json_schema) as given, for chat formats that state it in
+  // the prompt as well (Kimi K3's response-format message); null otherwise.
+  nlohmann::ordered_json response_format = nullptr;
 };
 
 struct ChatRequest : CommonFields, ChatPromptFields {

@@ -194,5 +194,13 @@ def test_the_terminal_chat_keeps_a_conversation():
 
 def test_structured_output_shapes_the_response_section(kimi):
     """The prompt closes the think section and opens the response before the grammar applies:
-    the body is the JSON, not reasoning."""
+    the body is the JSON, not reasoning. K3's format also states the response format in the
+    prompt (its response-format system message: tens of tokens more than the plain prompt)."""
     assert_structured_answer(kimi, model_of(kimi), QUESTION)
+    model = model_of(kimi)
+    plain = kimi.chat.completions.create(model=model, messages=QUESTION, max_tokens=1,
+                                         temperature=0).usage.prompt_tokens
+    stated = kimi.chat.completions.create(model=model, messages=QUESTION, max_tokens=1,
+                                          temperature=0,
+                                          response_format={"type": "json_object"})
+    assert stated.usage.prompt_tokens > plain + 30
