@@ -6,6 +6,7 @@
 
 #include "text/jinja/error.h"
 #include "text/jinja/json.h"
+#include "text/jinja/unicode.h"
 
 namespace md {
 
@@ -60,14 +61,9 @@ const json& field(const json& object, const char* key) {
   return it == object.end() ? kNull : *it;
 }
 
-std::string trim(const std::string& text) {
-  const auto space = [](char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-  };
-  std::size_t begin = 0, end = text.size();
-  while (begin < end && space(text[begin])) ++begin;
-  while (end > begin && space(text[end - 1])) --end;
-  return text.substr(begin, end - begin);
+// Python's str.strip(), as the format's `|trim` is (Unicode whitespace, not only ASCII).
+std::string trim(std::string_view text) {
+  return jinja::uni::strip(text, nullptr, true, true);
 }
 
 // Attribute values escape & and " only; content is never escaped.

@@ -93,27 +93,27 @@ std::unique_ptr<SequenceState> KimiModel::new_sequence(int64_t capacity) const {
   return std::make_unique<KimiState>(config_, reference_.new_state(), capacity);
 }
 
+// Every row's taps are written by the step, so the buffer is only sized, not cleared.
 float* KimiModel::taps_for(int64_t rows) {
-  last_taps_.assign(static_cast<std::size_t>(rows * static_cast<int64_t>(tap_layers_.size()) *
-                                             config_.hidden_size),
-                    0.0f);
+  last_taps_.resize(static_cast<std::size_t>(rows * tap_width()));
   return tap_layers_.empty() ? nullptr : last_taps_.data();
 }
 
+float* KimiModel::tap_row(float* taps, int64_t row) const {
+  return taps != nullptr ? taps + row * tap_width() : nullptr;
+}
+
+// A single token runs the decode form, several the chunked prefill form, in pieces.
 void KimiModel::run_tokens(KimiState& state, const int32_t* ids, int64_t n, float* logits,
                            int64_t logit_rows, float* taps) const {
   const int64_t vocab = config_.vocab_size, first_logit = n - logit_rows;
-  const int64_t tap_width = static_cast<int64_t>(tap_layers_.size()) * config_.hidden_size;
-  if (n == 1) {
-    reference_.run(ids, 1, state.data(), false, logits, logit_rows, taps);
-  }
-  for (int64_t begin = 0; n > 1 && begin < n; begin += kPrefillPiece) {
+  for (int64_t begin = 0; begin < n; begin += kPrefillPiece) {
     const int64_t end = std::min(n, begin + kPrefillPiece);
     const int64_t from = std::max(begin, first_logit);
     const int64_t rows = std::max<int64_t>(0, end - from);
-    reference_.run(ids + begin, end - begin, state.data(), true,
+    reference_.run(ids + begin, end - begin, state.data(), /*chunked=*/n > 1,
                    rows > 0 ? logits + (from - first_logit) * vocab : nullptr, rows,
-                   taps != nullptr ? taps + begin * tap_width : nullptr);
+                   tap_row(taps, begin));
   }
   state.sync_position();
 }
@@ -142,14 +142,12 @@ void KimiModel::decode(std::span<SequenceState* const> states, std::span<const i
   }
   const auto rows = static_cast<int64_t>(states.size());
   const int64_t vocab = config_.vocab_size;
-  const int64_t tap_width = static_cast<int64_t>(tap_layers_.size()) * config_.hidden_size;
   logits.resize(static_cast<std::size_t>(rows * vocab));
   float* taps = taps_for(rows);
   for (int64_t r = 0; r < rows; ++r) {
     auto& state = dynamic_cast<KimiState&>(*states[r]);
     state.keep_all();
-    run_tokens(state, &tokens[r], 1, logits.data() + r * vocab, 1,
-               taps != nullptr ? taps + r * tap_width : nullptr);
+    run_tokens(state, &tokens[r], 1, logits.data() + r * vocab, 1, tap_row(taps, r));
   }
 }
 
@@ -162,14 +160,12 @@ void KimiModel::verify(SequenceState& base, std::span<const int32_t> tokens,
   check_append(base, tokens, config_.vocab_size);
   auto& state = dynamic_cast<KimiState&>(base);
   const int64_t vocab = config_.vocab_size;
-  const int64_t tap_width = static_cast<int64_t>(tap_layers_.size()) * config_.hidden_size;
   logits.resize(static_cast<std::size_t>(rows * vocab));
   float* taps = taps_for(rows);
   state.begin_verify();
   for (int64_t r = 0; r < rows; ++r) {
     if (r > 0) state.after_verify_row();
-    run_tokens(state, &tokens[r], 1, logits.data() + r * vocab, 1,
-               taps != nullptr ? taps + r * tap_width : nullptr);
+    run_tokens(state, &tokens[r], 1, logits.data() + r * vocab, 1, tap_row(taps, r));
   }
   state.end_verify(rows);
 }

@@ -77,7 +77,12 @@ class KimiModel final : public LanguageModel {
   // `n` tokens through the reference: logits for the last `logit_rows`, taps for every token.
   void run_tokens(KimiState& state, const int32_t* ids, int64_t n, float* logits,
                   int64_t logit_rows, float* taps) const;
+  // last_taps_ sized for `rows` (null when no layer is tapped), and row `row` within `taps`.
   float* taps_for(int64_t rows);
+  float* tap_row(float* taps, int64_t row) const;
+  int64_t tap_width() const {
+    return static_cast<int64_t>(tap_layers_.size()) * config_.hidden_size;
+  }
 
   std::string directory_;
   KimiK3Config config_;
