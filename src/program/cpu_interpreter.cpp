@@ -13,7 +13,10 @@
 #include "kernels/norms.h"
 #include "kernels/top_k.h"
 #include "program/cpu_delta_net.h"
+#include "program/cpu_kda.h"
+#include "program/cpu_latent_attention.h"
 #include "program/cpu_moe.h"
+#include "program/cpu_residual_mix.h"
 #include "program/cpu_row_attention.h"
 #include "program/cpu_window_attention.h"
 
@@ -324,6 +327,20 @@ void run_task(const Instruction& ins, int64_t task, const Program& program,
       return;
     case Opcode::kMoeMix:
       run_moe_mix_row(std::get<MoeMixOperands>(ins.operands), task, program);
+      return;
+    case Opcode::kResidualMix:
+      run_residual_mix_row(std::get<ResidualMixOperands>(ins.operands), task, program,
+                           context.scratch);
+      return;
+    case Opcode::kKda:
+      run_kda_head(std::get<KdaOperands>(ins.operands), task, program, context.scratch);
+      return;
+    case Opcode::kLatentAppend:
+      run_latent_append_row(std::get<LatentAppendOperands>(ins.operands).attention, task, program);
+      return;
+    case Opcode::kLatentAttention:
+      run_latent_attention_head(std::get<LatentAttentionOperands>(ins.operands), task, program,
+                                context.scratch);
       return;
     case Opcode::kFamilyKernel:
       std::get<FamilyOperands>(ins.operands).body(task, context);

@@ -163,6 +163,10 @@ void run_moe_mix_row(const MoeMixOperands& op, int64_t row, const Program& progr
   for (int64_t i = 0; i < op.experts_per_token; ++i) {
     const RowChoice& choice = op.plan->choices[at(row)][at(i)];
     float* o = each + (choice.slot * kMaxStepRows + choice.entry) * op.width;
+    if (!op.normalise) {
+      for (int64_t c = 0; c < op.width; ++c) out[c] += o[c] * choice.weight;
+      continue;
+    }
     kernels::mix_expert_output(o, op.scale, op.eps, choice.weight, op.width, out);
   }
 }

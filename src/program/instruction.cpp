@@ -42,6 +42,14 @@ std::string_view opcode_name(Opcode op) {
       return "gated_residual";
     case Opcode::kMoeMix:
       return "moe_mix";
+    case Opcode::kResidualMix:
+      return "residual_mix";
+    case Opcode::kKda:
+      return "kda";
+    case Opcode::kLatentAppend:
+      return "latent_append";
+    case Opcode::kLatentAttention:
+      return "latent_attention";
     case Opcode::kFamilyKernel:
       return "family_kernel";
   }
@@ -118,6 +126,14 @@ int64_t operand_tasks(const Instruction& ins) {
     }
     case Opcode::kMoeMix:
       return std::get<MoeMixOperands>(ins.operands).plan == nullptr ? -2 : -1;
+    case Opcode::kKda: {
+      const auto& op = std::get<KdaOperands>(ins.operands);
+      return op.conv_kernel >= 2 && op.head_dim > 0 ? op.heads : -2;
+    }
+    case Opcode::kLatentAttention: {
+      const auto& op = std::get<LatentAttentionOperands>(ins.operands);
+      return op.key_absorb == nullptr ? -2 : op.heads;
+    }
     case Opcode::kArgmax:
     case Opcode::kMoeRoute:
       return 1;
@@ -215,6 +231,25 @@ std::vector<BufferId> buffers_named(const Instruction& ins) {
     case Opcode::kMoeMix: {
       const auto& op = std::get<MoeMixOperands>(ins.operands);
       ids.insert(ids.end(), {op.each, op.out});
+      break;
+    }
+    case Opcode::kResidualMix: {
+      const auto& op = std::get<ResidualMixOperands>(ins.operands);
+      ids.insert(ids.end(), {op.prefix, op.blocks, op.out, op.copy_to});
+      if (op.update != PrefixUpdate::kNone) ids.push_back(op.sub);
+      break;
+    }
+    case Opcode::kKda: {
+      const auto& op = std::get<KdaOperands>(ins.operands);
+      ids.insert(ids.end(), {op.in, op.out});
+      break;
+    }
+    case Opcode::kLatentAppend:
+      ids.push_back(std::get<LatentAppendOperands>(ins.operands).attention.ckv);
+      break;
+    case Opcode::kLatentAttention: {
+      const auto& op = std::get<LatentAttentionOperands>(ins.operands);
+      ids.insert(ids.end(), {op.q, op.gate, op.out});
       break;
     }
     default:

@@ -363,7 +363,8 @@ struct MoeDownOperands {
 
 // kMoeMix: one task per step row n: Σ over the row's choices in the router's order of
 // weight · norm(each[slot][entry]), where norm multiplies by `scale` (when set) and normalises
-// without a weight (eps), written to out[n·width] (Muse Spark's per-expert post-norm and mix).
+// without a weight (eps), written to out[n·width] (Muse Spark's per-expert post-norm and mix); with
+// `normalise` false, of weight · each[slot][entry] as it is (Kimi K3's latent mix).
 // Each (slot, entry) belongs to one row, so the norm is taken in place.
 struct MoeMixOperands {
   BufferId each = kNoBuffer, out = kNoBuffer;
@@ -371,6 +372,88 @@ struct MoeMixOperands {
   const float* scale = nullptr;
   float eps = 0;
   const MoePlan* plan = nullptr;
+  bool normalise = true;  // false: the products are mixed as they are (Kimi K3)
+};
+
+// kResidualMix: one task per step row n (Kimi K3's attention residuals, kernels/residual_mix.h):
+// first the running prefix takes the last sub-layer's output (`update`: prefix ← prefix + sub, or
+// prefix ← sub where a new block began) and is copied to copy_to (a drafter's tap) when set; then
+// out ← Mix(blocks 0 … block_count − 1, prefix; weight); then, with push_to >= 0, the prefix is
+// stored as block push_to. Block b of row n is blocks[(b·block_rows + n)·width]; rows are `width`.
+enum class PrefixUpdate : uint8_t { kNone, kAdd, kReplace };
+struct ResidualMixOperands {
+  BufferId prefix = kNoBuffer, sub = kNoBuffer, blocks = kNoBuffer, out = kNoBuffer;
+  int64_t width = 0, block_rows = 0, block_count = 0, push_to = -1;
+  PrefixUpdate update = PrefixUpdate::kNone;
+  const float* weight = nullptr;  // [width]: the folded norm ⊙ projection
+  float eps = 0;
+  BufferId copy_to = kNoBuffer;
+  int64_t copy_offset = 0, copy_stride = 0;
+
+  // Worker scratch a task needs: the candidates' scores.
+  int64_t scratch_floats() const { return block_count + 1; }
+};
+
+// kKda: one task per head h of a Kimi Delta Attention layer (kimi-k3-dspark.md §6.2), over the
+// step rows in order: the short convs (SiLU) of the head's q, k and v channels with their rolling
+// history, q (scaled by 1/√d) and k L2-normalised, the lower-bound log-decay of each key channel,
+// β = σ(b), the per-channel delta-rule step on the f32 state and the gated output norm (σ(gate)).
+// A row of `in` is [q | k | v | f | gate] (C = heads·head_dim each) then b (heads); a row of `out`
+// is C. State: StepState::recurrent_state(slot), conv = the history [3][K − 1][C] (q, k, v,
+// oldest first), recurrent = [heads][d][d]. Verify rows (`snapshots`): after row s < rows − 1 the
+// head's history and state also go to StepState::recurrent_snapshot(slot, s + 1).
+struct KdaOperands {
+  BufferId in = kNoBuffer, out = kNoBuffer;
+  int64_t in_stride = 0, out_stride = 0;
+  int64_t heads = 0, head_dim = 0, conv_kernel = 0;
+  const float* conv_weight[3] = {nullptr, nullptr, nullptr};  // q, k, v: [C][conv_kernel]
+  const float* exp_a_log = nullptr;                           // [heads]
+  const float* dt_bias = nullptr;                             // [C]
+  float lower_bound = 0;
+  const float* norm = nullptr;  // [head_dim]
+  float norm_eps = 0;
+  int64_t state_slot = 0;
+  bool snapshots = false;
+
+  int64_t channels() const { return heads * head_dim; }
+  int64_t f_offset() const { return 3 * channels(); }
+  int64_t gate_offset() const { return 4 * channels(); }
+  int64_t b_offset() const { return 5 * channels(); }
+  // Worker scratch one task needs: the head's conv outputs and log-decays.
+  int64_t scratch_floats() const { return 4 * head_dim; }
+};
+
+// The latent cache rows of one MLA layer of one sequence ([positions][width], f32 or bf16: one of
+// the pointers is set), sized by the caller for every position the step writes.
+struct LatentRows {
+  float* f32 = nullptr;
+  uint16_t* bf16 = nullptr;
+  int64_t width = 0;
+};
+
+// kLatentAppend: one task per step row: the row's compressed kv (`ckv`, [rank | shared] per row)
+// becomes the cache row [RMSNorm(latent; norm) | shared key] at the row's position
+// (StepState::latent_rows(slot)), rounded to bf16 in a bf16 cache. kLatentAttention: one task per
+// query head h, over every step row: the absorbed query [W_UK_hᵀ · q_nope | q_shared] attends over
+// the cache rows 0 … position (kernels/latent_attention.h), the context goes through W_UV_h (the
+// head's value rows of kv_b_proj) and is gated by σ(gate). MLA without RoPE (§7.2, §7.3).
+struct LatentAttentionOperands {
+  BufferId q = kNoBuffer, ckv = kNoBuffer, gate = kNoBuffer, out = kNoBuffer;
+  int64_t heads = 0, nope = 0, shared = 0, rank = 0, v_head_dim = 0;
+  const float* latent_norm = nullptr;  // [rank]
+  float norm_eps = 0;
+  const float* key_absorb = nullptr;  // [heads][rank][nope]: W_UK_hᵀ
+  kernels::WeightMatrix kv_b;         // [heads·(nope + v), rank]
+  int64_t cache_slot = 0;
+
+  int64_t q_stride() const { return heads * (nope + shared); }
+  int64_t ckv_stride() const { return rank + shared; }
+  int64_t out_stride() const { return heads * v_head_dim; }  // gate rows too
+  // Worker scratch one attention task needs: its absorbed query, context and kv_b's outputs.
+  int64_t scratch_floats() const { return 2 * rank + shared + kv_b.rows; }
+};
+struct LatentAppendOperands {
+  LatentAttentionOperands attention;
 };
 
 // A candidate of a top-k: an id and its logit.
@@ -426,7 +509,8 @@ using Operands =
                  AttentionOperands, DeltaNetOperands, LmHeadOperands, ArgmaxOperands,
                  NormRowsOperands, BlockConvOperands, WindowAttentionOperands, TopKOperands,
                  MoeRouteOperands, MoeExpertsOperands, MoeDownOperands, RowAttentionOperands,
-                 GatedResidualOperands, MoeMixOperands, FamilyOperands>;
+                 GatedResidualOperands, MoeMixOperands, ResidualMixOperands, KdaOperands,
+                 LatentAppendOperands, LatentAttentionOperands, FamilyOperands>;
 
 enum class Opcode : uint8_t {
   kEmbed,
@@ -448,6 +532,10 @@ enum class Opcode : uint8_t {
   kRowAttention,
   kGatedResidual,
   kMoeMix,
+  kResidualMix,
+  kKda,
+  kLatentAppend,
+  kLatentAttention,
   kFamilyKernel,
 };
 std::string_view opcode_name(Opcode op);

@@ -27,6 +27,14 @@ kernels::KvRows& StepState::kv_rows(int64_t layer) {
   fail("this sequence keeps no position-indexed keys and values (layer {})", layer);
 }
 
+RecurrentState StepState::recurrent_snapshot(int64_t slot, int64_t rows) {
+  fail("this sequence keeps no verify snapshots (recurrent slot {}, {} rows)", slot, rows);
+}
+
+LatentRows StepState::latent_rows(int64_t slot) {
+  fail("this sequence keeps no latent cache (MLA slot {})", slot);
+}
+
 namespace {
 
 inline void cpu_relax() {

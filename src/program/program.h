@@ -41,6 +41,11 @@ class StepState {
   virtual kernels::KvRing kv_ring(int64_t layer);
   // Layer `layer`'s keys and values as position-indexed rows (row_attention).
   virtual kernels::KvRows& kv_rows(int64_t layer);
+  // Verify rows: where the recurrent state of layer `slot` after `rows` rows of the block goes
+  // (kda); families without verify snapshots in the state never get asked.
+  virtual RecurrentState recurrent_snapshot(int64_t slot, int64_t rows);
+  // An MLA layer's latent cache rows (latent_append, latent_attention).
+  virtual LatentRows latent_rows(int64_t slot);
 };
 
 // One row of a step: its token, its position and the sequence it extends (verify rows share

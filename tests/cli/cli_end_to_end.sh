@@ -54,7 +54,10 @@ check bench-muse-default 0 '^ops +2 +[0-9]' '' -- "$bin" bench --synthetic muse-
 [ -n "$sanitized" ] || check bench-muse-reference 0 '^reference +1 +[0-9]' '' -- "$bin" bench --synthetic muse-spark-tiny --executors reference --rows 1 --seconds 0.05 --rounds 1 --prefill-tokens 8 -t 1
 check bench-muse-verbose 0 'row_attention +L1\.attention +2 +0' '' -- "$bin" bench --synthetic muse-spark-tiny --rows 1 --executors mega --seconds 0.05 --rounds 1 --prefill-tokens 8 -v
 [ -n "$sanitized" ] || check bench-muse-int8 0 '^dense +int8 \(quantised at load\)' '' -- "$bin" bench --synthetic muse-spark-tiny --dense-weights int8 --rows 1 --seconds 0.05 --rounds 1 --prefill-tokens 8 -t 1
-check bench-kimi 0 '^reference +1 +[0-9]' '' -- "$bin" bench --synthetic kimi-k3-tiny --rows 1 --seconds 0.05 --rounds 1 --prefill-tokens 8 -t 1
+# So does Kimi K3: its program lists a kda task per head and the latent attention.
+check bench-kimi 0 '^ops +2 +[0-9]' '' -- "$bin" bench --synthetic kimi-k3-tiny --rows 2 --seconds 0.05 --rounds 1 --prefill-tokens 8 -t 1
+[ -n "$sanitized" ] || check bench-kimi-reference 0 '^reference +1 +[0-9]' '' -- "$bin" bench --synthetic kimi-k3-tiny --executors reference --rows 1 --seconds 0.05 --rounds 1 --prefill-tokens 8 -t 1
+check bench-kimi-verbose 0 'kda +L0\.kda +4 +0 .*per task' '' -- "$bin" bench --synthetic kimi-k3-tiny --rows 1 --executors mega --seconds 0.05 --rounds 1 --prefill-tokens 8 -v
 check bench-int8-other-family 1 '' 'implemented for muse_spark models only' -- "$bin" bench --synthetic qwen38-tiny --dense-weights int8
 # Speculative figures on a synthetic target need a synthetic drafter (forced τ 1..8, then the split).
 check bench-spec-synthetic 0 '  8 +[0-9.]+ +[0-9.]+x +[0-9.]+ +[0-9.]+' '' -- "$bin" bench --synthetic qwen38-tiny --draft synthetic --rows 1 --executors mega --seconds 0.05 --prefill-tokens 8 --spec-tokens 8

@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "base/error.h"
-#include "base/log.h"
 #include "models/common/config_files.h"
 
 namespace md {
@@ -33,7 +32,9 @@ KimiModel::KimiModel(const std::string& directory, const ModelRunOptions& run_op
       checkpoint_(std::make_unique<Checkpoint>(directory)),
       weights_(bind_kimi_k3_weights(*checkpoint_, config_)),
       pool_(std::make_unique<ThreadPool>(run_options.threads)),
-      reference_(config_, weights_, with_cache_type(reference_options, run_options), pool_.get()) {
+      reference_(config_, weights_, with_cache_type(reference_options, run_options), pool_.get()),
+      executor_(run_options.executor),
+      executors_(std::make_unique<program::Executors>(pool_->size())) {
   check_run_options(run_options, directory_);
 }
 
@@ -44,7 +45,9 @@ KimiModel::KimiModel(std::string name, KimiK3Config config, KimiK3Weights weight
       weights_(std::move(weights)),
       resident_bytes_(resident_bytes),
       pool_(std::make_unique<ThreadPool>(run_options.threads)),
-      reference_(config_, weights_, with_cache_type({}, run_options), pool_.get()) {
+      reference_(config_, weights_, with_cache_type({}, run_options), pool_.get()),
+      executor_(run_options.executor),
+      executors_(std::make_unique<program::Executors>(pool_->size())) {
   check_run_options(run_options, directory_);
 }
 
@@ -52,9 +55,6 @@ void KimiModel::check_run_options(const ModelRunOptions& run_options, const std:
   require_stored_dense_weights(run_options, name);
   if (run_options.matmul_inputs != kernels::MatmulInputs::kF32) {
     fail("{}: kimi_k3 runs its matrices with f32 inputs only for now", name);
-  }
-  if (run_options.executor != ExecutorKind::kReference) {
-    log::info("kimi_k3 has no fused program yet: its steps run the reference forward");
   }
 }
 
@@ -90,7 +90,8 @@ std::unique_ptr<SequenceState> KimiModel::new_sequence(int64_t capacity) const {
     fail("context {} is outside 1..{} (the context limit of {})", capacity, max_context(),
          directory_);
   }
-  return std::make_unique<KimiState>(config_, reference_.new_state(), capacity);
+  return std::make_unique<KimiState>(config_, reference_.new_state(), capacity,
+                                     reference_.options().bf16_latent_cache);
 }
 
 // Every row's taps are written by the step, so the buffer is only sized, not cleared.
@@ -141,6 +142,17 @@ void KimiModel::decode(std::span<SequenceState* const> states, std::span<const i
     }
   }
   const auto rows = static_cast<int64_t>(states.size());
+  if (fused()) {
+    if (rows < 1 || rows > KimiStep::kMaxRows) {
+      fail("decode takes 1..{} sequences, got {}", KimiStep::kMaxRows, rows);
+    }
+    std::vector<KimiState*> typed;
+    for (SequenceState* state : states) typed.push_back(&dynamic_cast<KimiState&>(*state));
+    KimiStep& built = step(rows, RowMode::kIndependent);
+    built.prepare(typed, tokens);
+    run_step(built, logits);
+    return;
+  }
   const int64_t vocab = config_.vocab_size;
   logits.resize(static_cast<std::size_t>(rows * vocab));
   float* taps = taps_for(rows);
@@ -159,6 +171,13 @@ void KimiModel::verify(SequenceState& base, std::span<const int32_t> tokens,
   }
   check_append(base, tokens, config_.vocab_size);
   auto& state = dynamic_cast<KimiState&>(base);
+  if (fused()) {
+    KimiState* typed = &state;
+    KimiStep& built = step(rows, RowMode::kVerify);
+    built.prepare(std::span<KimiState* const>(&typed, 1), tokens);
+    run_step(built, logits);
+    return;
+  }
   const int64_t vocab = config_.vocab_size;
   logits.resize(static_cast<std::size_t>(rows * vocab));
   float* taps = taps_for(rows);
@@ -180,6 +199,37 @@ void KimiModel::set_tap_layers(std::vector<int64_t> layers) {
   check_tap_layers(layers, config_.num_layers);
   tap_layers_ = layers;
   reference_.set_tap_layers(std::move(layers));
+  steps_.clear();  // the step programs copy taps out: rebuilt with the new list
+}
+
+bool KimiModel::fused() const {
+  const KimiReferenceOptions& o = reference_.options();
+  return executor_ != ExecutorKind::kReference && o.ablation == KimiAblation::kNone &&
+         o.absorbed_mla && o.latent_cache_perturbation == 0;
+}
+
+KimiStep& KimiModel::step(int64_t rows, RowMode mode) {
+  for (auto& built : steps_) {
+    if (built->max_rows() == rows && built->mode() == mode) return *built;
+  }
+  steps_.push_back(std::make_unique<KimiStep>(config_, weights_, reference_, rows, mode,
+                                              pool_->size(), tap_layers_));
+  return *steps_.back();
+}
+
+program::Program* KimiModel::decode_program(int64_t rows) {
+  if (rows < 1 || rows > KimiStep::kMaxRows) return nullptr;
+  return &step(rows, RowMode::kIndependent).program();
+}
+
+void KimiModel::run_step(KimiStep& built, std::vector<float>& logits) {
+  executors_->get(executor_).run(built.program());
+  built.finish();
+  const int64_t rows = built.rows();
+  logits.assign(built.logits(0), built.logits(0) + rows * config_.vocab_size);
+  last_taps_.assign(built.taps(), built.taps() + rows * tap_width());
+  last_greedy_.resize(static_cast<std::size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) last_greedy_[static_cast<std::size_t>(r)] = built.greedy(r);
 }
 
 std::size_t KimiModel::decode_weight_bytes() const {

@@ -1,9 +1,9 @@
 // A loaded Kimi K3 text model (kimi-k3-dspark.md §2–§12) as the engine runs it: run, chat, serve
-// and bench reach it through LanguageModel. Every token goes through the plain reference forward
-// (kimi_reference.h): prompts with KDA in its chunked form, decode and verify rows token by
-// token; verify keeps the KDA state after every row so that commit() can return to any count
-// (§11, §12). There is no fused program for the family yet, so every executor runs the
-// reference (the constructor says so when another one is asked for).
+// and bench reach it through LanguageModel. Prompts go through the plain reference forward
+// (kimi_reference.h) with KDA in its chunked form. Decode and verify steps run as one fused
+// program (kimi_step.h) on the executor the run options name (mega or ops), or through the
+// reference token by token (--executor reference): the same bits either way. Verify keeps the
+// KDA state after every row so that commit() can return to any count (§11, §12).
 #pragma once
 
 #include <memory>
@@ -15,8 +15,10 @@
 #include "models/kimi/kimi_config.h"
 #include "models/kimi/kimi_reference.h"
 #include "models/kimi/kimi_state.h"
+#include "models/kimi/kimi_step.h"
 #include "models/kimi/kimi_weights.h"
 #include "models/language_model.h"
+#include "program/executor.h"
 
 namespace md {
 
@@ -50,7 +52,14 @@ class KimiModel final : public LanguageModel {
                std::vector<float>& logits) override;
   void decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
               std::vector<float>& logits) override;
-  bool set_executor(ExecutorKind executor) override { return executor == ExecutorKind::kReference; }
+  bool set_executor(ExecutorKind executor) override {
+    executor_ = executor;
+    return true;
+  }
+  ExecutorKind executor() const { return executor_; }
+  program::Program* decode_program(int64_t rows) override;
+  // Greedy tokens of the last decode/verify step run by a program (computed inside the step).
+  const std::vector<int32_t>& last_greedy() const { return last_greedy_; }
 
   // Verify rows: 1..8 tokens at the sequence's next positions, each row the decode form chained
   // on the row before (KDA state, MLA cache), logits for every row; commit() keeps a prefix.
@@ -93,6 +102,18 @@ class KimiModel final : public LanguageModel {
   KimiReference reference_;
   std::vector<int64_t> tap_layers_;
   std::vector<float> last_taps_;
+
+  // Whether decode and verify steps run the fused program: a program executor is chosen and the
+  // reference options are the engine's (ablations and cache perturbations exist there only).
+  bool fused() const;
+  // The fused steps, built on first use per (rows, row mode), and what runs them.
+  KimiStep& step(int64_t rows, RowMode mode);
+  // Runs `built` (prepared) and copies its logits, greedy tokens and taps out.
+  void run_step(KimiStep& built, std::vector<float>& logits);
+  ExecutorKind executor_ = ExecutorKind::kMega;
+  std::unique_ptr<program::Executors> executors_;
+  std::vector<std::unique_ptr<KimiStep>> steps_;
+  std::vector<int32_t> last_greedy_;
 };
 
 }  // namespace md

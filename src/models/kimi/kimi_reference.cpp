@@ -55,12 +55,12 @@ KimiReference::KimiReference(const KimiK3Config& config, const KimiK3Weights& we
   for (int64_t l = 0; l < config.num_layers; ++l) {
     if (config.layer_kind(l) != KimiLayerKind::kMla) continue;
     const kernels::WeightMatrix& kv_b = weights.layers[l].mla.kv_b_proj;
-    std::vector<std::vector<float>> per_layer(static_cast<std::size_t>(heads));
+    std::vector<float> per_layer(static_cast<std::size_t>(heads * rank * nope));
     for (int64_t h = 0; h < heads; ++h) {
-      per_layer[h].resize(static_cast<std::size_t>(rank * nope));
+      float* head = per_layer.data() + h * rank * nope;
       for (int64_t i = 0; i < nope; ++i) {
         (void)kernels::row_to_f32(kv_b, h * per_head + i, row.data());
-        for (int64_t r = 0; r < rank; ++r) per_layer[h][r * nope + i] = row[r];
+        for (int64_t r = 0; r < rank; ++r) head[r * nope + i] = row[r];
       }
     }
     key_absorb_.push_back(std::move(per_layer));
@@ -196,7 +196,7 @@ void KimiReference::mla(int64_t layer, const float* x, KimiSequenceState& state,
   std::vector<float> q_absorbed(heads * (rank + shared)), context(heads * rank);
   for (int64_t h = 0; h < heads; ++h) {
     float* row = q_absorbed.data() + h * (rank + shared);
-    kernels::matmul(kernels::f32_weight_matrix(key_absorb_[slot][h].data(), rank, nope),
+    kernels::matmul(kernels::f32_weight_matrix(key_absorb(slot) + h * rank * nope, rank, nope),
                     q.data() + h * qk, 1, row, pool_);
     std::copy(q.begin() + h * qk + nope, q.begin() + (h + 1) * qk, row + rank);
   }

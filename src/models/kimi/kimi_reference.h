@@ -82,6 +82,10 @@ class KimiReference {
   void set_tap_layers(std::vector<int64_t> layers) { tap_layers_ = std::move(layers); }
   const std::vector<int64_t>& tap_layers() const { return tap_layers_; }
   const KimiReferenceOptions& options() const { return options_; }
+  // MLA slot `slot`'s W_UK_hᵀ of every head, [heads][kv_lora][nope] (the fused step reads them).
+  const float* key_absorb(int64_t slot) const {
+    return key_absorb_[static_cast<std::size_t>(slot)].data();
+  }
 
  private:
   void mix(const std::vector<const float*>& blocks, const float* prefix, const float* w,
@@ -103,9 +107,9 @@ class KimiReference {
   KimiReferenceOptions options_;
   ThreadPool* pool_;
   std::vector<int64_t> tap_layers_;
-  // Per MLA slot and head, W_UK_hᵀ [kv_lora × nope]: kv_b_proj's key rows transposed (exact
-  // copies), so that the absorbed query is a plain product.
-  std::vector<std::vector<std::vector<float>>> key_absorb_;
+  // Per MLA slot, each head's W_UK_hᵀ [kv_lora × nope] in turn: kv_b_proj's key rows transposed
+  // (exact copies), so that the absorbed query is a plain product.
+  std::vector<std::vector<float>> key_absorb_;
 };
 
 }  // namespace md

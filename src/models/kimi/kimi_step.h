@@ -1,0 +1,98 @@
+// The Kimi K3 decode and verify step lowered to one megakernel Program on the shared layer
+// library (models/common/step_builder.h), in the reference forward's order (kimi_reference.h),
+// so that both compute the same bits: the embedding; per layer the attention-residual mix (the
+// prefix update, a drafter's tap, the block push: residual_mix), the input norm fused into the
+// sub-layer's first tiles — KDA (q|k|v|f_a|b|gate, f_b, a kda task per head waiting for its own
+// columns, o) or MLA without RoPE (q_a|kv_a|gate, the q_a norm, q_b, the latent cache entry per
+// row, a latent_attention task per head over the cache, o) — the MLP mix, the post-attention
+// norm fused into the FFN's tiles — the dense SiTU MLP, or the latent MoE (router|latent_down,
+// sigmoid routing with the correction bias, each chosen MXFP4 expert's gate|up and down once for
+// all rows that chose it, the mix in each row's router order, the latent norm, latent_up, the
+// shared experts added); then the output mix and the final norm fused into the lm_head tiles
+// with per-tile argmax. Plain-data instructions only. Built once per (rows, row mode).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "models/common/row_mode.h"
+#include "models/kimi/kimi_config.h"
+#include "models/kimi/kimi_reference.h"
+#include "models/kimi/kimi_state.h"
+#include "models/kimi/kimi_weights.h"
+#include "program/program.h"
+
+namespace md {
+
+class StepBuilder;
+
+class KimiStep {
+ public:
+  static constexpr int64_t kMaxRows = program::kMaxStepRows;
+
+  // `reference`: the model's reference forward, whose absorbed key matrices the MLA tasks read.
+  // `tap_layers`: layers whose post-layer prefix every run copies out for a drafter,
+  // [rows][tap_layers.size() · H].
+  KimiStep(const KimiK3Config& config, const KimiK3Weights& weights, const KimiReference& reference,
+           int64_t max_rows, RowMode mode, int workers, std::vector<int64_t> tap_layers = {});
+
+  program::Program& program() { return *program_; }
+  int64_t max_rows() const { return max_rows_; }
+  RowMode mode() const { return mode_; }
+
+  // Sets the inputs of the next run: room in the latent caches for its positions and, for verify
+  // rows, the KDA snapshots. Independent: one state per token. Verify: one state, the tokens at
+  // its next positions. The caller has checked the tokens and the room.
+  void prepare(std::span<KimiState* const> states, std::span<const int32_t> tokens);
+  // After the executor ran: advances the positions (verify: by all rows, held until commit).
+  void finish();
+
+  int64_t rows() const { return program_->rows(); }
+  const float* logits(int64_t row) const { return logits_.data() + row * config_.vocab_size; }
+  int32_t greedy(int64_t row) const { return greedy_[static_cast<std::size_t>(row)]; }
+  // The taps of the last run's rows, [rows()][tap_layers.size() · H].
+  const float* taps() const { return taps_.data(); }
+
+ private:
+  struct Buffers {
+    program::BufferId stream, sub, mixed, blocks, kda_in, fa, kda_out, cq, q, ckv, mla_gate,
+        mla_out, act, up, shared_act, shared_up, router, latent, expert_act, expert_each, moe_mixed,
+        logits, taps;
+  };
+  void build(int workers);
+  // A residual_mix waiting for `waits`; `tapped_layer` is the layer whose post-layer prefix the
+  // update completes (-1: none).
+  int32_t add_mix(StepBuilder& b, std::string name, program::PrefixUpdate update,
+                  std::vector<program::Dependency> waits, int64_t blocks, int64_t push_to,
+                  const std::vector<float>& weight, int64_t tapped_layer);
+  int32_t add_kda(StepBuilder& b, int64_t layer, int32_t mix);
+  int32_t add_mla(StepBuilder& b, int64_t layer, int32_t mix);
+  // The FFN's instructions; returns what the next mix waits for (every producer of `sub`).
+  std::vector<program::Dependency> add_ffn(StepBuilder& b, int64_t layer, int32_t mix);
+  int64_t moe_slots() const;
+  int64_t tap_slot(int64_t layer) const;
+
+  const KimiK3Config& config_;
+  const KimiK3Weights& weights_;
+  const KimiReference& reference_;
+  int64_t max_rows_;
+  RowMode mode_;
+  std::vector<int64_t> tap_layers_;
+  std::unique_ptr<program::Program> program_;
+
+  Buffers ids_{};
+  std::array<KimiState*, kMaxRows> states_{};
+
+  std::vector<float> stream_, sub_, mixed_, blocks_, kda_in_, fa_, kda_out_, cq_, q_, ckv_,
+      mla_gate_, mla_out_, act_, up_, shared_act_, shared_up_, router_, latent_, expert_act_,
+      expert_each_, moe_mixed_, logits_, taps_;
+  std::vector<std::unique_ptr<program::MoePlan>> moe_plans_;
+  std::vector<float> tile_max_;
+  std::vector<int32_t> tile_arg_;
+  std::array<int32_t, kMaxRows> greedy_{};
+};
+
+}  // namespace md
