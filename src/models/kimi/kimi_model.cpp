@@ -153,6 +153,8 @@ void KimiModel::decode(std::span<SequenceState* const> states, std::span<const i
     run_step(built, logits);
     return;
   }
+  experts_run_.clear();
+  last_step_rows_ = rows;
   const int64_t vocab = config_.vocab_size;
   logits.resize(static_cast<std::size_t>(rows * vocab));
   float* taps = taps_for(rows);
@@ -230,9 +232,37 @@ void KimiModel::run_step(KimiStep& built, std::vector<float>& logits) {
   last_taps_.assign(built.taps(), built.taps() + rows * tap_width());
   last_greedy_.resize(static_cast<std::size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) last_greedy_[static_cast<std::size_t>(r)] = built.greedy(r);
+  built.experts_run(experts_run_);
+  last_step_rows_ = rows;
 }
 
 std::size_t KimiModel::decode_weight_bytes() const {
+  std::size_t total = dense_decode_bytes();
+  for (int64_t l = config_.first_k_dense_replace; l < config_.num_layers; ++l) {
+    total += expert_bytes(l) * static_cast<std::size_t>(config_.num_experts_per_token);
+  }
+  return total;
+}
+
+std::size_t KimiModel::expert_bytes(int64_t layer) const {
+  const kernels::ExpertMatrices& e = weights_.layers[static_cast<std::size_t>(layer)].moe.experts;
+  return matrix_bytes(e.gate[0]) + matrix_bytes(e.up[0]) + matrix_bytes(e.down[0]);
+}
+
+std::size_t KimiModel::last_step_weight_bytes() const {
+  if (last_step_rows_ == 0) return 0;
+  // The reference forward reads every matrix again for each row.
+  if (experts_run_.empty())
+    return decode_weight_bytes() * static_cast<std::size_t>(last_step_rows_);
+  std::size_t total = dense_decode_bytes();
+  for (std::size_t i = 0; i < experts_run_.size(); ++i) {
+    const int64_t layer = config_.first_k_dense_replace + static_cast<int64_t>(i);
+    total += expert_bytes(layer) * static_cast<std::size_t>(experts_run_[i]);
+  }
+  return total;
+}
+
+std::size_t KimiModel::dense_decode_bytes() const {
   std::size_t total = matrix_bytes(weights_.lm_head);
   for (int64_t l = 0; l < config_.num_layers; ++l) {
     const KimiLayerWeights& w = weights_.layers[l];
@@ -256,9 +286,6 @@ std::size_t KimiModel::decode_weight_bytes() const {
       total +=
           matrix_bytes(m.shared_gate) + matrix_bytes(m.shared_up) + matrix_bytes(m.shared_down);
     }
-    const std::size_t expert = matrix_bytes(m.experts.gate[0]) + matrix_bytes(m.experts.up[0]) +
-                               matrix_bytes(m.experts.down[0]);
-    total += expert * static_cast<std::size_t>(config_.num_experts_per_token);
   }
   return total;
 }

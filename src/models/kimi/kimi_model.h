@@ -78,11 +78,16 @@ class KimiModel final : public LanguageModel {
   // Every matrix a decode token reads: the dense ones, the router, the k experts a row takes
   // per MoE layer and lm_head (one embedding row, not the table).
   std::size_t decode_weight_bytes() const override;
+  // What the last decode() read: a fused step each distinct expert it ran once (per MoE layer,
+  // its routing plan's count) besides every other matrix; the reference every matrix per row.
+  std::size_t last_step_weight_bytes() const override;
 
   const KimiK3Config& config() const { return config_; }
   const KimiK3Weights& weights() const { return weights_; }
 
  private:
+  std::size_t dense_decode_bytes() const;  // every matrix a step reads but the routed experts
+  std::size_t expert_bytes(int64_t layer) const;  // one routed expert of MoE layer `layer`
   // `n` tokens through the reference: logits for the last `logit_rows`, taps for every token.
   void run_tokens(KimiState& state, const int32_t* ids, int64_t n, float* logits,
                   int64_t logit_rows, float* taps) const;
@@ -114,6 +119,8 @@ class KimiModel final : public LanguageModel {
   std::unique_ptr<program::Executors> executors_;
   std::vector<std::unique_ptr<KimiStep>> steps_;
   std::vector<int32_t> last_greedy_;
+  std::vector<int64_t> experts_run_;  // per MoE layer, the last fused step's distinct experts
+  int64_t last_step_rows_ = 0;        // rows of the last decode()
 };
 
 }  // namespace md

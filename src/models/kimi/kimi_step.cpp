@@ -367,6 +367,11 @@ std::vector<Dependency> KimiStep::add_ffn(StepBuilder& b, int64_t layer, int32_t
   return {b.all(shared)};
 }
 
+void KimiStep::experts_run(std::vector<int64_t>& out) const {
+  out.clear();
+  for (const auto& plan : moe_plans_) out.push_back(plan->used);
+}
+
 void KimiStep::prepare(std::span<KimiState* const> states, std::span<const int32_t> tokens) {
   const auto rows = static_cast<int64_t>(tokens.size());
   const bool verify = mode_ == RowMode::kVerify;

@@ -55,6 +55,8 @@ class KimiStep {
   int32_t greedy(int64_t row) const { return greedy_[static_cast<std::size_t>(row)]; }
   // The taps of the last run's rows, [rows()][tap_layers.size() · H].
   const float* taps() const { return taps_.data(); }
+  // The distinct experts the last run chose in each MoE layer, in layer order.
+  void experts_run(std::vector<int64_t>& out) const;
 
  private:
   struct Buffers {
