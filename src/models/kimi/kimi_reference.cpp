@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cmath>
+#include <map>
 
 #include "base/dtype.h"
 #include "base/error.h"
@@ -168,37 +169,55 @@ void KimiReference::kda(int64_t layer, const float* x, int64_t n, KimiSequenceSt
   kernels::matmul(weights_.layers[layer].o_proj, y.data(), n, out, pool_);
 }
 
-// §7 in the absorbed form (§7.3): the query and latent paths, the latent and shared key cached
-// at this position, attention over the cache through W_UK_hᵀ and W_UV_h, the sigmoid output gate.
-void KimiReference::mla(int64_t layer, const float* x, KimiSequenceState& state, float* out) const {
+// §7 for `n` consecutive tokens: the query, latent and gate projections of every token at once
+// (each matrix read once), then token by token the cache entry and the attention in the absorbed
+// form (§7.3; a token sees the ones before it), then o for every token at once.
+void KimiReference::mla(int64_t layer, const float* x, int64_t n, KimiSequenceState& state,
+                        float* out) const {
+  const KimiMlaWeights& w = weights_.layers[layer].mla;
+  const int64_t heads = config_.num_attention_heads, q_lora = config_.q_lora_rank;
+  const int64_t width = config_.mla_latent_cache_width(), v = config_.v_head_dim;
+  const auto eps = static_cast<float>(config_.rms_norm_eps);
+  std::vector<float> cq = rows_product(w.q_a_proj, x, n, pool_);
+  for (int64_t t = 0; t < n; ++t) {
+    float* row = cq.data() + t * q_lora;
+    kernels::rms_norm(row, w.q_a_norm.data(), q_lora, eps, row);
+  }
+  const std::vector<float> q = rows_product(w.q_b_proj, cq.data(), n, pool_);
+  const std::vector<float> ckv = rows_product(w.kv_a_proj, x, n, pool_);
+  const std::vector<float> gate = rows_product(weights_.layers[layer].g_proj, x, n, pool_);
+  std::vector<float> y(static_cast<std::size_t>(n * heads * v));
+  for (int64_t t = 0; t < n; ++t) {
+    attend(layer, q.data() + t * heads * config_.mla_qk_head_dim(), ckv.data() + t * width,
+           gate.data() + t * heads * v, state, y.data() + t * heads * v);
+  }
+  kernels::matmul(weights_.layers[layer].o_proj, y.data(), n, out, pool_);
+}
+
+// One token's attention over the cache it extends: its latent normed and cached with the shared
+// key, the absorbed (or the non-absorbed) attention, the sigmoid output gate: y [heads · v].
+void KimiReference::attend(int64_t layer, const float* q, const float* ckv, const float* gate,
+                           KimiSequenceState& state, float* y) const {
   const KimiMlaWeights& w = weights_.layers[layer].mla;
   const int64_t slot = config_.mla_slot(layer), heads = config_.num_attention_heads;
   const int64_t nope = config_.qk_nope_head_dim, shared = config_.qk_rope_head_dim;
   const int64_t rank = config_.kv_lora_rank, v = config_.v_head_dim, qk = nope + shared;
-  const double eps = config_.rms_norm_eps;
-  const std::vector<float> cq = rms(product(w.q_a_proj, x, pool_).data(), w.q_a_norm, eps);
-  const std::vector<float> q = product(w.q_b_proj, cq.data(), pool_);
-  const std::vector<float> ckv = product(w.kv_a_proj, x, pool_);
-  const std::vector<float> latent = rms(ckv.data(), w.kv_a_norm, eps);
-  const std::vector<float> gate = product(weights_.layers[layer].g_proj, x, pool_);
-  std::vector<float> y(heads * v);
+  const std::vector<float> latent = rms(ckv, w.kv_a_norm, config_.rms_norm_eps);
   if (!options_.absorbed_mla) {
-    expanded_attention(layer, q, latent, ckv.data() + rank, state, y.data());
+    expanded_attention(layer, q, latent, ckv + rank, state, y);
     for (int64_t i = 0; i < heads * v; ++i) y[i] *= kernels::sigmoid(gate[i]);
-    kernels::matmul(weights_.layers[layer].o_proj, y.data(), 1, out, pool_);
     return;
   }
   std::vector<float> widened;
-  const std::span<const float> cache =
-      cached_latents(slot, latent, ckv.data() + rank, state, widened);
+  const std::span<const float> cache = cached_latents(slot, latent, ckv + rank, state, widened);
   const int64_t positions = static_cast<int64_t>(cache.size()) / (rank + shared);
   // Each head's absorbed query [W_UK_hᵀ q_nope | q_shared], laid out as a cache row.
   std::vector<float> q_absorbed(heads * (rank + shared)), context(heads * rank);
   for (int64_t h = 0; h < heads; ++h) {
     float* row = q_absorbed.data() + h * (rank + shared);
     kernels::matmul(kernels::f32_weight_matrix(key_absorb(slot) + h * rank * nope, rank, nope),
-                    q.data() + h * qk, 1, row, pool_);
-    std::copy(q.begin() + h * qk + nope, q.begin() + (h + 1) * qk, row + rank);
+                    q + h * qk, 1, row, pool_);
+    std::copy(q + h * qk + nope, q + (h + 1) * qk, row + rank);
   }
   std::vector<float> scores(static_cast<std::size_t>(positions));
   kernels::latent_attention(q_absorbed.data(), heads, rank, shared, cache.data(), positions,
@@ -213,7 +232,6 @@ void KimiReference::mla(int64_t layer, const float* x, KimiSequenceState& state,
       y[h * v + j] = expanded[first + j] * kernels::sigmoid(gate[h * v + j]);
     }
   }
-  kernels::matmul(weights_.layers[layer].o_proj, y.data(), 1, out, pool_);
 }
 
 // Appends this position's cache row [normed latent | shared key] to the slot's cache and returns
@@ -251,7 +269,7 @@ std::span<const float> KimiReference::cached_latents(int64_t slot, const std::ve
 
 // §7.1's non-absorbed attention: this position's latent expanded by kv_b_proj into every head's
 // key [k_nope | shared key] and value, cached, and each head attending over all cached positions.
-void KimiReference::expanded_attention(int64_t layer, const std::vector<float>& q,
+void KimiReference::expanded_attention(int64_t layer, const float* q,
                                        const std::vector<float>& latent, const float* shared_key,
                                        KimiSequenceState& state, float* y) const {
   const int64_t slot = config_.mla_slot(layer), heads = config_.num_attention_heads;
@@ -270,61 +288,84 @@ void KimiReference::expanded_attention(int64_t layer, const std::vector<float>& 
   for (int64_t h = 0; h < heads; ++h) {
     const float* head = cache.data() + h * per_head;  // key [qk], then value [v]
     const kernels::KeyRun run{head, head + qk, positions, heads * per_head};
-    kernels::attend_runs(q.data() + h * qk, {&run, 1}, qk, v,
-                         1.0f / std::sqrt(static_cast<float>(qk)), scores.data(), y + h * v);
+    kernels::attend_runs(q + h * qk, {&run, 1}, qk, v, 1.0f / std::sqrt(static_cast<float>(qk)),
+                         scores.data(), y + h * v);
   }
 }
 
-// §8: the dense SiTU MLP of the first layers, else the latent MoE (corrected sigmoid router,
-// MXFP4 experts mixed in selection order, the latent norm and up-projection) plus the shared
-// experts.
-void KimiReference::ffn(int64_t layer, const float* x, float* out) const {
+// §8 for `n` tokens: the dense SiTU MLP of the first layers, else the latent MoE (corrected
+// sigmoid router, MXFP4 experts mixed in selection order, the latent norm and up-projection) plus
+// the shared experts. Every matrix is read once for all the tokens, each expert once for the
+// tokens that chose it; each token's arithmetic is the same as alone.
+void KimiReference::ffn(int64_t layer, const float* x, int64_t n, float* out) const {
   const KimiLayerWeights& lw = weights_.layers[layer];
   const kernels::SituParams situ = situ_params(config_);
+  // act(gate, up) · down over `rows` rows of `in`.
   auto situ_mlp = [&](const kernels::WeightMatrix& gate, const kernels::WeightMatrix& up,
-                      const kernels::WeightMatrix& down, float* y) {
-    std::vector<float> g = product(gate, x, pool_);
-    const std::vector<float> u = product(up, x, pool_);
+                      const kernels::WeightMatrix& down, const float* in, int64_t rows, float* y) {
+    std::vector<float> g = rows_product(gate, in, rows, pool_);
+    const std::vector<float> u = rows_product(up, in, rows, pool_);
     kernels::situ_rows(g.data(), u.data(), static_cast<int64_t>(g.size()), situ, g.data());
-    kernels::matmul(down, g.data(), 1, y, pool_);
+    kernels::matmul(down, g.data(), rows, y, pool_);
   };
   if (!config_.is_moe_layer(layer)) {
-    situ_mlp(lw.dense_gate, lw.dense_up, lw.dense_down, out);
+    situ_mlp(lw.dense_gate, lw.dense_up, lw.dense_down, x, n, out);
     return;
   }
   const KimiMoeWeights& w = lw.moe;
   const int64_t experts = config_.num_experts, k = config_.num_experts_per_token;
-  const int64_t h = config_.hidden_size;
-  const std::vector<float> logits = product(w.router, x, pool_);
+  const int64_t h = config_.hidden_size, width = config_.routed_expert_hidden_size;
+  const std::vector<float> logits = rows_product(w.router, x, n, pool_);
   const std::vector<float> zero(static_cast<std::size_t>(experts), 0.0f);
   const float* bias =
       options_.ablation == KimiAblation::kNoCorrectionBias ? zero.data() : w.router_bias.data();
   std::vector<float> scratch(static_cast<std::size_t>(3 * experts));
-  std::array<kernels::ExpertChoice, kernels::kMaxExpertsPerToken> choices{};
-  kernels::route_sigmoid_bias_top_k(logits.data(), bias, experts, k, 1.0f, 0.0f, scratch.data(),
-                                    choices.data());
-  const std::vector<float> latent = product(w.latent_down, x, pool_);
-  std::vector<float> acc(latent.size(), 0.0f);
-  for (int64_t slot = 0; slot < k; ++slot) {
-    const kernels::ExpertChoice& choice = choices[slot];
-    std::vector<float> g = product(w.experts.gate[choice.expert], latent.data(), pool_);
-    const std::vector<float> u = product(w.experts.up[choice.expert], latent.data(), pool_);
-    kernels::situ_rows(g.data(), u.data(), static_cast<int64_t>(g.size()), situ, g.data());
-    const std::vector<float> o = product(w.experts.down[choice.expert], g.data(), pool_);
-    for (std::size_t i = 0; i < acc.size(); ++i) acc[i] += o[i] * choice.weight;
+  std::vector<std::array<kernels::ExpertChoice, kernels::kMaxExpertsPerToken>> choices(
+      static_cast<std::size_t>(n));
+  std::map<int32_t, std::vector<int64_t>> users;  // expert → the (token · k + slot) that chose it
+  for (int64_t t = 0; t < n; ++t) {
+    kernels::route_sigmoid_bias_top_k(logits.data() + t * experts, bias, experts, k, 1.0f, 0.0f,
+                                      scratch.data(), choices[t].data());
+    for (int64_t slot = 0; slot < k; ++slot) users[choices[t][slot].expert].push_back(t * k + slot);
   }
-  const std::vector<float> normed = rms(acc.data(), w.latent_norm, config_.rms_norm_eps);
-  kernels::matmul(w.latent_up, normed.data(), 1, out, pool_);
+  const std::vector<float> latent = rows_product(w.latent_down, x, n, pool_);
+  // Each (token, slot) expert output, the expert's rows gathered so that it runs once.
+  std::vector<float> each(static_cast<std::size_t>(n * k * width)), gathered;
+  for (const auto& [expert, uses] : users) {
+    const auto rows = static_cast<int64_t>(uses.size());
+    gathered.resize(static_cast<std::size_t>(rows * width));
+    for (int64_t j = 0; j < rows; ++j) {
+      const float* row = latent.data() + (uses[j] / k) * width;
+      std::copy(row, row + width, gathered.begin() + j * width);
+    }
+    std::vector<float> o(static_cast<std::size_t>(rows * width));
+    situ_mlp(w.experts.gate[expert], w.experts.up[expert], w.experts.down[expert], gathered.data(),
+             rows, o.data());
+    for (int64_t j = 0; j < rows; ++j) {
+      std::copy(o.begin() + j * width, o.begin() + (j + 1) * width, each.begin() + uses[j] * width);
+    }
+  }
+  std::vector<float> normed(static_cast<std::size_t>(n * width));
+  for (int64_t t = 0; t < n; ++t) {
+    std::vector<float> acc(static_cast<std::size_t>(width), 0.0f);
+    for (int64_t slot = 0; slot < k; ++slot) {
+      const float* o = each.data() + (t * k + slot) * width;
+      for (int64_t i = 0; i < width; ++i) acc[i] += o[i] * choices[t][slot].weight;
+    }
+    kernels::rms_norm(acc.data(), w.latent_norm.data(), width,
+                      static_cast<float>(config_.rms_norm_eps), normed.data() + t * width);
+  }
+  kernels::matmul(w.latent_up, normed.data(), n, out, pool_);
   if (config_.num_shared_experts > 0) {
-    std::vector<float> shared(static_cast<std::size_t>(h));
-    situ_mlp(w.shared_gate, w.shared_up, w.shared_down, shared.data());
-    for (int64_t i = 0; i < h; ++i) out[i] += shared[i];
+    std::vector<float> shared(static_cast<std::size_t>(n * h));
+    situ_mlp(w.shared_gate, w.shared_up, w.shared_down, x, n, shared.data());
+    for (int64_t i = 0; i < n * h; ++i) out[i] += shared[i];
   }
 }
 
 // §5.2's per-token timeline, layer by layer over `n` consecutive tokens: every token has its own
-// stored blocks and prefix; KDA runs the tokens together (chunked for a prompt), MLA and the FFN
-// one token after another (a token's attention sees the tokens before it).
+// stored blocks and prefix; every projection runs the tokens together, KDA's recurrence too
+// (chunked for a prompt), MLA's attention one token after another (a token sees the ones before).
 void KimiReference::run(const int32_t* ids, int64_t n, KimiSequenceState& state, bool chunked,
                         float* logits, int64_t logit_rows, float* taps) const {
   const int64_t h = config_.hidden_size, block = config_.attn_res_block_size;
@@ -359,12 +400,12 @@ void KimiReference::run(const int32_t* ids, int64_t n, KimiSequenceState& state,
     if (config_.layer_kind(l) == KimiLayerKind::kKda) {
       kda(l, x.data(), n, state, sub.data(), chunked);
     } else {
-      for (int64_t t = 0; t < n; ++t) mla(l, x.data() + t * h, state, sub.data() + t * h);
+      mla(l, x.data(), n, state, sub.data());
     }
     for (std::size_t i = 0; i < prefix.size(); ++i) prefix[i] = fresh ? sub[i] : prefix[i] + sub[i];
     mix_all(w.mlp_mix);
     norm_all(w.post_attention_norm);
-    for (int64_t t = 0; t < n; ++t) ffn(l, x.data() + t * h, sub.data() + t * h);
+    ffn(l, x.data(), n, sub.data());
     for (std::size_t i = 0; i < prefix.size(); ++i) prefix[i] += sub[i];
     copy_taps(l, prefix.data(), n, taps);
   }

@@ -1,10 +1,11 @@
-// Kimi K3's plain reference forward (docs/models/kimi-k3-dspark.md §5–§9), one token at a time,
-// following the spec's per-token timeline literally on the shared kernels: the attention-residual
+// Kimi K3's plain reference forward (docs/models/kimi-k3-dspark.md §5–§9), each token following
+// the spec's per-token timeline literally on the shared kernels (the tokens of a prompt share
+// each matrix read, which does not change a token's bits): the attention-residual
 // mixes (kernels/residual_mix.h), KDA's short convs, lower-bound gate, per-channel delta rule and
 // gated output norm (kernels/kda_rule.h), MLA without RoPE decoded in the absorbed form over the
 // latent cache (kernels/latent_attention.h), SiTU, the corrected sigmoid router and the latent MoE
 // over MXFP4 experts. Activations stay f32 (house numerics: the spec's bf16 roundings of
-// activations are not applied). The fused program lowers the same order later.
+// activations are not applied). The fused step (kimi_step.h) lowers the same order.
 #pragma once
 
 #include <cstdint>
@@ -92,14 +93,15 @@ class KimiReference {
            float* out) const;
   void kda(int64_t layer, const float* x, int64_t n, KimiSequenceState& state, float* out,
            bool chunked) const;
-  void mla(int64_t layer, const float* x, KimiSequenceState& state, float* out) const;
+  void mla(int64_t layer, const float* x, int64_t n, KimiSequenceState& state, float* out) const;
+  void attend(int64_t layer, const float* q, const float* ckv, const float* gate,
+              KimiSequenceState& state, float* y) const;
   std::span<const float> cached_latents(int64_t slot, const std::vector<float>& latent,
                                         const float* shared_key, KimiSequenceState& state,
                                         std::vector<float>& widened) const;
-  void expanded_attention(int64_t layer, const std::vector<float>& q,
-                          const std::vector<float>& latent, const float* shared_key,
-                          KimiSequenceState& state, float* y) const;
-  void ffn(int64_t layer, const float* x, float* out) const;
+  void expanded_attention(int64_t layer, const float* q, const std::vector<float>& latent,
+                          const float* shared_key, KimiSequenceState& state, float* y) const;
+  void ffn(int64_t layer, const float* x, int64_t n, float* out) const;
   void copy_taps(int64_t layer, const float* prefix, int64_t n, float* taps) const;
 
   const KimiK3Config& config_;
