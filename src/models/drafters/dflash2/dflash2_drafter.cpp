@@ -109,6 +109,7 @@ struct DFlash2Drafter::Shared {
         rope(config.head_dim, config.rope_theta),
         pool(std::make_unique<ThreadPool>(threads)) {
     set_matmul_inputs(weights, target.matmul_inputs);
+    context = dflash2_context_spec(config, weights);
   }
   Shared(DFlash2Config drafter_config, DFlash2Weights drafter_weights,
          const TargetView& target_view, int threads, const DFlash2Options& drafter_options)
@@ -119,6 +120,7 @@ struct DFlash2Drafter::Shared {
         rope(config.head_dim, config.rope_theta),
         pool(std::make_unique<ThreadPool>(threads)) {
     set_matmul_inputs(weights, target.matmul_inputs);
+    context = dflash2_context_spec(config, weights);
   }
 
   // The fused round's program, built by the first fused round, with its executor (one worker
@@ -148,6 +150,7 @@ struct DFlash2Drafter::Shared {
   DFlash2Weights weights;
   kernels::Rope rope;
   std::unique_ptr<ThreadPool> pool;
+  DraftContextSpec context;  // views of `weights` for each sequence's context store
   std::unique_ptr<DFlash2Step> step;
   program::Executor* executor = nullptr;
   std::unique_ptr<program::Executors> own;
@@ -170,7 +173,7 @@ DFlash2Drafter::DFlash2Drafter(std::shared_ptr<Shared> shared)
       weights_(shared_->weights),
       rope_(shared_->rope),
       pool_(shared_->pool.get()),
-      context_(std::make_unique<dflash2::ContextStore>(config_, weights_, rope_, pool_)) {
+      context_(std::make_unique<DraftContext>(shared_->context, rope_, pool_)) {
   if (fused()) {
     pending_taps_.resize(size(DFlash2Step::kMaxNewContextRows * config_.fc_in_features()));
   }
@@ -182,7 +185,7 @@ std::unique_ptr<SpeculativeDrafter> DFlash2Drafter::new_sequence() const {
 
 std::unique_ptr<SpeculativeDrafter> DFlash2Drafter::clone() const {
   std::unique_ptr<DFlash2Drafter> copy(new DFlash2Drafter(shared_));
-  copy->context_ = std::make_unique<dflash2::ContextStore>(*context_);
+  copy->context_ = std::make_unique<DraftContext>(*context_);
   copy->pending_taps_ = pending_taps_;
   copy->pending_rows_ = pending_rows_;
   return copy;
@@ -200,7 +203,7 @@ void DFlash2Drafter::append_context(std::span<const float> taps, int64_t rows) {
   bool small = rows >= 0 && rows <= DFlash2Step::kMaxNewContextRows &&
                static_cast<int64_t>(taps.size()) == rows * width;
   if (!fused() || !small) {
-    // In order: pending rows are older. ContextStore::append also refuses a malformed append.
+    // In order: pending rows are older. DraftContext::append also refuses a malformed append.
     flush_pending();
     context_->append(taps, rows);
     return;
@@ -213,7 +216,7 @@ void DFlash2Drafter::append_context(std::span<const float> taps, int64_t rows) {
 void DFlash2Drafter::flush_pending() {
   if (pending_rows_ == 0) return;
   // The same features the program would compute (matmul rows do not depend on the batch); their
-  // K/V follow through ContextStore::prepare_keys.
+  // K/V follow through DraftContext::prepare_keys.
   auto values = static_cast<std::size_t>(pending_rows_ * config_.fc_in_features());
   context_->append(std::span<const float>(pending_taps_).first(values), pending_rows_);
   pending_rows_ = 0;

@@ -14,10 +14,10 @@
 #include "base/thread_pool.h"
 #include "io/checkpoint.h"
 #include "kernels/rope.h"
-#include "models/drafters/dflash2/dflash2_context.h"
 #include "models/drafters/dflash2/dflash2_selector.h"
 #include "models/drafters/dflash2/dflash2_weights.h"
 #include "models/drafters/dflash2_config.h"
+#include "models/drafters/draft_context.h"
 #include "models/drafters/speculative_drafter.h"
 #include "models/language_model.h"
 
@@ -110,7 +110,7 @@ class DFlash2Drafter : public SpeculativeDrafter {
   const DFlash2Weights& weights_;
   const kernels::Rope& rope_;
   ThreadPool* pool_;
-  std::unique_ptr<dflash2::ContextStore> context_;
+  std::unique_ptr<DraftContext> context_;
   // Taps of appended positions not yet in context_ (fused rounds only), [rows][taps · hidden].
   std::vector<float> pending_taps_;
   int64_t pending_rows_ = 0;

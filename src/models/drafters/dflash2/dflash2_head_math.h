@@ -20,7 +20,9 @@ inline void normalise_and_rotate(float* head, const uint16_t* norm, int64_t head
   rope.apply(head, cos_values, sin_values);
 }
 
+using kernels::attend_runs;
 using kernels::BlockRows;
+using kernels::KeyRun;
 using kernels::visible_block_rows;
 
 }  // namespace md::dflash2

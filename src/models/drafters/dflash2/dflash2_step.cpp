@@ -261,7 +261,7 @@ DFlash2Step::DFlash2Step(const DFlash2Config& config, const DFlash2Weights& weig
   program_ = Builder(*this, workers).build();
 }
 
-void DFlash2Step::prepare(int32_t anchor, dflash2::ContextStore& context, const float* new_taps,
+void DFlash2Step::prepare(int32_t anchor, DraftContext& context, const float* new_taps,
                           int64_t new_rows) {
   if (new_rows < 0 || new_rows > kMaxNewContextRows) {
     fail("a DFlash2 round folds in 0..{} new context rows, not {}", kMaxNewContextRows, new_rows);

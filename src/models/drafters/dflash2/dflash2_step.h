@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "kernels/rope.h"
-#include "models/drafters/dflash2/dflash2_context.h"
 #include "models/drafters/dflash2/dflash2_selector.h"
 #include "models/drafters/dflash2/dflash2_weights.h"
 #include "models/drafters/dflash2_config.h"
+#include "models/drafters/draft_context.h"
 #include "models/drafters/speculative_drafter.h"
 #include "program/program.h"
 
@@ -43,8 +43,7 @@ class DFlash2Step {
   // `new_rows` (<= kMaxNewContextRows) positions from `new_taps` ([new_rows][taps · hidden],
   // read during the run). Makes the K/V of the older positions in the block's window present
   // first (ContextStore::prepare_keys) and extends the context by the new positions.
-  void prepare(int32_t anchor, dflash2::ContextStore& context, const float* new_taps,
-               int64_t new_rows);
+  void prepare(int32_t anchor, DraftContext& context, const float* new_taps, int64_t new_rows);
   // After the executor ran: records the new positions' K/V in the context's rings.
   void finish();
 
@@ -64,7 +63,7 @@ class DFlash2Step {
 
   // The last run's context, its first new position and the anchor's (block row t sits at
   // start_ + t).
-  dflash2::ContextStore* context_ = nullptr;
+  DraftContext* context_ = nullptr;
   int64_t first_new_ = 0;
   int64_t start_ = 0;
   // Buffers rebound every run: the new rows' taps and their feature rows in the context.

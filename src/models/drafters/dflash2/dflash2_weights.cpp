@@ -105,6 +105,23 @@ DFlash2Weights bind_dflash2_weights(const DFlash2Config& c, const Checkpoint& ch
   return w;
 }
 
+DraftContextSpec dflash2_context_spec(const DFlash2Config& config, const DFlash2Weights& weights) {
+  DraftContextSpec spec{.family = "DFlash2",
+                        .hidden_size = config.hidden_size,
+                        .num_taps = config.num_taps(),
+                        .kv_heads = config.num_key_value_heads,
+                        .head_dim = config.head_dim,
+                        .window = config.sliding_window,
+                        .eps = static_cast<float>(config.rms_norm_eps),
+                        .fc = &weights.fc,
+                        .hidden_norm = weights.hidden_norm,
+                        .layers = {}};
+  for (const DFlash2LayerWeights& layer : weights.layers) {
+    spec.layers.push_back({&layer.k_proj, &layer.v_proj, layer.k_norm});
+  }
+  return spec;
+}
+
 void set_matmul_inputs(DFlash2Weights& weights, kernels::MatmulInputs inputs) {
   auto tag = [inputs](std::initializer_list<kernels::Bf16Matrix*> matrices) {
     for (kernels::Bf16Matrix* m : matrices) m->inputs = inputs;

@@ -9,6 +9,7 @@
 #include "kernels/bf16_matrix.h"
 #include "models/common/weight_binder.h"
 #include "models/drafters/dflash2_config.h"
+#include "models/drafters/draft_context.h"
 
 namespace md {
 
@@ -46,6 +47,9 @@ struct DFlash2Weights {
 
 // Throws md::Error naming the tensor and file when one is missing, not bf16 or of another shape.
 DFlash2Weights bind_dflash2_weights(const DFlash2Config& config, const Checkpoint& checkpoint);
+
+// The context store's view of the weights (draft_context.h): fc, hidden_norm, k/v and k_norm.
+DraftContextSpec dflash2_context_spec(const DFlash2Config& config, const DFlash2Weights& weights);
 
 // Tags every matrix with the bf16-input mode (kernels/bf16_matrix.h), the target's.
 void set_matmul_inputs(DFlash2Weights& weights, kernels::MatmulInputs inputs);

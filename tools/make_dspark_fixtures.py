@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Scaled-down DSpark drafters (RedHat speculators layout) for megadecode's tests.
+
+The drafters of the Kimi K3 fixtures that tools/make_kimi_fixtures.py writes (spec:
+docs/models/kimi-k3-dspark.md §13). Each fixture is a folder with
+  config.json        the speculators layout that src/models/drafters/dspark_config.cpp accepts:
+                     speculators_model_type "dspark", markov_head_type "vanilla", the layer's
+                     fields nested under transformer_layer_config (every layer
+                     "sliding_attention", is_causal true, rope_parameters of rope_type "default"),
+                     aux_hidden_state_layer_ids (target layers entered, 2…L−1), mask_token_id,
+                     markov_rank, block_size, draft_vocab_size = the target vocabulary, no
+                     confidence head
+  model.safetensors  every tensor of §13.2 at these sizes, all BF16, no prefix (no confidence head)
+
+Fixtures:
+  dspark-kimi-k3-tiny   target kimi-k3-tiny (hidden 256, vocab 512, 10 layers): 2 layers, heads
+                        4 / kv 2 / head_dim 32, intermediate 384, window 16, theta 1e4, eps 1e-5,
+                        taps [2, 5, 9], mask 508, Markov rank 16, block 8
+  dspark-kimi-k3-small  target kimi-k3-small (hidden 192, vocab 512, 6 layers), other widths so
+                        that nothing is tuned to one shape: 3 layers, heads 6 / kv 3 / head_dim 16,
+                        intermediate 256, window 8, theta 5e4, eps 1e-5, taps [2, 4, 5], mask 509,
+                        Markov rank 8, block 6
+
+Weights (numpy default_rng, float32 draws rounded to bf16 with round-to-nearest-even), drawn in
+the fixed order of make_weights, scaled so that activations stay O(1) and both parts of the
+drafted logits matter:
+  embed_tokens                         N(0, 1)              (rows of rms 1, like a normed input)
+  fc                                   N(0, (taps·H)^-1/2)  (hidden_norm renormalises anyway)
+  q/k/v_proj, gate/up_proj, lm_head    N(0, H^-1/2)         (inputs are RMS-normed: outputs ~1)
+  o_proj, down_proj                    N(0, in^-1/2)
+  norms (hidden_norm, norm, input/post_attention_layernorm, q/k_norm)   1 + N(0, 0.1)
+  markov_w1                            N(0, 1)
+  markov_w2                            N(0, rank^-1/2)      (bias = w2·w1[prev] has std ~1,
+                                                             like the base logits lm_head·hid)
+
+Numpy only, deterministic (fixed seeds), well under a second. Usage:
+  make_dspark_fixtures.py --out DIR [--only NAME] [--verify GOLDEN_DIR]
+--verify fails unless every written file has the sha256 recorded in GOLDEN_DIR/<fixture>.json
+(tests/goldens/dspark, written by tools/dspark_reference.py from the files its goldens came from).
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_kimi_fixtures import TINY_CONFIG, small_config  # noqa: E402
+from make_qwen38_fixtures import (fixture_arguments, verify_fixture, write_json,  # noqa: E402
+                                  write_safetensors)
+
+# The drafter's own shape; hidden and vocabulary come from the target fixture's config.
+FIXTURES = {
+    "dspark-kimi-k3-tiny": dict(
+        target="kimi-k3-tiny", target_config=lambda tiny: tiny, seed=20261301, layers=2,
+        heads=4, kv_heads=2, head_dim=32, intermediate=384, window=16, theta=10000.0, eps=1e-5,
+        taps=[2, 5, 9], mask=508, rank=16, block=8),
+    "dspark-kimi-k3-small": dict(
+        target="kimi-k3-small", target_config=small_config, seed=20261302, layers=3,
+        heads=6, kv_heads=3, head_dim=16, intermediate=256, window=8, theta=50000.0, eps=1e-5,
+        taps=[2, 4, 5], mask=509, rank=8, block=6),
+}
+
+
+def target_text_config(f: dict) -> dict:
+    """The target fixture's text_config, built exactly as make_kimi_fixtures.py builds it."""
+    return f["target_config"](json.loads(TINY_CONFIG.read_text()))["text_config"]
+
+
+def config(f: dict) -> dict:
+    """The speculators layout of §13.1 (the field set of tests/data/configs/kimi-k3-dspark)."""
+    t = target_text_config(f)
+    hidden, vocab, target_layers = t["hidden_size"], t["vocab_size"], t["num_hidden_layers"]
+    taps = f["taps"]
+    # The rules dspark_config.cpp enforces, so that a typo here fails here.
+    assert len(set(taps)) == len(taps) and all(2 <= i <= target_layers - 1 for i in taps), taps
+    assert f["heads"] % f["kv_heads"] == 0 and f["head_dim"] % 2 == 0
+    assert 0 <= f["mask"] < vocab and f["block"] >= 2
+    return {
+        "architectures": ["DSparkSpeculator"],
+        "speculators_model_type": "dspark",
+        "speculators_version": "0.4.0",
+        "speculators_config": {
+            "algorithm": "dspark",
+            "default_proposal_method": "greedy",
+            "proposal_methods": [{"proposal_type": "greedy",
+                                  "speculative_tokens": f["block"] - 1}],
+            "verifier": {"name_or_path": f["target"],
+                         "architectures": ["KimiK3ForConditionalGeneration"]},
+        },
+        "block_size": f["block"],
+        "markov_rank": f["rank"],
+        "markov_head_type": "vanilla",
+        "enable_confidence_head": False,
+        "confidence_head_with_markov": False,
+        "draft_vocab_size": vocab,
+        "mask_token_id": f["mask"],
+        "tie_word_embeddings": False,
+        "aux_hidden_state_layer_ids": taps,
+        "transformer_layer_config": {
+            "architectures": ["Qwen3ForCausalLM"],
+            "model_type": "qwen3",
+            "dtype": "bfloat16",
+            "num_hidden_layers": f["layers"],
+            "hidden_size": hidden,
+            "num_attention_heads": f["heads"],
+            "num_key_value_heads": f["kv_heads"],
+            "head_dim": f["head_dim"],
+            "intermediate_size": f["intermediate"],
+            "hidden_act": "silu",
+            "attention_bias": False,
+            "attention_dropout": 0.0,
+            "is_causal": True,
+            "rms_norm_eps": f["eps"],
+            "vocab_size": vocab,
+            "max_position_embeddings": 4096,
+            "sliding_window": f["window"],
+            "use_sliding_window": True,
+            "layer_types": ["sliding_attention"] * f["layers"],
+            "rope_parameters": {"rope_theta": f["theta"], "rope_type": "default"},
+            "tie_word_embeddings": False,
+        },
+    }
+
+
+def make_weights(f: dict) -> dict:
+    """name -> ("BF16", float32 ndarray), §13.2's names. The draw order is part of the fixture:
+    changing it changes every weight."""
+    t = target_text_config(f)
+    h, v = t["hidden_size"], t["vocab_size"]
+    heads, kv, hd, inter, rank = f["heads"], f["kv_heads"], f["head_dim"], f["intermediate"], f["rank"]
+    rng = np.random.default_rng(f["seed"])
+
+    def normal(shape, std):
+        return (rng.standard_normal(shape) * std).astype(np.float32)
+
+    def norm(n):
+        return (1.0 + normal((n,), 0.1)).astype(np.float32)
+
+    w = {}
+
+    def put(name, value):
+        w[name] = ("BF16", value)
+
+    put("embed_tokens.weight", normal((v, h), 1.0))
+    put("fc.weight", normal((h, len(f["taps"]) * h), (len(f["taps"]) * h) ** -0.5))
+    put("hidden_norm.weight", norm(h))
+    for layer in range(f["layers"]):
+        p = f"layers.{layer}."
+        put(p + "input_layernorm.weight", norm(h))
+        put(p + "self_attn.q_proj.weight", normal((heads * hd, h), h ** -0.5))
+        put(p + "self_attn.k_proj.weight", normal((kv * hd, h), h ** -0.5))
+        put(p + "self_attn.v_proj.weight", normal((kv * hd, h), h ** -0.5))
+        put(p + "self_attn.o_proj.weight", normal((h, heads * hd), (heads * hd) ** -0.5))
+        put(p + "self_attn.q_norm.weight", norm(hd))
+        put(p + "self_attn.k_norm.weight", norm(hd))
+        put(p + "post_attention_layernorm.weight", norm(h))
+        put(p + "mlp.gate_proj.weight", normal((inter, h), h ** -0.5))
+        put(p + "mlp.up_proj.weight", normal((inter, h), h ** -0.5))
+        put(p + "mlp.down_proj.weight", normal((h, inter), inter ** -0.5))
+    put("norm.weight", norm(h))
+    put("lm_head.weight", normal((v, h), h ** -0.5))
+    put("markov_head.markov_w1.weight", normal((v, rank), 1.0))
+    put("markov_head.markov_w2.weight", normal((v, rank), rank ** -0.5))
+    return w
+
+
+def write_fixture(root: Path, name: str) -> Path:
+    f = FIXTURES[name]
+    d = root / name
+    d.mkdir(parents=True, exist_ok=True)
+    for old in d.iterdir():
+        if old.is_file():
+            old.unlink()
+    write_json(d / "config.json", config(f))
+    write_safetensors(d / "model.safetensors", make_weights(f))
+    return d
+
+
+def main() -> int:
+    args = fixture_arguments(__doc__.split("\n")[0], FIXTURES)
+    for name in FIXTURES:
+        if args.only and name != args.only:
+            continue
+        folder = write_fixture(args.out, name)
+        if args.verify and not verify_fixture(folder, args.verify / f"{name}.json",
+                                              "tests/goldens/dspark/README.md"):
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
