@@ -80,7 +80,6 @@ def config(f: dict) -> dict:
     return {
         "architectures": ["DSparkSpeculator"],
         "speculators_model_type": "dspark",
-        "speculators_version": "0.4.0",
         "speculators_config": {
             "algorithm": "dspark",
             "default_proposal_method": "greedy",
@@ -129,7 +128,8 @@ def make_weights(f: dict) -> dict:
     changing it changes every weight."""
     t = target_text_config(f)
     h, v = t["hidden_size"], t["vocab_size"]
-    heads, kv, hd, inter, rank = f["heads"], f["kv_heads"], f["head_dim"], f["intermediate"], f["rank"]
+    heads, kv, hd = f["heads"], f["kv_heads"], f["head_dim"]
+    inter, rank = f["intermediate"], f["rank"]
     rng = np.random.default_rng(f["seed"])
 
     def normal(shape, std):

@@ -9,9 +9,6 @@
 
 namespace md::program {
 
-// The most candidates a mix takes (stored blocks and the prefix): the step builder checks it.
-inline constexpr int64_t kMaxResidualCandidates = 64;
-
 // Task `row` of kResidualMix. `scratch` holds op.scratch_floats().
 void run_residual_mix_row(const ResidualMixOperands& op, int64_t row, const Program& program,
                           float* scratch);

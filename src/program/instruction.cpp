@@ -56,6 +56,16 @@ std::string_view opcode_name(Opcode op) {
   return "?";
 }
 
+namespace {
+
+// kv_b holds every head's key and value rows over the latent; the norm and W_UK_hᵀ are there.
+bool latent_operands_fit(const LatentAttentionOperands& op) {
+  return op.key_absorb != nullptr && op.latent_norm != nullptr && op.heads > 0 &&
+         op.kv_b.rows == op.heads * (op.nope + op.v_head_dim) && op.kv_b.cols == op.rank;
+}
+
+}  // namespace
+
 TaskTiles task_tiles(const Instruction& ins, int64_t task) {
   auto t = static_cast<std::size_t>(task);
   switch (ins.opcode()) {
@@ -126,13 +136,27 @@ int64_t operand_tasks(const Instruction& ins) {
     }
     case Opcode::kMoeMix:
       return std::get<MoeMixOperands>(ins.operands).plan == nullptr ? -2 : -1;
+    case Opcode::kResidualMix: {
+      const auto& op = std::get<ResidualMixOperands>(ins.operands);
+      const bool fits = op.weight != nullptr && op.block_count >= 0 &&
+                        op.block_count + 1 <= kMaxResidualCandidates && op.block_rows > 0 &&
+                        op.push_to < kMaxResidualCandidates;
+      return fits ? -1 : -2;
+    }
     case Opcode::kKda: {
       const auto& op = std::get<KdaOperands>(ins.operands);
-      return op.conv_kernel >= 2 && op.head_dim > 0 ? op.heads : -2;
+      const bool fits =
+          op.conv_kernel >= 2 && op.head_dim > 0 && op.in_stride >= op.b_offset() + op.heads &&
+          op.out_stride >= op.channels() && op.exp_a_log != nullptr && op.dt_bias != nullptr &&
+          op.norm != nullptr && op.conv_weight[0] != nullptr && op.conv_weight[1] != nullptr &&
+          op.conv_weight[2] != nullptr;
+      return fits ? op.heads : -2;
     }
+    case Opcode::kLatentAppend:
+      return latent_operands_fit(std::get<LatentAppendOperands>(ins.operands).attention) ? -1 : -2;
     case Opcode::kLatentAttention: {
       const auto& op = std::get<LatentAttentionOperands>(ins.operands);
-      return op.key_absorb == nullptr ? -2 : op.heads;
+      return latent_operands_fit(op) ? op.heads : -2;
     }
     case Opcode::kArgmax:
     case Opcode::kMoeRoute:

@@ -381,6 +381,8 @@ struct MoeMixOperands {
 // out ← Mix(blocks 0 … block_count − 1, prefix; weight); then, with push_to >= 0, the prefix is
 // stored as block push_to. Block b of row n is blocks[(b·block_rows + n)·width]; rows are `width`.
 enum class PrefixUpdate : uint8_t { kNone, kAdd, kReplace };
+// The most candidates a mix takes (stored blocks and the prefix; K3 has 8 blocks).
+inline constexpr int64_t kMaxResidualCandidates = 64;
 struct ResidualMixOperands {
   BufferId prefix = kNoBuffer, sub = kNoBuffer, blocks = kNoBuffer, out = kNoBuffer;
   int64_t width = 0, block_rows = 0, block_count = 0, push_to = -1;
@@ -443,7 +445,7 @@ struct LatentAttentionOperands {
   const float* latent_norm = nullptr;  // [rank]
   float norm_eps = 0;
   const float* key_absorb = nullptr;  // [heads][rank][nope]: W_UK_hᵀ
-  kernels::WeightMatrix kv_b;         // [heads·(nope + v), rank]
+  kernels::WeightMatrix kv_b{};       // [heads·(nope + v), rank]
   int64_t cache_slot = 0;
 
   int64_t q_stride() const { return heads * (nope + shared); }

@@ -133,7 +133,12 @@ void Program::validate() const {
     for (const auto& list : ins.task_waits) {
       for (const Dependency& d : list) check(d);
     }
-    if (int64_t expected = operand_tasks(ins); expected >= 0 && expected != ins.tasks) {
+    const int64_t expected = operand_tasks(ins);
+    if (expected == -2) {
+      fail("program instruction '{}' ({}) has operands that do not fit together", ins.name,
+           opcode_name(ins.opcode()));
+    }
+    if (expected >= 0 && expected != ins.tasks) {
       fail("program instruction '{}' has {} tasks but operands for {}", ins.name, ins.tasks,
            expected);
     }

@@ -5,14 +5,18 @@
 // KDA snapshot after every row, the taps, and commit to every count — for both cache types.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "kimi_test_util.h"
 #include "models/kimi/kimi_model.h"
+#include "models/kimi/kimi_synthetic.h"
 #include "program/instruction.h"
 
 namespace md {
@@ -20,8 +24,10 @@ namespace {
 
 using test::kimi_fixture_path;
 
-const std::vector<int32_t> kPrompt = {500, 17, 260, 301, 45, 99, 7, 311, 402};
-const std::vector<int32_t> kDrafts = {12, 288, 5, 460, 77, 131, 250, 9};
+// Ids within every vocabulary here (the synthetic edges shape has 300).
+const std::vector<int32_t> kPrompt = {200, 17, 260, 201, 45, 99, 7, 211, 102};
+const std::vector<int32_t> kDrafts = {12, 288, 5, 160, 77, 131, 250, 9};
+constexpr char kSynthetic[] = "synthetic:";
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
@@ -33,13 +39,42 @@ int32_t argmax(const float* row, int64_t n) {
   return static_cast<int32_t>(best);
 }
 
+// A fixture checkpoint, or "synthetic:SHAPE" (weights generated in memory).
 std::unique_ptr<KimiModel> model_with(const std::string& fixture, ExecutorKind executor,
                                       int threads, KvCacheType kv = KvCacheType::kBf16) {
   ModelRunOptions options;
   options.executor = executor;
   options.threads = threads;
   options.kv_cache = kv;
+  if (fixture.starts_with(kSynthetic)) {
+    return make_synthetic_kimi(fixture.substr(std::string(kSynthetic).size()), options);
+  }
   return std::make_unique<KimiModel>(kimi_fixture_path(fixture), options);
+}
+
+std::string param_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param;
+  for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  return name;
+}
+
+KimiKdaSnapshot kda_of(const SequenceState& s) {
+  const KimiSequenceState& data = dynamic_cast<const KimiState&>(s).data();
+  return {data.conv_history, data.delta_state};
+}
+
+// The whole state: KDA, both latent caches, the position.
+void expect_same_state(SequenceState& a, SequenceState& b) {
+  EXPECT_EQ(a.position(), b.position());
+  EXPECT_EQ(kda_of(a), kda_of(b));
+  EXPECT_EQ(dynamic_cast<KimiState&>(a).data().latent_cache,
+            dynamic_cast<KimiState&>(b).data().latent_cache);
+  EXPECT_EQ(dynamic_cast<KimiState&>(a).data().latent_cache_bf16,
+            dynamic_cast<KimiState&>(b).data().latent_cache_bf16);
+}
+
+std::vector<int32_t> drafts(int64_t rows) {
+  return {kDrafts.begin(), kDrafts.begin() + rows};
 }
 
 KimiState& kimi(SequenceState& s) {
@@ -143,38 +178,68 @@ TEST_P(KimiStepTest, TheBitwiseComparisonNoticesTheCacheType) {
 }
 
 // Verify rows in one fused step equal the reference's verify (rows one after another): logits,
-// taps and the KDA state after every row; committing any count then decoding agrees too.
+// taps and the KDA state after every row, for 1, 3 and 8 rows, both cache types and both
+// executors; committing a count then decoding agrees too, the whole state included.
 TEST_P(KimiStepTest, VerifyAndCommitEqualTheReferenceBitwise) {
-  auto reference = model_with(GetParam(), ExecutorKind::kReference, 1);
-  auto fused = model_with(GetParam(), ExecutorKind::kMega, 3);
-  const int64_t layers = reference->config().num_layers;
-  for (KimiModel* m : {reference.get(), fused.get()})
-    m->set_tap_layers({0, layers / 2, layers - 1});
-  auto base_reference = prefilled(*reference);
-  auto base_fused = prefilled(*fused);
-  for (int64_t kept = 0; kept <= static_cast<int64_t>(kDrafts.size()); ++kept) {
-    SCOPED_TRACE("kept " + std::to_string(kept));
-    auto r = base_reference->clone();
-    auto f = base_fused->clone();
-    std::vector<float> r_logits, f_logits;
-    reference->verify(*r, kDrafts, r_logits);
-    fused->verify(*f, kDrafts, f_logits);
-    ASSERT_TRUE(same_bits(r_logits, f_logits));
-    ASSERT_TRUE(same_bits(reference->last_taps(), fused->last_taps()));
-    for (int64_t rows = 0; rows <= static_cast<int64_t>(kDrafts.size()); ++rows) {
-      ASSERT_EQ(kimi(*r).kda_after(rows), kimi(*f).kda_after(rows)) << "after row " << rows;
+  for (auto [kv, executor, threads] : {std::tuple{KvCacheType::kBf16, ExecutorKind::kMega, 3},
+                                       {KvCacheType::kF32, ExecutorKind::kOps, 2}}) {
+    auto reference = model_with(GetParam(), ExecutorKind::kReference, 1, kv);
+    auto fused = model_with(GetParam(), executor, threads, kv);
+    const int64_t layers = reference->config().num_layers;
+    for (KimiModel* m : {reference.get(), fused.get()}) m->set_tap_layers({0, layers / 2});
+    auto base_reference = prefilled(*reference);
+    auto base_fused = prefilled(*fused);
+    for (const int64_t rows : {1, 3, 8}) {
+      for (int64_t kept = 0; kept <= rows; ++kept) {
+        SCOPED_TRACE(std::string(program::executor_name(executor)) + " rows " +
+                     std::to_string(rows) + " kept " + std::to_string(kept));
+        auto r = base_reference->clone();
+        auto f = base_fused->clone();
+        std::vector<float> r_logits, f_logits;
+        reference->verify(*r, drafts(rows), r_logits);
+        fused->verify(*f, drafts(rows), f_logits);
+        ASSERT_TRUE(same_bits(r_logits, f_logits));
+        ASSERT_TRUE(same_bits(reference->last_taps(), fused->last_taps()));
+        for (int64_t after = 0; after <= rows; ++after) {
+          ASSERT_EQ(kimi(*r).kda_after(after), kimi(*f).kda_after(after)) << "after " << after;
+        }
+        reference->commit(*r, kept);
+        fused->commit(*f, kept);
+        expect_same_state(*r, *f);
+        int32_t token = 42;
+        SequenceState* rs = r.get();
+        SequenceState* fs = f.get();
+        reference->decode(std::span(&rs, 1), std::span(&token, 1), r_logits);
+        fused->decode(std::span(&fs, 1), std::span(&token, 1), f_logits);
+        EXPECT_TRUE(same_bits(r_logits, f_logits));
+      }
     }
+  }
+}
+
+// One state through verify, commit, verify, commit and decode: the second verify reuses the
+// snapshots' memory and the swapped-in state of the first commit; every step agrees.
+TEST_P(KimiStepTest, RepeatedVerifyRoundsOnOneStateAgree) {
+  auto reference = model_with(GetParam(), ExecutorKind::kReference, 1);
+  auto fused = model_with(GetParam(), ExecutorKind::kMega, 2);
+  auto r = prefilled(*reference);
+  auto f = prefilled(*fused);
+  std::vector<float> r_logits, f_logits;
+  for (auto [rows, kept] : {std::pair{8, 2}, {8, 5}, {4, 4}, {8, 0}, {6, 3}}) {
+    SCOPED_TRACE(std::to_string(rows) + " rows, kept " + std::to_string(kept));
+    reference->verify(*r, drafts(rows), r_logits);
+    fused->verify(*f, drafts(rows), f_logits);
+    ASSERT_TRUE(same_bits(r_logits, f_logits));
     reference->commit(*r, kept);
     fused->commit(*f, kept);
-    ASSERT_EQ(r->position(), f->position());
-    EXPECT_EQ(kimi(*r).data().latent_cache_bf16, kimi(*f).data().latent_cache_bf16);
-    int32_t token = 42;
-    SequenceState* rs = r.get();
-    SequenceState* fs = f.get();
-    reference->decode(std::span(&rs, 1), std::span(&token, 1), r_logits);
-    fused->decode(std::span(&fs, 1), std::span(&token, 1), f_logits);
-    EXPECT_TRUE(same_bits(r_logits, f_logits));
+    expect_same_state(*r, *f);
   }
+  int32_t token = 7;
+  SequenceState* rs = r.get();
+  SequenceState* fs = f.get();
+  reference->decode(std::span(&rs, 1), std::span(&token, 1), r_logits);
+  fused->decode(std::span(&fs, 1), std::span(&token, 1), f_logits);
+  EXPECT_TRUE(same_bits(r_logits, f_logits));
 }
 
 // Several sequences at different positions in one fused decode step: each row's logits and taps
@@ -193,28 +258,35 @@ TEST_P(KimiStepTest, DecodeRowsOfSeveralSequencesEqualEachAlone) {
   }
   std::vector<std::unique_ptr<SequenceState>> alone;
   for (const auto& s : states) alone.push_back(s->clone());
-  const std::vector<int32_t> tokens = {31, 64, 200};
+  std::vector<int32_t> tokens = {31, 64, 200};
   std::vector<SequenceState*> rows = {states[0].get(), states[1].get(), states[2].get()};
-  std::vector<float> logits;
-  fused->decode(rows, tokens, logits);
-  const std::vector<float> taps = fused->last_taps();
   const auto vocab = static_cast<std::size_t>(fused->vocab_size());
   const auto hidden = static_cast<std::size_t>(fused->config().hidden_size);
-  for (std::size_t i = 0; i < 3; ++i) {
-    SequenceState* one = alone[i].get();
-    std::vector<float> row;
-    reference->decode(std::span(&one, 1), std::span(&tokens[i], 1), row);
-    EXPECT_EQ(std::memcmp(row.data(), logits.data() + i * vocab, vocab * sizeof(float)), 0) << i;
-    EXPECT_EQ(std::memcmp(reference->last_taps().data(), taps.data() + i * hidden,
-                          hidden * sizeof(float)),
-              0)
-        << i;
-    EXPECT_EQ(states[i]->position(), alone[i]->position());
+  // Several steps, so that a row writing another sequence's state would show.
+  for (int step = 0; step < 4; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    std::vector<float> logits;
+    fused->decode(rows, tokens, logits);
+    const std::vector<float> taps = fused->last_taps();
+    for (std::size_t i = 0; i < 3; ++i) {
+      SequenceState* one = alone[i].get();
+      std::vector<float> row;
+      reference->decode(std::span(&one, 1), std::span(&tokens[i], 1), row);
+      EXPECT_EQ(std::memcmp(row.data(), logits.data() + i * vocab, vocab * sizeof(float)), 0) << i;
+      EXPECT_EQ(std::memcmp(reference->last_taps().data(), taps.data() + i * hidden,
+                            hidden * sizeof(float)),
+                0)
+          << i;
+      expect_same_state(*states[i], *alone[i]);
+      tokens[i] = argmax(row.data(), fused->vocab_size());
+    }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Fixtures, KimiStepTest, ::testing::Values("kimi-k3-tiny", "kimi-k3-small"),
-                         test::kimi_param_name);
+INSTANTIATE_TEST_SUITE_P(Fixtures, KimiStepTest,
+                         ::testing::Values("kimi-k3-tiny", "kimi-k3-small",
+                                           "synthetic:kimi-k3-edges"),
+                         param_name);
 
 }  // namespace
 }  // namespace md

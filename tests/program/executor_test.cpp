@@ -8,6 +8,7 @@
 #include <numeric>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include "base/error.h"
 #include "program/cpu_executor.h"
@@ -285,6 +286,51 @@ TEST(Program, RefusesMalformedPrograms) {
     argmax.operands = ArgmaxOperands{};
     list.push_back(std::move(argmax));
     EXPECT_THROW(Program(std::move(list), {}, 1, 1), Error) << "operands for 1 task, 2 declared";
+  }
+  {
+    // Operands that do not fit together: a KDA layer whose conv has no history (kernel 1), a
+    // residual mix over more candidates than a task holds, latent attention without W_UK_hᵀ.
+    const float one = 1;
+    KdaOperands kda{.in = 0,
+                    .out = 0,
+                    .in_stride = 5 * 8 + 1,
+                    .out_stride = 8,
+                    .heads = 1,
+                    .head_dim = 8,
+                    .conv_kernel = 1,
+                    .conv_weight = {&one, &one, &one},
+                    .exp_a_log = &one,
+                    .dt_bias = &one,
+                    .norm = &one};
+    ResidualMixOperands mix{.prefix = 0,
+                            .sub = 0,
+                            .blocks = 0,
+                            .out = 0,
+                            .width = 4,
+                            .block_rows = 1,
+                            .block_count = kMaxResidualCandidates,
+                            .weight = &one};
+    LatentAttentionOperands latent{.heads = 1, .latent_norm = &one};
+    for (auto [operands, tasks, what] : {std::tuple{Operands{kda}, 1, "kda, conv kernel 1"},
+                                         {Operands{mix}, 1, "residual_mix, 65 candidates"},
+                                         {Operands{latent}, 1, "latent_attention, no W_UK"}}) {
+      std::vector<Instruction> list;
+      Instruction bad;
+      bad.name = "bad";
+      bad.tasks = tasks;
+      bad.operands = operands;
+      list.push_back(std::move(bad));
+      EXPECT_THROW(Program(std::move(list), {nullptr}, 1, 1), Error) << what;
+    }
+    // The same KDA operands with a conv of two taps are accepted (the control).
+    kda.conv_kernel = 2;
+    std::vector<Instruction> list;
+    Instruction good;
+    good.name = "good";
+    good.tasks = 1;
+    good.operands = kda;
+    list.push_back(std::move(good));
+    EXPECT_NO_THROW(Program(std::move(list), {nullptr}, 1, 1));
   }
   {
     std::vector<Instruction> list;

@@ -153,7 +153,7 @@ void KimiModel::decode(std::span<SequenceState* const> states, std::span<const i
     run_step(built, logits);
     return;
   }
-  experts_run_.clear();
+  last_step_fused_ = false;
   last_step_rows_ = rows;
   const int64_t vocab = config_.vocab_size;
   logits.resize(static_cast<std::size_t>(rows * vocab));
@@ -183,6 +183,8 @@ void KimiModel::verify(SequenceState& base, std::span<const int32_t> tokens,
   const int64_t vocab = config_.vocab_size;
   logits.resize(static_cast<std::size_t>(rows * vocab));
   float* taps = taps_for(rows);
+  last_step_fused_ = false;
+  last_step_rows_ = rows;
   state.begin_verify();
   for (int64_t r = 0; r < rows; ++r) {
     if (r > 0) state.after_verify_row();
@@ -233,6 +235,7 @@ void KimiModel::run_step(KimiStep& built, std::vector<float>& logits) {
   last_greedy_.resize(static_cast<std::size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) last_greedy_[static_cast<std::size_t>(r)] = built.greedy(r);
   built.experts_run(experts_run_);
+  last_step_fused_ = true;
   last_step_rows_ = rows;
 }
 
@@ -252,8 +255,7 @@ std::size_t KimiModel::expert_bytes(int64_t layer) const {
 std::size_t KimiModel::last_step_weight_bytes() const {
   if (last_step_rows_ == 0) return 0;
   // The reference forward reads every matrix again for each row.
-  if (experts_run_.empty())
-    return decode_weight_bytes() * static_cast<std::size_t>(last_step_rows_);
+  if (!last_step_fused_) return decode_weight_bytes() * static_cast<std::size_t>(last_step_rows_);
   std::size_t total = dense_decode_bytes();
   for (std::size_t i = 0; i < experts_run_.size(); ++i) {
     const int64_t layer = config_.first_k_dense_replace + static_cast<int64_t>(i);

@@ -78,8 +78,9 @@ class KimiModel final : public LanguageModel {
   // Every matrix a decode token reads: the dense ones, the router, the k experts a row takes
   // per MoE layer and lm_head (one embedding row, not the table).
   std::size_t decode_weight_bytes() const override;
-  // What the last decode() read: a fused step each distinct expert it ran once (per MoE layer,
-  // its routing plan's count) besides every other matrix; the reference every matrix per row.
+  // What the last decode() or verify() read: a fused step each distinct expert it ran once (per
+  // MoE layer, its routing plan's count) besides every other matrix; the reference every matrix
+  // per row.
   std::size_t last_step_weight_bytes() const override;
 
   const KimiK3Config& config() const { return config_; }
@@ -120,7 +121,8 @@ class KimiModel final : public LanguageModel {
   std::vector<std::unique_ptr<KimiStep>> steps_;
   std::vector<int32_t> last_greedy_;
   std::vector<int64_t> experts_run_;  // per MoE layer, the last fused step's distinct experts
-  int64_t last_step_rows_ = 0;        // rows of the last decode()
+  int64_t last_step_rows_ = 0;        // rows of the last decode() or verify()
+  bool last_step_fused_ = false;
 };
 
 }  // namespace md

@@ -15,6 +15,7 @@ namespace {
 
 constexpr char kTiny[] = "kimi-k3-tiny";
 constexpr char kLayer[] = "kimi-k3-layer";
+constexpr char kEdges[] = "kimi-k3-edges";
 
 // The geometry one shape varies; the rest is the published model's (real-configs §2).
 struct Shape {
@@ -72,7 +73,30 @@ Shape shape_of(const std::string& name) {
             .max_positions = 1048576,
             .eos = 163586};
   }
-  fail("unknown synthetic shape '{}' (known: {}, {})", name, kTiny, kLayer);
+  if (name == kEdges) {
+    return {.layers = 5,
+            .block = 1,
+            .hidden = 96,
+            .vocab = 300,
+            .dense = 128,
+            .first_dense = 1,
+            .mla_layers = {1, 4},
+            .kda_heads = 3,
+            .kda_dim = 16,
+            .heads = 3,
+            .q_lora = 32,
+            .kv_lora = 24,
+            .nope = 16,
+            .shared_key = 8,
+            .experts = 8,
+            .top_k = 3,
+            .expert_width = 32,
+            .latent = 64,
+            .shared_experts = 0,
+            .max_positions = 4096,
+            .eos = 299};
+  }
+  fail("unknown synthetic shape '{}' (known: {}, {}, {})", name, kTiny, kLayer, kEdges);
 }
 
 nlohmann::json config_json(const Shape& s) {
@@ -257,11 +281,11 @@ class KimiWeightMaker {
 }  // namespace
 
 std::vector<std::string> synthetic_kimi_shapes() {
-  return {kTiny, kLayer};
+  return {kTiny, kLayer, kEdges};
 }
 
 bool is_synthetic_kimi_shape(const std::string& shape) {
-  return shape == kTiny || shape == kLayer;
+  return shape == kTiny || shape == kLayer || shape == kEdges;
 }
 
 KimiK3Config synthetic_kimi_config(const std::string& shape) {

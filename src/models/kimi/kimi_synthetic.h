@@ -14,7 +14,8 @@ namespace md {
 // "kimi-k3-layer": the published widths (hidden 7168, KDA 96 × 128, MLA 96 heads with q_lora
 // 1536 and kv_lora 512, 896 experts top-16 of 3072 over a latent of 3584, 2 shared experts,
 // vocab 163840) for three layers: 0 KDA with the dense MLP of 33792, 1 KDA and 2 MLA with the
-// latent MoE (every kind of sublayer K3 has).
+// latent MoE (every kind of sublayer K3 has). "kimi-k3-edges": what the fixtures leave out, for
+// tests: a new block at every layer (block size 1), MLA at layer 0, no shared experts.
 std::vector<std::string> synthetic_kimi_shapes();
 bool is_synthetic_kimi_shape(const std::string& shape);
 KimiK3Config synthetic_kimi_config(const std::string& shape);  // md::Error if unknown
