@@ -21,8 +21,8 @@
 #include "engine/generation.h"
 #include "kernels/isa.h"
 #include "kernels/memory_bandwidth.h"
-#include "models/drafters/dflash2/dflash2_drafter.h"
 #include "models/drafters/dflash2/dflash2_synthetic.h"
+#include "models/drafters/drafter_loader.h"
 #include "models/kimi/kimi_synthetic.h"
 #include "models/model_loader.h"
 #include "models/musespark/musespark_synthetic.h"
@@ -231,8 +231,9 @@ std::unique_ptr<SpeculativeDrafter> open_drafter(LanguageModel& model,
         "--draft DIR needs --model (the drafter's target); a synthetic target takes --draft "
         "synthetic");
   }
-  return load_dflash2_drafter(resolve_model_source(options.draft).directory, model.target_view(),
-                              options.threads);
+  return load_speculative_drafter(resolve_model_source(options.draft).directory,
+                                  model.target_view(), options.threads)
+      .drafter;
 }
 
 std::vector<SpecFigure> speculation_figures(LanguageModel& model, const BenchOptions& options) {

@@ -210,7 +210,7 @@ int serve(ServeFlags& f) {
     if (session.drafter) {
       served.drafter = session.drafter.get();
       served.block_size = session.block_size;
-      served.speculative_method = "dflash2";
+      served.speculative_method = session.drafter_method;
       served.drafter_source = session.drafter_directory;
     }
     served.fingerprint_source =

@@ -11,9 +11,10 @@
 #include "engine/context_size.h"
 #include "engine/generation_defaults.h"
 #include "io/gguf_file.h"
+#include "io/model_source.h"
 #include "kernels/matmul.h"
 #include "models/common/gguf_tokenizer.h"
-#include "models/drafters/dflash2/dflash2_drafter.h"
+#include "models/drafters/drafter_loader.h"
 #include "models/model_loader.h"
 
 namespace md::cli {
@@ -179,12 +180,15 @@ ModelSession open_model_session(const ModelFlags& flags, int sequences) {
     ResolvedModel draft_source = resolve_model_source(draft);
     // The drafter's round runs on the same number of workers and the same kind of executor as
     // the target's steps.
-    session.drafter = load_dflash2_drafter(draft_source.directory, session.model->target_view(),
-                                           flags.threads, options.executor);
+    LoadedDrafter loaded = load_speculative_drafter(
+        draft_source.directory, session.model->target_view(), flags.threads, options.executor);
+    session.drafter = std::move(loaded.drafter);
+    session.drafter_method = loaded.method;
     session.drafter_directory = draft_source.directory;
     session.block_size = flags.block_size;
     session.force_accept = flags.force_accept;
-    log::info("speculative decoding with {} (block {})", draft_source.directory,
+    log::info("speculative decoding with {} ({}, block {})", draft_source.directory,
+              session.drafter_method,
               flags.block_size > 0 ? flags.block_size : session.drafter->block_size());
   } else if (flags.force_accept > 0 || flags.block_size > 0) {
     fail("--block-size and --force-accept need a drafter (--draft)");
@@ -195,7 +199,12 @@ ModelSession open_model_session(const ModelFlags& flags, int sequences) {
 
 std::string default_draft(const std::string& model_spec) {
   std::string repo = model_spec.substr(0, model_spec.find('@'));
-  return repo == "Qwen/Qwen3.8-27B" ? "z-lab/Qwen3.8-27B-DFlash2" : "";
+  // The families whose drafter runs here (Muse Spark's DSpark drafter is not wired yet).
+  for (const FamilyRepos& family : family_repo_table()) {
+    const bool drafts = family.family != DefaultFamily::kMuseSpark;
+    if (drafts && repo == family.target_repo) return std::string(family.draft_repo);
+  }
+  return "";
 }
 
 engine::GenerationRequest make_request(const ModelSession& session, const SamplingFlags& flags,

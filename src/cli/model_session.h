@@ -56,6 +56,7 @@ struct ModelSession {
   int64_t context = 0;
   std::unique_ptr<SpeculativeDrafter> drafter;  // null: no speculation
   std::string drafter_directory;
+  std::string drafter_method;  // "dflash2", "dspark"
   int64_t block_size = 0;
   int64_t force_accept = 0;
 

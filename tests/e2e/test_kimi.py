@@ -5,6 +5,7 @@ thinking switches), and K3's output format is parsed into reasoning_content, con
 tool_calls, whole and streamed. The random fixture never writes a tool call, so one server writes
 a scripted K3 turn (serve's --test-script-output test hook) and the parsing is checked on it."""
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -204,3 +205,51 @@ def test_structured_output_shapes_the_response_section(kimi):
                                           temperature=0,
                                           response_format={"type": "json_object"})
     assert stated.usage.prompt_tokens > plain + 30
+
+
+DRAFT = FIXTURE.parent / "dspark-kimi-k3-tiny"
+PROMPT = "The quick brown fox jumps over the lazy dog. Then the dog"
+
+
+def test_run_with_the_dspark_drafter_is_lossless():
+    """Greedy `run` with the DSpark drafter writes what the target alone writes, and reports its
+    rounds (the random drafter rarely agrees with the random target: the rounds still commit)."""
+    if not DRAFT.exists():
+        pytest.skip("the DSpark fixture is not built")
+    args = ["run", "-m", str(FIXTURE), "-p", PROMPT, "-n", "24", "--greedy", "--ignore-eos"]
+    alone = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=120,
+                           stdin=subprocess.DEVNULL)
+    spec = subprocess.run([BIN, *args, "--draft", str(DRAFT)], capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+    assert alone.returncode == 0 and spec.returncode == 0, alone.stderr + spec.stderr
+    assert spec.stdout == alone.stdout
+    assert "(dspark, block 8)" in spec.stderr
+    assert "spec " in spec.stderr and "rounds" in spec.stderr, spec.stderr
+    # Forced acceptance (a benchmark mode) commits every draft: the output changes, the run works.
+    forced = subprocess.run([BIN, *args, "--draft", str(DRAFT), "--force-accept", "7"],
+                            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    assert forced.returncode == 0, forced.stderr
+    accepted = re.search(r"mean acceptance length ([0-9.]+)", forced.stderr)
+    assert accepted and float(accepted.group(1)) > 4, forced.stderr
+
+
+def test_serve_with_the_dspark_drafter(kimi):
+    """`serve --draft` names DSpark in /props, and greedy completions equal the server without it."""
+    if not DRAFT.exists():
+        pytest.skip("the DSpark fixture is not built")
+    import httpx
+    server = Server("--draft", str(DRAFT), model=str(FIXTURE))
+    try:
+        with httpx.Client(base_url=server.url, timeout=120) as c:
+            props = c.get("/props").json()
+            assert props["speculative"] == {"method": "dspark", "num_draft_tokens": 7}
+            name = c.get("/v1/models").json()["data"][0]["id"]
+            body = {"model": name, "prompt": PROMPT, "max_tokens": 24, "temperature": 0,
+                    "ignore_eos": True}
+            spec = c.post("/v1/completions", json=body)
+            assert spec.status_code == 200, spec.text
+        plain = kimi.completions.create(model=model_of(kimi), prompt=PROMPT, max_tokens=24,
+                                        temperature=0, extra_body={"ignore_eos": True})
+        assert spec.json()["choices"][0]["text"] == plain.choices[0].text
+    finally:
+        assert server.stop() == 0, server.output()

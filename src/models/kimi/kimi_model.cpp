@@ -206,6 +206,16 @@ void KimiModel::set_tap_layers(std::vector<int64_t> layers) {
   steps_.clear();  // the step programs copy taps out: rebuilt with the new list
 }
 
+TargetView KimiModel::target_view() const {
+  return TargetView{.embed_tokens = weights_.embed_tokens,
+                    .lm_head = weights_.lm_head,
+                    .hidden_size = config_.hidden_size,
+                    .vocab_size = config_.vocab_size,
+                    .num_layers = config_.num_layers,
+                    .executor = nullptr,
+                    .matmul_inputs = kernels::MatmulInputs::kF32};
+}
+
 bool KimiModel::fused() const {
   const KimiReferenceOptions& o = reference_.options();
   return executor_ != ExecutorKind::kReference && o.ablation == KimiAblation::kNone &&

@@ -70,6 +70,9 @@ class KimiModel final : public LanguageModel {
   // Taps (§11, §13.3): for tapped layer l, each row's prefix right after layer l finished, which
   // is what the drafter's aux id l + 1 reads: [rows][layers.size() · hidden].
   void set_tap_layers(std::vector<int64_t> layers) override;
+  // What a drafter sees of the target (DSpark reads its widths and taps; it has its own
+  // embedding and lm_head).
+  TargetView target_view() const override;
   const std::vector<float>& last_taps() const override { return last_taps_; }
 
   std::size_t weight_bytes() const override {

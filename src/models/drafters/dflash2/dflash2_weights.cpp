@@ -11,48 +11,13 @@
 #include <vector>
 
 #include "base/error.h"
+#include "models/common/recording_binder.h"
 
 namespace md {
 
 namespace {
 
 constexpr char kFamily[] = "DFlash2DraftModel";
-
-// A WeightBinder that remembers what it bound, so that tensors nobody asked for can be refused.
-class RecordingBinder {
- public:
-  RecordingBinder(const Checkpoint& checkpoint, OwnedWeights& owned)
-      : bind_(checkpoint, kFamily, owned) {}
-
-  const uint16_t* bf16(const std::string& name, std::vector<int64_t> shape) {
-    bound_.insert(name);
-    return bind_.bf16(name, std::move(shape));
-  }
-  kernels::Bf16Matrix matrix(const std::string& name, int64_t rows, int64_t cols) {
-    bound_.insert(name);
-    return bind_.matrix(name, rows, cols);
-  }
-
-  // A tensor the config does not account for (an extra layer, an own embedding or head of
-  // another DFlash variant) means the config and the weights disagree about the model.
-  void refuse_unbound() const {
-    const Checkpoint& checkpoint = bind_.checkpoint();
-    std::vector<std::string> extra;
-    for (const TensorView& tensor : checkpoint.tensors()) {
-      if (!bound_.contains(tensor.name)) extra.emplace_back(tensor.name);
-    }
-    if (extra.empty()) return;
-    std::size_t shown = std::min<std::size_t>(extra.size(), 5);
-    fail("checkpoint {}: {} tensor(s) that the {} config does not account for: '{}'{}",
-         checkpoint.path(), extra.size(), kFamily,
-         fmt::join(extra.begin(), extra.begin() + static_cast<std::ptrdiff_t>(shown), "', '"),
-         extra.size() > shown ? ", ..." : "");
-  }
-
- private:
-  WeightBinder bind_;
-  std::set<std::string, std::less<>> bound_;
-};
 
 DFlash2ConvWeights bind_conv(const DFlash2Config& c, RecordingBinder& bind, const std::string& p) {
   DFlash2ConvWeights w;
@@ -86,7 +51,7 @@ DFlash2LayerWeights bind_layer(const DFlash2Config& c, RecordingBinder& bind,
 
 DFlash2Weights bind_dflash2_weights(const DFlash2Config& c, const Checkpoint& checkpoint) {
   DFlash2Weights w;
-  RecordingBinder bind(checkpoint, w.owned);
+  RecordingBinder bind(checkpoint, kFamily, w.owned);
   int64_t h = c.hidden_size;
   w.fc = bind.matrix("fc.weight", h, c.fc_in_features());
   w.hidden_norm = bind.bf16("hidden_norm.weight", {h});

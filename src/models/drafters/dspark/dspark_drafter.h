@@ -1,0 +1,82 @@
+// The DSpark block drafter (kimi-k3-dspark.md §13; RedHat speculators layout) for Kimi K3: from
+// the target's tapped hidden states of the committed positions (taps → fc → hidden_norm, their
+// keys and values in a sliding-window ring, draft_context.h) it runs one causal forward over the
+// block [anchor, mask, …] and walks the Markov head left to right: draft k is the argmax (or,
+// sampling, a draw) of the block row's logits plus W2·W1[previous token]. Its own embedding and
+// lm_head; activations f32, weights bf16 read in place. Runs its reference forward op by op on a
+// thread pool (no fused program yet).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "io/checkpoint.h"
+#include "kernels/rope.h"
+#include "models/drafters/draft_context.h"
+#include "models/drafters/dspark/dspark_weights.h"
+#include "models/drafters/dspark_config.h"
+#include "models/drafters/speculative_drafter.h"
+
+namespace md {
+
+class DSparkDrafter final : public SpeculativeDrafter {
+ public:
+  // Reads `directory` (config.json + model.safetensors), checks it against the target (hidden
+  // size, vocabulary, tap layers) and binds every tensor; md::Error naming the file and field or
+  // tensor on any mismatch. `threads` <= 0: one per hardware thread. The drafter keeps a copy
+  // of `target` (it reads no target weights).
+  DSparkDrafter(const std::string& directory, const TargetView& target, int threads = 1);
+  DSparkDrafter(const DSparkDrafter&) = delete;
+  DSparkDrafter& operator=(const DSparkDrafter&) = delete;
+
+  int64_t block_size() const override { return config_.block_size; }
+  // Aux id A reads the target's residual after 0-based layer A − 1 (speculators' convention:
+  // hidden_states[0] is the embedding).
+  std::vector<int64_t> tap_layers() const override;
+
+  void append_context(std::span<const float> taps, int64_t rows) override {
+    context_->append(taps, rows);
+  }
+  int64_t context_length() const override { return context_->length(); }
+  void truncate_context(int64_t length) override { context_->truncate(length); }
+
+  // Drafts block_size − 1 tokens after `anchor` (at position context_length()): every block row
+  // sees the context positions of the last window before the anchor and the block rows up to its
+  // own (§13.4, §13.5). Temperature <= 0: each draft is the argmax of its row's logits (lowest
+  // id on ties); otherwise it is drawn from softmax(logits / temperature) with uniforms[k], and
+  // q holds that whole distribution. keep_logits: the logits each draft was chosen from.
+  DraftProposal propose(int32_t anchor, float temperature, std::span<const double> uniforms,
+                        bool keep_logits = false) override;
+
+  // Same weights and pool (shared, not copied), empty context / a copy of this one's.
+  std::unique_ptr<SpeculativeDrafter> new_sequence() const override;
+  std::unique_ptr<SpeculativeDrafter> clone() const override;
+
+  const DSparkConfig& config() const { return config_; }
+
+ private:
+  struct Shared;
+  struct Block;
+  explicit DSparkDrafter(std::shared_ptr<Shared> shared);
+
+  void attention(int64_t layer, int64_t anchor_position, Block& b) const;
+  void mlp(int64_t layer, Block& b) const;
+  // Row k's logits plus the Markov bias of `previous`: what draft k is chosen from.
+  void markov_logits(int32_t previous, const float* base, float* out) const;
+
+  std::shared_ptr<Shared> shared_;
+  const DSparkConfig& config_;
+  const DSparkWeights& weights_;
+  const kernels::Rope& rope_;
+  ThreadPool* pool_;
+  std::unique_ptr<DraftContext> context_;
+};
+
+// The drafter as the speculative loop sees it (same checks as the constructor).
+std::unique_ptr<SpeculativeDrafter> load_dspark_drafter(const std::string& directory,
+                                                        const TargetView& target, int threads = 1);
+
+}  // namespace md

@@ -1,0 +1,240 @@
+// The DSpark drafter (models/drafters/dspark/dspark_drafter.h) on its scaled-down checkpoints
+// (tools/make_dspark_fixtures.py) against an independent float64 transcription of
+// kimi-k3-dspark.md §13.3–§13.6 written here (tools/dspark_reference.py; goldens in
+// tests/goldens/dspark, no library runs DSpark's block forward without torch): the logits each
+// draft is chosen from and the drafts, with negative controls (a bidirectional block, no Markov
+// bias) that miss the bound; then the context's chunking, threads, truncation and window, the
+// sampled drafts, and what is refused.
+#include "models/drafters/dspark/dspark_drafter.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "kimi_test_util.h"
+#include "models/common/config_files.h"
+#include "models/kimi/kimi_config.h"
+
+namespace md {
+namespace {
+
+using test::kimi_fixture_path;
+
+// The float64 transcription against the f32 drafter: its rounding is ~1e-6 of the largest logit
+// here; 1e-4 leaves room for accumulation order and is 10⁴ below what the wrong formulas miss by.
+constexpr float kBound = 1e-4f;
+
+struct Golden {
+  std::string target;  // the Kimi K3 fixture the drafter drafts for
+  int64_t context = 0, anchor = 0;
+  std::vector<int32_t> drafts;
+  std::vector<float> logits, bidirectional, without_markov;  // [drafts][vocab]
+  float largest = 0;
+};
+
+std::vector<float> flat(const nlohmann::json& rows) {
+  std::vector<float> out;
+  for (const auto& row : rows) {
+    for (const auto& v : row) out.push_back(v.get<float>());
+  }
+  return out;
+}
+
+Golden golden_of(const std::string& drafter) {
+  const nlohmann::json j =
+      read_json_file(std::string(MD_SOURCE_DIR) + "/tests/goldens/dspark/" + drafter + ".json");
+  Golden g;
+  g.target = drafter.substr(std::string("dspark-").size());
+  g.context = j["context_length"].get<int64_t>();
+  g.anchor = j["anchor"].get<int64_t>();
+  g.drafts = j["drafts"].get<std::vector<int32_t>>();
+  g.logits = flat(j["logits"]);
+  g.bidirectional = flat(j["logits_bidirectional"]);
+  g.without_markov = flat(j["logits_without_markov"]);
+  g.largest = j["max_abs_logit"].get<float>();
+  return g;
+}
+
+TargetView target_of(const std::string& target) {
+  const KimiK3Config c = parse_kimi_k3_config(read_config_files(kimi_fixture_path(target)));
+  TargetView view;
+  view.hidden_size = c.hidden_size;
+  view.vocab_size = c.vocab_size;
+  view.num_layers = c.num_layers;
+  return view;
+}
+
+// The goldens' taps: tap[p][i][c] = f32(((((p·T + i)·H + c) · 2654435761) mod 2³²) / 2³² − 0.5).
+std::vector<float> taps(int64_t first, int64_t rows, int64_t num_taps, int64_t hidden) {
+  std::vector<float> out;
+  for (int64_t p = first; p < first + rows; ++p) {
+    for (int64_t i = 0; i < num_taps * hidden; ++i) {
+      const auto index = static_cast<uint64_t>(p * num_taps * hidden + i);
+      const uint64_t hashed = (index * 2654435761ull) % (1ull << 32);
+      out.push_back(static_cast<float>(static_cast<double>(hashed) / 4294967296.0 - 0.5));
+    }
+  }
+  return out;
+}
+
+float worst_gap(const std::vector<float>& a, const std::vector<float>& b) {
+  float worst = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::abs(a[i] - b[i]));
+  return worst;
+}
+
+class DSparkDrafterTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    golden_ = golden_of(GetParam());
+    target_ = target_of(golden_.target);
+  }
+  std::unique_ptr<DSparkDrafter> drafter(int threads = 1) const {
+    return std::make_unique<DSparkDrafter>(kimi_fixture_path(GetParam()), target_, threads);
+  }
+  void append(DSparkDrafter& d, int64_t first, int64_t rows) const {
+    const std::vector<float> t = taps(first, rows, d.config().num_taps(), d.config().hidden_size);
+    d.append_context(t, rows);
+  }
+  DraftProposal greedy(DSparkDrafter& d) const {
+    return d.propose(static_cast<int32_t>(golden_.anchor), 0.0f, {}, /*keep_logits=*/true);
+  }
+  Golden golden_;
+  TargetView target_;
+};
+
+TEST_P(DSparkDrafterTest, MatchesTheFloat64Transcription) {
+  auto d = drafter();
+  append(*d, 0, 13);
+  append(*d, 13, golden_.context - 13);
+  const DraftProposal p = greedy(*d);
+  EXPECT_EQ(p.tokens, golden_.drafts);
+  ASSERT_EQ(p.logits.size(), golden_.logits.size());
+  const float error = worst_gap(p.logits, golden_.logits) / golden_.largest;
+  std::printf("  %s: %.3g of the largest |logit|\n", GetParam().c_str(), error);
+  EXPECT_LE(error, kBound);
+  // Negative controls: the wrong formulas are far outside the bound.
+  EXPECT_GT(worst_gap(p.logits, golden_.bidirectional) / golden_.largest, 100 * kBound);
+  EXPECT_GT(worst_gap(p.logits, golden_.without_markov) / golden_.largest, 100 * kBound);
+  // Greedy drafts come with q = {draft: 1}.
+  for (std::size_t k = 0; k < p.q.size(); ++k) {
+    ASSERT_EQ(p.q[k].size(), 1u);
+    EXPECT_EQ(p.q[k][0].first, p.tokens[k]);
+  }
+}
+
+// How the context arrived (row by row or at once, truncated and re-appended) and the thread
+// count do not change a bit; positions before the window do not matter, the first inside does.
+TEST_P(DSparkDrafterTest, ContextChunkingThreadsTruncationAndWindow) {
+  auto once = drafter();
+  append(*once, 0, golden_.context);
+  const DraftProposal reference = greedy(*once);
+
+  auto rows = drafter(3);
+  for (int64_t p = 0; p < golden_.context; ++p) append(*rows, p, 1);
+  EXPECT_EQ(greedy(*rows).logits, reference.logits);
+
+  auto rewound = drafter(2);
+  append(*rewound, 0, golden_.context);
+  (void)greedy(*rewound);
+  rewound->truncate_context(golden_.context - 5);
+  EXPECT_EQ(rewound->context_length(), golden_.context - 5);
+  append(*rewound, golden_.context - 5, 5);
+  EXPECT_EQ(greedy(*rewound).logits, reference.logits);
+
+  const int64_t window = once->config().sliding_window;
+  ASSERT_GT(golden_.context, window);  // the goldens put positions outside the window
+  auto outside = drafter();
+  std::vector<float> early = taps(1000, golden_.context - window, once->config().num_taps(),
+                                  once->config().hidden_size);  // other values
+  outside->append_context(early, golden_.context - window);
+  append(*outside, golden_.context - window, window);
+  EXPECT_EQ(greedy(*outside).logits, reference.logits);
+  auto inside = drafter();
+  std::vector<float> changed = taps(1000, golden_.context - window + 1, once->config().num_taps(),
+                                    once->config().hidden_size);
+  inside->append_context(changed, golden_.context - window + 1);
+  append(*inside, golden_.context - window + 1, window - 1);
+  EXPECT_NE(greedy(*inside).logits, reference.logits);
+
+  // new_sequence starts empty; clone copies the context.
+  EXPECT_EQ(once->new_sequence()->context_length(), 0);
+  auto copy = once->clone();
+  EXPECT_EQ(copy->propose(static_cast<int32_t>(golden_.anchor), 0.0f, {}, true).logits,
+            reference.logits);
+}
+
+// Sampling: each draft is the draw of its uniform from softmax(logits / T) in id order, and
+// q is that whole distribution; the next row's Markov bias follows the drawn token.
+TEST_P(DSparkDrafterTest, SampledDraftsAreDrawnFromTheTemperedLogits) {
+  auto d = drafter();
+  append(*d, 0, golden_.context);
+  const float temperature = 0.8f;
+  const int64_t drafts = d->block_size() - 1, vocab = d->config().vocab_size;
+  std::vector<double> uniforms;
+  for (int64_t k = 0; k < drafts; ++k)
+    uniforms.push_back((0.37 + 0.29 * k) - std::floor(0.37 + 0.29 * k));
+  const DraftProposal p =
+      d->propose(static_cast<int32_t>(golden_.anchor), temperature, uniforms, true);
+  ASSERT_EQ(static_cast<int64_t>(p.tokens.size()), drafts);
+  for (int64_t k = 0; k < drafts; ++k) {
+    const float* row = p.logits.data() + k * vocab;
+    double total = 0, top = *std::max_element(row, row + vocab);
+    for (int64_t i = 0; i < vocab; ++i) total += std::exp((row[i] - top) / temperature);
+    double cumulative = 0;
+    int32_t expected = static_cast<int32_t>(vocab - 1);
+    for (int64_t i = 0; i < vocab; ++i) {
+      cumulative += std::exp((row[i] - top) / temperature);
+      if (cumulative > uniforms[static_cast<std::size_t>(k)] * total) {
+        expected = static_cast<int32_t>(i);
+        break;
+      }
+    }
+    EXPECT_EQ(p.tokens[static_cast<std::size_t>(k)], expected) << k;
+    double sum = 0;
+    for (const auto& [token, q] : p.q[static_cast<std::size_t>(k)]) sum += q;
+    EXPECT_NEAR(sum, 1.0, 1e-5) << k;
+  }
+  // The sampled chain differs from the greedy one somewhere (the uniforms matter).
+  EXPECT_NE(p.tokens, golden_.drafts);
+}
+
+TEST_P(DSparkDrafterTest, RefusesWhatDoesNotFit) {
+  TargetView wider = target_;
+  wider.hidden_size += 1;
+  EXPECT_THROW(
+      {
+        try {
+          DSparkDrafter(kimi_fixture_path(GetParam()), wider, 1);
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("hidden_size"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      Error);
+  TargetView shallow = target_;
+  shallow.num_layers = 3;  // a tap id beyond the target's layers
+  EXPECT_THROW(DSparkDrafter(kimi_fixture_path(GetParam()), shallow, 1), Error);
+  auto d = drafter();
+  EXPECT_THROW(d->propose(-1, 0.0f, {}), Error);
+  EXPECT_THROW(d->propose(static_cast<int32_t>(target_.vocab_size), 0.0f, {}), Error);
+  EXPECT_THROW(d->propose(1, 1.0f, std::vector<double>{0.5}), Error);  // too few uniforms
+  EXPECT_THROW(d->append_context(std::vector<float>(3), 1), Error);    // not a row of taps
+  EXPECT_THROW(d->truncate_context(1), Error);                         // beyond its length
+  // Taps: aux id A is the residual after layer A − 1.
+  std::vector<int64_t> expected;
+  for (int64_t id : d->config().aux_hidden_state_layer_ids) expected.push_back(id - 1);
+  EXPECT_EQ(d->tap_layers(), expected);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, DSparkDrafterTest,
+                         ::testing::Values("dspark-kimi-k3-tiny", "dspark-kimi-k3-small"),
+                         test::kimi_param_name);
+
+}  // namespace
+}  // namespace md
