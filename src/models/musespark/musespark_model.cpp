@@ -347,6 +347,16 @@ void MuseSparkModel::commit(SequenceState& state, int64_t rows_kept) {
   typed.commit(rows_kept);
 }
 
+TargetView MuseSparkModel::target_view() const {
+  return TargetView{.embed_tokens = weights_.embed_tokens,
+                    .lm_head = weights_.lm_head,
+                    .hidden_size = config_.hidden_size,
+                    .vocab_size = config_.vocab_size,
+                    .num_layers = config_.num_layers,
+                    .executor = nullptr,
+                    .matmul_inputs = kernels::MatmulInputs::kF32};
+}
+
 void MuseSparkModel::set_tap_layers(std::vector<int64_t> layers) {
   check_tap_layers(layers, config_.num_layers);
   tap_layers_ = std::move(layers);

@@ -86,6 +86,8 @@ class MuseSparkModel final : public LanguageModel {
   // The post-layer residuals of these layers, copied out by every forward(), verify() and
   // decode() for each of its rows: [rows][layers.size() · hidden].
   void set_tap_layers(std::vector<int64_t> layers) override;
+  // What a drafter sees of the target (DSpark reads its widths and taps).
+  TargetView target_view() const override;
   const std::vector<float>& last_taps() const override { return last_taps_; }
   std::size_t weight_bytes() const override;
   // Every dense matrix, the router, the k experts a row takes in each layer, and lm_head (not the

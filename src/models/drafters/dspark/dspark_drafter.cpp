@@ -30,7 +30,7 @@ DSparkConfig read_config(const std::string& directory, const TargetView& target)
   }
   DSparkConfig config = parse_dspark_config(files);
   check_dspark_target(
-      config, DraftTarget{"kimi_k3", target.hidden_size, target.vocab_size, target.num_layers});
+      config, DraftTarget{"the target", target.hidden_size, target.vocab_size, target.num_layers});
   return config;
 }
 

@@ -1,4 +1,5 @@
-// The DSpark block drafter (kimi-k3-dspark.md §13; RedHat speculators layout) for Kimi K3: from
+// The DSpark block drafter (kimi-k3-dspark.md §13; RedHat speculators layout) for Kimi K3 and
+// Muse Spark (the same structure on either target; it reads only their widths and taps): from
 // the target's tapped hidden states of the committed positions (taps → fc → hidden_norm, their
 // keys and values in a sliding-window ring, draft_context.h) it runs one causal forward over the
 // block [anchor, mask, …] and walks the Markov head left to right: draft k is the argmax (or,
