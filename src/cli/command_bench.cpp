@@ -23,8 +23,11 @@
 #include "kernels/memory_bandwidth.h"
 #include "models/drafters/dflash2/dflash2_synthetic.h"
 #include "models/drafters/drafter_loader.h"
+#include "models/drafters/dspark/dspark_synthetic.h"
+#include "models/kimi/kimi_model.h"
 #include "models/kimi/kimi_synthetic.h"
 #include "models/model_loader.h"
+#include "models/musespark/musespark_model.h"
 #include "models/musespark/musespark_synthetic.h"
 #include "models/qwen38/qwen38_synthetic.h"
 #include "text/id_only_tokenizer.h"
@@ -224,8 +227,14 @@ SpecFigure measure_speculation(LanguageModel& model, const Tokenizer& tokenizer,
 // "--draft synthetic": a random-weight drafter shaped for the target (dflash2_synthetic.h).
 std::unique_ptr<SpeculativeDrafter> open_drafter(LanguageModel& model,
                                                  const BenchOptions& options) {
-  if (options.draft == "synthetic")
+  if (options.draft == "synthetic") {
+    // Kimi K3 and Muse Spark draft with DSpark, Qwen3.8 with DFlash2.
+    if (dynamic_cast<KimiModel*>(&model) != nullptr ||
+        dynamic_cast<MuseSparkModel*>(&model) != nullptr) {
+      return make_synthetic_dspark(model.target_view(), options.threads);
+    }
     return make_synthetic_dflash2(model.target_view(), options.threads);
+  }
   if (options.model.empty()) {
     fail(
         "--draft DIR needs --model (the drafter's target); a synthetic target takes --draft "

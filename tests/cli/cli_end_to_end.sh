@@ -61,6 +61,8 @@ check bench-kimi-verbose 0 'kda +L0\.kda +4 +0 .*per task' '' -- "$bin" bench --
 check bench-int8-other-family 1 '' 'implemented for muse_spark models only' -- "$bin" bench --synthetic qwen38-tiny --dense-weights int8
 # Speculative figures on a synthetic target need a synthetic drafter (forced τ 1..8, then the split).
 check bench-spec-synthetic 0 '  8 +[0-9.]+ +[0-9.]+x +[0-9.]+ +[0-9.]+' '' -- "$bin" bench --synthetic qwen38-tiny --draft synthetic --rows 1 --executors mega --seconds 0.05 --prefill-tokens 8 --spec-tokens 8
+# Kimi K3 drafts with a synthetic DSpark drafter shaped for it.
+check bench-spec-kimi-synthetic 0 '  8 +[0-9.]+ +[0-9.]+x +[0-9.]+ +[0-9.]+' '' -- "$bin" bench --synthetic kimi-k3-tiny --draft synthetic --rows 1 --executors mega --seconds 0.05 --prefill-tokens 8 --spec-tokens 8
 check bench-spec-needs-model 1 '' 'needs --model.*--draft synthetic' -- "$bin" bench --synthetic qwen38-tiny --draft /nonexistent --rows 1 --seconds 0.05
 check bench-bad-executor 2 '' 'executors' -- "$bin" bench --synthetic qwen38-tiny --executors warp
 # --matmul-inputs bf16 (vdpbf16ps) runs where the CPU has AVX512-BF16 and is refused (exit 1,

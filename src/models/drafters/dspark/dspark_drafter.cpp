@@ -22,16 +22,19 @@ std::size_t size(int64_t n) {
   return static_cast<std::size_t>(n);
 }
 
+DSparkConfig checked_against(DSparkConfig config, const TargetView& target) {
+  check_dspark_target(
+      config, DraftTarget{"the target", target.hidden_size, target.vocab_size, target.num_layers});
+  return config;
+}
+
 DSparkConfig read_config(const std::string& directory, const TargetView& target) {
   ConfigFiles files = read_config_files(directory);
   ModelFamily family = detect_model_family(files.config, files.config_path);
   if (family != ModelFamily::kDSpark) {
     fail("{}: a {} model, not a DSpark drafter", files.config_path, family_name(family));
   }
-  DSparkConfig config = parse_dspark_config(files);
-  check_dspark_target(
-      config, DraftTarget{"the target", target.hidden_size, target.vocab_size, target.num_layers});
-  return config;
+  return checked_against(parse_dspark_config(files), target);
 }
 
 // Plain RMSNorm (bf16 weight) of `rows` rows of `width`.
@@ -70,6 +73,13 @@ struct DSparkDrafter::Shared {
         context(dspark_context_spec(config, weights)),
         rope(config.head_dim, config.rope_theta),
         pool(std::make_unique<ThreadPool>(threads)) {}
+  Shared(DSparkConfig drafter_config, DSparkWeights drafter_weights, const TargetView& target,
+         int threads)
+      : config(checked_against(std::move(drafter_config), target)),
+        weights(std::move(drafter_weights)),
+        context(dspark_context_spec(config, weights)),
+        rope(config.head_dim, config.rope_theta),
+        pool(std::make_unique<ThreadPool>(threads)) {}
 
   DSparkConfig config;
   std::unique_ptr<Checkpoint> checkpoint;
@@ -98,6 +108,11 @@ struct DSparkDrafter::Block {
 
 DSparkDrafter::DSparkDrafter(const std::string& directory, const TargetView& target, int threads)
     : DSparkDrafter(std::make_shared<Shared>(directory, target, threads)) {}
+
+DSparkDrafter::DSparkDrafter(DSparkConfig config, DSparkWeights weights, const TargetView& target,
+                             int threads)
+    : DSparkDrafter(
+          std::make_shared<Shared>(std::move(config), std::move(weights), target, threads)) {}
 
 DSparkDrafter::DSparkDrafter(std::shared_ptr<Shared> shared)
     : shared_(std::move(shared)),

@@ -30,6 +30,10 @@ class DSparkDrafter final : public SpeculativeDrafter {
   // tensor on any mismatch. `threads` <= 0: one per hardware thread. The drafter keeps a copy
   // of `target` (it reads no target weights).
   DSparkDrafter(const std::string& directory, const TargetView& target, int threads = 1);
+  // A drafter whose weights are already in memory (the synthetic benchmark shapes): the same
+  // target check, no checkpoint.
+  DSparkDrafter(DSparkConfig config, DSparkWeights weights, const TargetView& target,
+                int threads = 1);
   DSparkDrafter(const DSparkDrafter&) = delete;
   DSparkDrafter& operator=(const DSparkDrafter&) = delete;
 
