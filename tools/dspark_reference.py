@@ -1,6 +1,10 @@
 #!/usr/bin/env python3
 """Float64 reference for the DSpark drafter (spec: docs/models/kimi-k3-dspark.md §13.3–§13.6).
 
+One transcription serves the drafters of both target families in tools/make_dspark_fixtures.py:
+DSpark for Muse Spark follows the same §13 structure on Muse's target (the drafter has its own
+embedding and lm_head; the target only fixes the hidden size, the vocabulary and the tap range).
+
 An independent numpy transcription of the spec's equations, written from the spec text only:
   context features  ctx_p = RMSNorm(fc · concat(taps of p), hidden_norm)                  (13.3)
   context K/V       per layer, K_p = RoPE(RMSNorm_head(Wk · ctx_p, k_norm), p),
@@ -25,9 +29,10 @@ reproduce. For context position p, tap i (config order, T taps) and channel c of
   index = (p·T + i)·H + c,  tap = float32( ((index · 2654435761) mod 2^32) / 2^32 − 0.5 )
 (integer arithmetic, then float64, then one rounding to float32).
 
-Goldens (tests/goldens/dspark/<fixture>.json): for each fixture a context of N positions (N = 20 on
-the tiny drafter, window 16; N = 13 on the small one, window 8, so that the oldest positions fall
-out of the window), the block for one anchor at position N, the drafts D_0…D_{B−2}, the logits they
+Goldens (tests/goldens/dspark/<fixture>.json): for each fixture a context of N positions, N larger
+than the window W so that the oldest positions fall out of it (dspark-kimi-k3-tiny N = 20, W = 16;
+dspark-kimi-k3-small N = 13, W = 8; dspark-muse-spark-tiny N = 11, W = 6; dspark-muse-spark-small
+N = 16, W = 10), the block for one anchor at position N, the drafts D_0…D_{B−2}, the logits they
 are argmaxes of, and two negative controls computed by deliberately wrong formulas (a
 bidirectional block; no Markov bias). Floats are stored as float32 (shortest decimals).
 
@@ -49,10 +54,12 @@ from dflash2_reference import read_safetensors  # noqa: E402  (exact bf16 -> flo
 
 REPO = Path(__file__).resolve().parent.parent
 
-# fixture -> (context length N, anchor token). N exceeds the window on both fixtures.
+# fixture -> (context length N, anchor token). N exceeds the window on every fixture.
 CASES = {
     "dspark-kimi-k3-tiny": dict(context_length=20, anchor=123),
     "dspark-kimi-k3-small": dict(context_length=13, anchor=77),
+    "dspark-muse-spark-tiny": dict(context_length=11, anchor=250),
+    "dspark-muse-spark-small": dict(context_length=16, anchor=77),
 }
 
 TAPS_FORMULA = ("tap[p][i][c] = float32(((((p*T + i)*H + c) * 2654435761) mod 2^32) / 2^32 - 0.5), "
@@ -426,7 +433,7 @@ def self_test(fixtures: Path, goldens: Path = None) -> int:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fixtures", type=Path, default=REPO / "build" / "fixtures",
-                    help="folder holding the dspark-kimi-k3-* fixtures (make_dspark_fixtures.py)")
+                    help="folder holding the dspark-* fixtures (make_dspark_fixtures.py)")
     ap.add_argument("--out", type=Path, help="write <fixture>.json goldens into this folder")
     ap.add_argument("--check", action="store_true", help="run the self-test")
     ap.add_argument("--goldens", type=Path,

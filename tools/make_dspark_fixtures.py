@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
 """Scaled-down DSpark drafters (RedHat speculators layout) for megadecode's tests.
 
-The drafters of the Kimi K3 fixtures that tools/make_kimi_fixtures.py writes (spec:
-docs/models/kimi-k3-dspark.md §13). Each fixture is a folder with
+The drafters of the Kimi K3 fixtures that tools/make_kimi_fixtures.py writes and of the Muse
+Spark fixtures that tools/make_musespark_fixtures.py writes (spec: docs/models/kimi-k3-dspark.md
+§13; DSpark for Muse Spark has the same structure on Muse's target: the drafter has its own
+embedding and lm_head, and only the target's hidden size, vocabulary and layer count (tap ids in
+2…L−1) constrain it). Each fixture is a folder with
   config.json        the speculators layout that src/models/drafters/dspark_config.cpp accepts:
                      speculators_model_type "dspark", markov_head_type "vanilla", the layer's
                      fields nested under transformer_layer_config (every layer
                      "sliding_attention", is_causal true, rope_parameters of rope_type "default"),
                      aux_hidden_state_layer_ids (target layers entered, 2…L−1), mask_token_id,
                      markov_rank, block_size, draft_vocab_size = the target vocabulary, no
-                     confidence head
+                     confidence head; speculators_config.verifier names the target fixture and
+                     its architecture (Kimi K3 or Muse Spark; the parser does not read it)
   model.safetensors  every tensor of §13.2 at these sizes, all BF16, no prefix (no confidence head)
 
 Fixtures:
@@ -20,6 +24,16 @@ Fixtures:
                         that nothing is tuned to one shape: 3 layers, heads 6 / kv 3 / head_dim 16,
                         intermediate 256, window 8, theta 5e4, eps 1e-5, taps [2, 4, 5], mask 509,
                         Markov rank 8, block 6
+  dspark-muse-spark-tiny   target muse-spark-tiny (hidden 512, vocab 1024, 6 layers): 2 layers,
+                        heads 4 / kv 1 / head_dim 16, intermediate 160, window 6, theta 2e4,
+                        eps 1e-5, taps [2, 3, 5], mask 495, Markov rank 12, block 8
+  dspark-muse-spark-small  target muse-spark-small (hidden 192, vocab 512, 5 layers): 3 layers,
+                        heads 2 / kv 2 / head_dim 24, intermediate 200, window 10, theta 1e4,
+                        eps 1e-5, taps [2, 3, 4] (every layer 2…L−1), mask 492, Markov rank 8,
+                        block 5
+The Muse masks are the highest ordinary (byte or merge) ids of the fixture tokenizers: above them
+sit reserved and named special tokens (<|eot|> etc.) and, on the tiny fixture, untrained ids.
+The Kimi masks (508, 509) are reserved/special ids of the Kimi fixture tokenizers.
 
 Weights (numpy default_rng, float32 draws rounded to bf16 with round-to-nearest-even), drawn in
 the fixed order of make_weights, scaled so that activations stay O(1) and both parts of the
@@ -47,25 +61,54 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_kimi_fixtures import TINY_CONFIG, small_config  # noqa: E402
+import make_musespark_fixtures as musespark  # noqa: E402
 from make_qwen38_fixtures import (fixture_arguments, verify_fixture, write_json,  # noqa: E402
                                   write_safetensors)
+
+KIMI = "KimiK3ForConditionalGeneration"
+MUSE = "MuseSparkForConditionalGeneration"
+
+
+def kimi_text_config(target_config):
+    """The Kimi target's text_config, built exactly as make_kimi_fixtures.py builds it."""
+    return lambda: target_config(json.loads(TINY_CONFIG.read_text()))["text_config"]
+
+
+def muse_text_config(target: str):
+    """The Muse target's text_config, built exactly as make_musespark_fixtures.py builds it."""
+    return lambda: musespark.text_config(musespark.FIXTURES[target])
+
 
 # The drafter's own shape; hidden and vocabulary come from the target fixture's config.
 FIXTURES = {
     "dspark-kimi-k3-tiny": dict(
-        target="kimi-k3-tiny", target_config=lambda tiny: tiny, seed=20261301, layers=2,
+        target="kimi-k3-tiny", target_text_config=kimi_text_config(lambda tiny: tiny),
+        verifier=KIMI, seed=20261301, layers=2,
         heads=4, kv_heads=2, head_dim=32, intermediate=384, window=16, theta=10000.0, eps=1e-5,
         taps=[2, 5, 9], mask=508, rank=16, block=8),
     "dspark-kimi-k3-small": dict(
-        target="kimi-k3-small", target_config=small_config, seed=20261302, layers=3,
+        target="kimi-k3-small", target_text_config=kimi_text_config(small_config),
+        verifier=KIMI, seed=20261302, layers=3,
         heads=6, kv_heads=3, head_dim=16, intermediate=256, window=8, theta=50000.0, eps=1e-5,
         taps=[2, 4, 5], mask=509, rank=8, block=6),
+    # Muse targets: 6 and 5 layers, so taps in 2..5 and 2..4. The masks are the top ordinary ids
+    # (make_musespark_fixtures.py: 256 bytes + 240 merges on tiny, 256 + 237 on small).
+    "dspark-muse-spark-tiny": dict(
+        target="muse-spark-tiny", target_text_config=muse_text_config("muse-spark-tiny"),
+        verifier=MUSE, seed=20261303, layers=2,
+        heads=4, kv_heads=1, head_dim=16, intermediate=160, window=6, theta=20000.0, eps=1e-5,
+        taps=[2, 3, 5], mask=495, rank=12, block=8),
+    "dspark-muse-spark-small": dict(
+        target="muse-spark-small", target_text_config=muse_text_config("muse-spark-small"),
+        verifier=MUSE, seed=20261304, layers=3,
+        heads=2, kv_heads=2, head_dim=24, intermediate=200, window=10, theta=10000.0, eps=1e-5,
+        taps=[2, 3, 4], mask=492, rank=8, block=5),
 }
 
 
 def target_text_config(f: dict) -> dict:
-    """The target fixture's text_config, built exactly as make_kimi_fixtures.py builds it."""
-    return f["target_config"](json.loads(TINY_CONFIG.read_text()))["text_config"]
+    """The target fixture's text_config (hidden_size, vocab_size, num_hidden_layers)."""
+    return f["target_text_config"]()
 
 
 def config(f: dict) -> dict:
@@ -77,6 +120,8 @@ def config(f: dict) -> dict:
     assert len(set(taps)) == len(taps) and all(2 <= i <= target_layers - 1 for i in taps), taps
     assert f["heads"] % f["kv_heads"] == 0 and f["head_dim"] % 2 == 0
     assert 0 <= f["mask"] < vocab and f["block"] >= 2
+    if f["verifier"] == MUSE:   # not one of Muse's named special tokens at the top of the ids
+        assert f["mask"] < t["vocab_used"] - len(musespark.SPECIAL_TOKENS), f["mask"]
     return {
         "architectures": ["DSparkSpeculator"],
         "speculators_model_type": "dspark",
@@ -86,7 +131,7 @@ def config(f: dict) -> dict:
             "proposal_methods": [{"proposal_type": "greedy",
                                   "speculative_tokens": f["block"] - 1}],
             "verifier": {"name_or_path": f["target"],
-                         "architectures": ["KimiK3ForConditionalGeneration"]},
+                         "architectures": [f["verifier"]]},
         },
         "block_size": f["block"],
         "markov_rank": f["rank"],

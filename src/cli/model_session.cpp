@@ -199,10 +199,8 @@ ModelSession open_model_session(const ModelFlags& flags, int sequences) {
 
 std::string default_draft(const std::string& model_spec) {
   std::string repo = model_spec.substr(0, model_spec.find('@'));
-  // The families whose drafter runs here (Muse Spark's DSpark drafter is not wired yet).
   for (const FamilyRepos& family : family_repo_table()) {
-    const bool drafts = family.family != DefaultFamily::kMuseSpark;
-    if (drafts && repo == family.target_repo) return std::string(family.draft_repo);
+    if (repo == family.target_repo) return std::string(family.draft_repo);
   }
   return "";
 }

@@ -133,3 +133,23 @@ def test_int8_dense_weights_run_and_other_families_refuse_them():
     assert "--dense-weights int8 is implemented for muse_spark models only" in refused.stderr
     bad = run_cli("run", "-m", str(FIXTURE), "--dense-weights", "int4", "-p", "hi")
     assert bad.returncode == 2 and "--dense-weights" in bad.stderr
+
+
+# The DSpark drafters are written beside the Kimi K3 fixtures (tests/kimi/CMakeLists.txt).
+DRAFT = Path(MODEL_DIR).parent.parent / "kimi" / "dspark-muse-spark-tiny"
+
+
+def test_run_with_the_dspark_drafter_is_lossless():
+    """DSpark drafts for Muse Spark too: greedy `run --draft` writes what the target alone
+    writes, and the rounds are reported."""
+    if not DRAFT.exists():
+        pytest.skip("the DSpark fixture is not built")
+    args = ["run", "-m", str(FIXTURE), "-p", "The quick brown fox jumps over the lazy dog.",
+            "-n", "24", "--greedy", "--ignore-eos"]
+    alone = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=120,
+                           stdin=subprocess.DEVNULL)
+    spec = subprocess.run([BIN, *args, "--draft", str(DRAFT)], capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+    assert alone.returncode == 0 and spec.returncode == 0, alone.stderr + spec.stderr
+    assert spec.stdout == alone.stdout
+    assert "(dspark, block 8)" in spec.stderr and "rounds" in spec.stderr, spec.stderr
