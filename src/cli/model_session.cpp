@@ -175,19 +175,37 @@ ModelSession open_model_session(const ModelFlags& flags, int sequences) {
          session.tokenizer->vocab_size(), session.model->vocab_size());
   }
   session.context = engine::choose_context(*session.model, flags.context, sequences);
-  std::string draft = flags.draft.empty() ? default_draft(flags.model) : flags.draft;
-  if (!draft.empty() && !flags.no_spec) {
-    ResolvedModel draft_source = resolve_model_source(draft);
+  // An explicit --draft must load; a default drafter that is not in the cache (or does not fit)
+  // only turns speculation off, with a warning.
+  std::optional<ResolvedModel> draft_source;
+  LoadedDrafter loaded;
+  if (!flags.no_spec && !flags.draft.empty()) {
+    draft_source = resolve_model_source(flags.draft);
     // The drafter's round runs on the same number of workers and the same kind of executor as
     // the target's steps.
-    LoadedDrafter loaded = load_speculative_drafter(
-        draft_source.directory, session.model->target_view(), flags.threads, options.executor);
+    loaded = load_speculative_drafter(draft_source->directory, session.model->target_view(),
+                                      flags.threads, options.executor);
+  } else if (std::optional<DefaultFamily> family = default_draft_family(flags.model);
+             family && !flags.no_spec) {
+    try {
+      draft_source = resolve_family_default(*family, RepoRole::kDraft);
+      loaded = load_speculative_drafter(draft_source->directory, session.model->target_view(),
+                                        flags.threads, options.executor);
+    } catch (const Error& e) {
+      log::warn(
+          "no speculative decoding: the default drafter cannot be used ({}); pass --draft "
+          "DIR, or --no-spec to silence this",
+          e.what());
+      draft_source.reset();
+    }
+  }
+  if (draft_source && loaded.drafter) {
     session.drafter = std::move(loaded.drafter);
     session.drafter_method = loaded.method;
-    session.drafter_directory = draft_source.directory;
+    session.drafter_directory = draft_source->directory;
     session.block_size = flags.block_size;
     session.force_accept = flags.force_accept;
-    log::info("speculative decoding with {} ({}, block {})", draft_source.directory,
+    log::info("speculative decoding with {} ({}, block {})", draft_source->directory,
               session.drafter_method,
               flags.block_size > 0 ? flags.block_size : session.drafter->block_size());
   } else if (flags.force_accept > 0 || flags.block_size > 0) {
@@ -197,12 +215,15 @@ ModelSession open_model_session(const ModelFlags& flags, int sequences) {
   return session;
 }
 
-std::string default_draft(const std::string& model_spec) {
+std::optional<DefaultFamily> default_draft_family(const std::string& model_spec) {
   std::string repo = model_spec.substr(0, model_spec.find('@'));
   for (const FamilyRepos& family : family_repo_table()) {
-    if (repo == family.target_repo) return std::string(family.draft_repo);
+    // Muse Spark's published drafter's layout is not known to be speculators' DSpark (the spec
+    // records none): it is not picked by default.
+    if (family.family == DefaultFamily::kMuseSpark) continue;
+    if (repo == family.target_repo) return family.family;
   }
-  return "";
+  return std::nullopt;
 }
 
 engine::GenerationRequest make_request(const ModelSession& session, const SamplingFlags& flags,

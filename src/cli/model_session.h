@@ -93,9 +93,9 @@ DenseWeights parse_dense_weights(const std::string& value);
 engine::GenerationRequest make_request(const ModelSession& session, const SamplingFlags& flags,
                                        std::vector<int32_t> prompt);
 
-// The default drafter of a target given as a Hugging Face repository (Qwen/Qwen3.8-27B →
-// z-lab/Qwen3.8-27B-DFlash2), or "" when there is none.
-std::string default_draft(const std::string& model_spec);
+// The family whose default drafter a --model value takes (its published target), if any: the
+// drafter is then resolved at the family's draft revision ($QWEN_DRAFT_REVISION, …).
+std::optional<DefaultFamily> default_draft_family(const std::string& model_spec);
 
 // "prompt 12 tok | prefill 3.1 ms (3870 tok/s) | first token 3.5 ms | decode 63 tok at 812 tok/s
 // | total 81 ms | stop"

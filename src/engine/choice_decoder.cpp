@@ -145,8 +145,18 @@ TokenOutcome ChoiceDecoder::verify_draft(std::span<float> logits, int64_t positi
     }
     return 0.0;
   };
-  double q_draft = 0;
-  for (auto [id, probability] : q) q_draft += id == draft ? probability : 0.0;
+  // q by id (a drafter's q may cover the whole vocabulary: one pass, not one per candidate).
+  std::vector<double> q_of;
+  for (auto [id, probability] : q) {
+    if (static_cast<std::size_t>(id) >= q_of.size()) q_of.resize(static_cast<std::size_t>(id) + 1);
+    q_of[static_cast<std::size_t>(id)] += probability;
+  }
+  auto q_at = [&](int32_t id) {
+    return id >= 0 && static_cast<std::size_t>(id) < q_of.size()
+               ? q_of[static_cast<std::size_t>(id)]
+               : 0.0;
+  };
+  double q_draft = q_at(draft);
   double p_draft = prob(p, draft);
   uint64_t seed = sampler_.seed();
   accepted = q_draft > 0 && uniform_at_lane(seed, position, 1) * q_draft < p_draft;
@@ -157,9 +167,7 @@ TokenOutcome ChoiceDecoder::verify_draft(std::span<float> logits, int64_t positi
     std::vector<Candidate> residual;
     double total = 0;
     for (const Candidate& c : p) {
-      double q_c = 0;
-      for (auto [id, probability] : q) q_c += id == c.id ? probability : 0.0;
-      double r = std::max(0.0, static_cast<double>(c.value) - q_c);
+      double r = std::max(0.0, static_cast<double>(c.value) - q_at(static_cast<int32_t>(c.id)));
       if (r > 0) {
         residual.push_back({static_cast<float>(r), c.id});
         total += r;

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "engine/counter_rng.h"
+#include "program/instruction.h"
 
 namespace md::engine {
 
@@ -31,10 +32,12 @@ int64_t checked_block_size(const LanguageModel& model, const SpeculativeDrafter&
   if (!model.supports_verify()) {
     fail("speculative decoding needs verify rows, which {} does not have", model.description());
   }
-  if (block_size == 0) block_size = drafter.block_size();
-  if (block_size < 2 || block_size > drafter.block_size()) {
-    fail("--block-size must be between 2 and the drafter's {}, got {}", drafter.block_size(),
-         block_size);
+  // Every family's verify step takes at most program::kMaxStepRows rows.
+  const int64_t most = std::min<int64_t>(drafter.block_size(), program::kMaxStepRows);
+  if (block_size == 0) block_size = most;
+  if (block_size < 2 || block_size > most) {
+    fail("--block-size must be between 2 and {} (the drafter's {}, a verify step's {}), got {}",
+         most, drafter.block_size(), program::kMaxStepRows, block_size);
   }
   if (force_accept < 0 || force_accept > block_size) {
     fail("--force-accept must be between 1 and the block size {}, got {}", block_size,
@@ -69,8 +72,12 @@ SpeculativeRound SpeculativeRounds::run(SequenceState& state, SpeculativeDrafter
       decoder.greedy() ? 0.0f : std::max(kGreedyTemperature, decoder.temperature());
 
   Clock::time_point draft_start = Clock::now();
+  // A uniform for every draft the drafter makes (it drafts a whole block even when fewer rows are
+  // verified: a shorter --block-size, or the end of the context).
   std::vector<double> uniforms;
-  for (int64_t i = 1; i < rows; ++i) uniforms.push_back(uniform_at_lane(decoder.seed(), s + i, 3));
+  for (int64_t i = 1; i < drafter.block_size(); ++i) {
+    uniforms.push_back(uniform_at_lane(decoder.seed(), s + i, 3));
+  }
   DraftProposal proposal = drafter.propose(anchor, temperature, uniforms);
   Clock::time_point verify_start = Clock::now();
   std::vector<int32_t> block{anchor};

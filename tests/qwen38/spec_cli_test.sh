@@ -30,7 +30,7 @@ cmp -s "$work/s1" "$work/s2"; expect spec-sampled-reproducible $? "seeded specul
 
 # Refusals.
 check draft-target-mismatch 1 '' "num_target_layers = 8: must equal the target's 12" -- "$bin" run -m "$fixtures/tiny-qwen38-hd256" -p Hi -n 2 --draft "$draft"
-check block-size-too-big 1 '' 'block-size must be between 2 and the drafter.s 8, got 9' -- "$bin" "${args[@]}" --draft "$draft" --block-size 9
+check block-size-too-big 1 '' 'block-size must be between 2 and 8 \(the drafter.s 8, a verify step.s 8\), got 9' -- "$bin" "${args[@]}" --draft "$draft" --block-size 9
 check force-accept-needs-draft 1 '' 'need a drafter' -- "$bin" "${args[@]}" --force-accept 2
 check draft-missing 1 '' 'nope' -- "$bin" "${args[@]}" --draft "$work/nope"
 report
