@@ -16,6 +16,7 @@
 #include "models/drafters/dflash2/dflash2_selector.h"
 #include "models/drafters/dflash2/dflash2_step.h"
 #include "models/drafters/dflash2/dflash2_testing.h"
+#include "models/drafters/draft_rows.h"
 #include "models/model_family.h"
 #include "program/executor.h"
 
@@ -56,18 +57,6 @@ DFlash2Config read_drafter_config(const std::string& directory, const TargetView
     fail("{}: a {} model, not a DFlash2DraftModel drafter", files.config_path, family_name(family));
   }
   return checked_against(parse_dflash2_config(files), target);
-}
-
-void normalise_rows(const float* x, const uint16_t* weight, int64_t rows, int64_t width, float eps,
-                    float* y) {
-  for (int64_t t = 0; t < rows; ++t) {
-    kernels::rms_norm(x + t * width, weight, width, eps, kernels::NormWeight::kPlain,
-                      y + t * width);
-  }
-}
-
-void add_into(float* h, const float* delta, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) h[i] += delta[i];
 }
 
 }  // namespace
@@ -261,7 +250,7 @@ void DFlash2Drafter::attention_sublayer(int64_t layer, int64_t start, Block& b) 
   const DFlash2LayerWeights& w = weights_.layers[size(layer)];
   int64_t hd = c.head_dim;
   auto eps = static_cast<float>(c.rms_norm_eps);
-  normalise_rows(b.h.data(), w.input_layernorm, b.rows, c.hidden_size, eps, b.x.data());
+  normalise_draft_rows(b.h.data(), w.input_layernorm, b.rows, c.hidden_size, eps, b.x.data());
   dflash2::project_block_conv(w.attention_conv, b.x.data(), b.rows, b.coeffs.data(), pool_);
   block_conv(w.attention_conv, 0, b.x.data(), b.coeffs.data(), b.mixed.data());
   kernels::matmul(w.q_proj, b.mixed.data(), b.rows, b.q.data(), pool_);
@@ -284,7 +273,7 @@ void DFlash2Drafter::attention_sublayer(int64_t layer, int64_t start, Block& b) 
   attend_block(layer, start, b);
   kernels::matmul(w.o_proj, b.attended.data(), b.rows, b.projected.data(), pool_);
   block_conv(w.attention_conv, 1, b.projected.data(), b.coeffs.data(), b.mixed.data());
-  add_into(b.h.data(), b.mixed.data(), b.rows * c.hidden_size);
+  add_draft_rows(b.h.data(), b.mixed.data(), b.rows * c.hidden_size);
 }
 
 void DFlash2Drafter::attend_block(int64_t layer, int64_t start, Block& b) {
@@ -323,7 +312,8 @@ void DFlash2Drafter::mlp_sublayer(int64_t layer, Block& b) {
   const DFlash2Config& c = config_;
   const DFlash2LayerWeights& w = weights_.layers[size(layer)];
   auto eps = static_cast<float>(c.rms_norm_eps);
-  normalise_rows(b.h.data(), w.post_attention_layernorm, b.rows, c.hidden_size, eps, b.x.data());
+  normalise_draft_rows(b.h.data(), w.post_attention_layernorm, b.rows, c.hidden_size, eps,
+                       b.x.data());
   dflash2::project_block_conv(w.mlp_conv, b.x.data(), b.rows, b.coeffs.data(), pool_);
   block_conv(w.mlp_conv, 0, b.x.data(), b.coeffs.data(), b.mixed.data());
   kernels::matmul(w.gate_proj, b.mixed.data(), b.rows, b.gate.data(), pool_);
@@ -331,7 +321,7 @@ void DFlash2Drafter::mlp_sublayer(int64_t layer, Block& b) {
   for (std::size_t i = 0; i < b.gate.size(); ++i) b.gate[i] = kernels::silu(b.gate[i]) * b.up[i];
   kernels::matmul(w.down_proj, b.gate.data(), b.rows, b.projected.data(), pool_);
   block_conv(w.mlp_conv, 1, b.projected.data(), b.coeffs.data(), b.mixed.data());
-  add_into(b.h.data(), b.mixed.data(), b.rows * c.hidden_size);
+  add_draft_rows(b.h.data(), b.mixed.data(), b.rows * c.hidden_size);
 }
 
 DraftProposal DFlash2Drafter::propose(int32_t anchor, float temperature,
@@ -376,8 +366,8 @@ DraftProposal DFlash2Drafter::propose_reference(int32_t anchor, float temperatur
   // Row 0 (the anchor) served as key, value and conv predecessor; only rows 1.. predict.
   int64_t h = c.hidden_size;
   Buffer hidden = buffer(drafts * h);
-  normalise_rows(b.h.data() + h, weights_.norm, drafts, h, static_cast<float>(c.rms_norm_eps),
-                 hidden.data());
+  normalise_draft_rows(b.h.data() + h, weights_.norm, drafts, h, static_cast<float>(c.rms_norm_eps),
+                       hidden.data());
   Buffer logits = buffer(drafts * c.vocab_size);
   kernels::matmul(target_.lm_head, hidden.data(), drafts, logits.data(), pool_);
   Buffer rho = buffer(drafts * c.selector_rank);

@@ -42,7 +42,7 @@ class DFlash2Step {
   // Sets the inputs of the next run: the anchor and the context, to which the run adds
   // `new_rows` (<= kMaxNewContextRows) positions from `new_taps` ([new_rows][taps · hidden],
   // read during the run). Makes the K/V of the older positions in the block's window present
-  // first (ContextStore::prepare_keys) and extends the context by the new positions.
+  // first (DraftContext::prepare_keys) and extends the context by the new positions.
   void prepare(int32_t anchor, DraftContext& context, const float* new_taps, int64_t new_rows);
   // After the executor ran: records the new positions' K/V in the context's rings.
   void finish();

@@ -10,6 +10,7 @@
 #include "kernels/matmul.h"
 #include "kernels/norms.h"
 #include "models/common/config_files.h"
+#include "models/drafters/draft_rows.h"
 #include "models/model_family.h"
 
 namespace md {
@@ -35,19 +36,6 @@ DSparkConfig read_config(const std::string& directory, const TargetView& target)
     fail("{}: a {} model, not a DSpark drafter", files.config_path, family_name(family));
   }
   return checked_against(parse_dspark_config(files), target);
-}
-
-// Plain RMSNorm (bf16 weight) of `rows` rows of `width`.
-void normalise_rows(const float* x, const uint16_t* weight, int64_t rows, int64_t width, float eps,
-                    float* y) {
-  for (int64_t t = 0; t < rows; ++t) {
-    kernels::rms_norm(x + t * width, weight, width, eps, kernels::NormWeight::kPlain,
-                      y + t * width);
-  }
-}
-
-void add_into(float* x, const float* delta, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] += delta[i];
 }
 
 // Row `r` of a bf16 matrix widened to f32 (an embedding or Markov code lookup).
@@ -146,7 +134,7 @@ void DSparkDrafter::attention(int64_t layer, int64_t anchor_position, Block& b) 
   const DSparkLayerWeights& w = weights_.layers[size(layer)];
   const int64_t hd = c.head_dim, group = c.gqa_group();
   const auto eps = static_cast<float>(c.rms_norm_eps);
-  normalise_rows(b.x.data(), w.input_layernorm, b.rows, c.hidden_size, eps, b.normed.data());
+  normalise_draft_rows(b.x.data(), w.input_layernorm, b.rows, c.hidden_size, eps, b.normed.data());
   kernels::matmul(w.q_proj, b.normed.data(), b.rows, b.q.data(), pool_);
   kernels::matmul(w.k_proj, b.normed.data(), b.rows, b.k.data(), pool_);
   kernels::matmul(w.v_proj, b.normed.data(), b.rows, b.v.data(), pool_);
@@ -179,20 +167,20 @@ void DSparkDrafter::attention(int64_t layer, int64_t anchor_position, Block& b) 
   const int64_t tasks = b.rows * c.num_attention_heads;
   pool_->parallel_for_work(tasks, 2 * tasks * (c.sliding_window + b.rows) * hd, run);
   kernels::matmul(w.o_proj, b.attended.data(), b.rows, b.projected.data(), pool_);
-  add_into(b.x.data(), b.projected.data(), b.rows * c.hidden_size);
+  add_draft_rows(b.x.data(), b.projected.data(), b.rows * c.hidden_size);
 }
 
 // §13.5 steps 5–7: the post-attention norm and the SwiGLU MLP added to the rows.
 void DSparkDrafter::mlp(int64_t layer, Block& b) const {
   const DSparkConfig& c = config_;
   const DSparkLayerWeights& w = weights_.layers[size(layer)];
-  normalise_rows(b.x.data(), w.post_attention_layernorm, b.rows, c.hidden_size,
-                 static_cast<float>(c.rms_norm_eps), b.normed.data());
+  normalise_draft_rows(b.x.data(), w.post_attention_layernorm, b.rows, c.hidden_size,
+                       static_cast<float>(c.rms_norm_eps), b.normed.data());
   kernels::matmul(w.gate_proj, b.normed.data(), b.rows, b.gate.data(), pool_);
   kernels::matmul(w.up_proj, b.normed.data(), b.rows, b.up.data(), pool_);
   for (std::size_t i = 0; i < b.gate.size(); ++i) b.gate[i] = kernels::silu(b.gate[i]) * b.up[i];
   kernels::matmul(w.down_proj, b.gate.data(), b.rows, b.projected.data(), pool_);
-  add_into(b.x.data(), b.projected.data(), b.rows * c.hidden_size);
+  add_draft_rows(b.x.data(), b.projected.data(), b.rows * c.hidden_size);
 }
 
 void DSparkDrafter::markov_logits(int32_t previous, const float* base, float* out) const {
@@ -226,8 +214,8 @@ DraftProposal DSparkDrafter::propose(int32_t anchor, float temperature,
     attention(l, anchor_position, b);
     mlp(l, b);
   }
-  normalise_rows(b.x.data(), weights_.norm, b.rows, h, static_cast<float>(c.rms_norm_eps),
-                 b.normed.data());
+  normalise_draft_rows(b.x.data(), weights_.norm, b.rows, h, static_cast<float>(c.rms_norm_eps),
+                       b.normed.data());
   Buffer base(size(drafts * vocab));
   kernels::matmul(weights_.lm_head, b.normed.data(), drafts, base.data(), pool_);
 
