@@ -253,3 +253,19 @@ def test_serve_with_the_dspark_drafter(kimi):
         assert spec.json()["choices"][0]["text"] == plain.choices[0].text
     finally:
         assert server.stop() == 0, server.output()
+
+
+def test_sampled_speculation_with_dspark_is_reproducible():
+    """Sampled rounds with the DSpark drafter (its q is a whole distribution) run with a block
+    shorter than the drafter's, and the same seed gives the same text."""
+    if not DRAFT.exists():
+        pytest.skip("the DSpark fixture is not built")
+    args = [BIN, "run", "-m", str(FIXTURE), "-p", PROMPT, "-n", "24", "--ignore-eos",
+            "--temperature", "0.8", "--seed", "7", "--draft", str(DRAFT), "--block-size", "4"]
+    first = subprocess.run(args, capture_output=True, text=True, timeout=120,
+                           stdin=subprocess.DEVNULL)
+    second = subprocess.run(args, capture_output=True, text=True, timeout=120,
+                            stdin=subprocess.DEVNULL)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == second.stdout and first.stdout.strip()
+    assert "(dspark, block 4)" in first.stderr and "rounds" in first.stderr, first.stderr
