@@ -145,16 +145,18 @@ TokenOutcome ChoiceDecoder::verify_draft(std::span<float> logits, int64_t positi
     }
     return 0.0;
   };
-  // q by id (a drafter's q may cover the whole vocabulary: one pass, not one per candidate).
-  std::vector<double> q_of;
-  for (auto [id, probability] : q) {
-    if (static_cast<std::size_t>(id) >= q_of.size()) q_of.resize(static_cast<std::size_t>(id) + 1);
-    q_of[static_cast<std::size_t>(id)] += probability;
-  }
+  // q by id, sorted once (a drafter's q may cover the whole vocabulary or a few candidates:
+  // neither a scan per candidate of p nor a vocabulary-sized table per position).
+  std::vector<std::pair<int32_t, float>> q_by_id(q.begin(), q.end());
+  std::sort(q_by_id.begin(), q_by_id.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
   auto q_at = [&](int32_t id) {
-    return id >= 0 && static_cast<std::size_t>(id) < q_of.size()
-               ? q_of[static_cast<std::size_t>(id)]
-               : 0.0;
+    auto [first, last] =
+        std::equal_range(q_by_id.begin(), q_by_id.end(), std::pair<int32_t, float>{id, 0.0f},
+                         [](const auto& a, const auto& b) { return a.first < b.first; });
+    double sum = 0;
+    for (auto it = first; it != last; ++it) sum += it->second;
+    return sum;
   };
   double q_draft = q_at(draft);
   double p_draft = prob(p, draft);

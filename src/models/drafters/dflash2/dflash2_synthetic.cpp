@@ -19,20 +19,8 @@ DFlash2ConvWeights conv_weights(const DFlash2Config& c, SyntheticWeights& random
 }
 
 DFlash2LayerWeights layer_weights(const DFlash2Config& c, SyntheticWeights& random) {
-  const int64_t h = c.hidden_size;
   DFlash2LayerWeights w;
-  // Plain norms multiply: magnitudes about 1 keep activations at scale.
-  w.input_layernorm = random.tensor(h, 1.0f);
-  w.post_attention_layernorm = random.tensor(h, 1.0f);
-  w.q_proj = random.matrix(c.q_dim(), h);
-  w.k_proj = random.matrix(c.kv_dim(), h);
-  w.v_proj = random.matrix(c.kv_dim(), h);
-  w.o_proj = random.matrix(h, c.q_dim());
-  w.q_norm = random.tensor(c.head_dim, 1.0f);
-  w.k_norm = random.tensor(c.head_dim, 1.0f);
-  w.gate_proj = random.matrix(c.intermediate_size, h);
-  w.up_proj = random.matrix(c.intermediate_size, h);
-  w.down_proj = random.matrix(h, c.intermediate_size);
+  make_synthetic_draft_layer(random, draft_layer_shape(c), w);
   w.attention_conv = conv_weights(c, random);
   w.mlp_conv = conv_weights(c, random);
   return w;

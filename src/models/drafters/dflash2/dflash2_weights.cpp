@@ -29,19 +29,8 @@ DFlash2ConvWeights bind_conv(const DFlash2Config& c, RecordingBinder& bind, cons
 
 DFlash2LayerWeights bind_layer(const DFlash2Config& c, RecordingBinder& bind,
                                const std::string& p) {
-  int64_t h = c.hidden_size;
   DFlash2LayerWeights w;
-  w.input_layernorm = bind.bf16(p + "input_layernorm.weight", {h});
-  w.post_attention_layernorm = bind.bf16(p + "post_attention_layernorm.weight", {h});
-  w.q_proj = bind.matrix(p + "self_attn.q_proj.weight", c.q_dim(), h);
-  w.k_proj = bind.matrix(p + "self_attn.k_proj.weight", c.kv_dim(), h);
-  w.v_proj = bind.matrix(p + "self_attn.v_proj.weight", c.kv_dim(), h);
-  w.o_proj = bind.matrix(p + "self_attn.o_proj.weight", h, c.q_dim());
-  w.q_norm = bind.bf16(p + "self_attn.q_norm.weight", {c.head_dim});
-  w.k_norm = bind.bf16(p + "self_attn.k_norm.weight", {c.head_dim});
-  w.gate_proj = bind.matrix(p + "mlp.gate_proj.weight", c.intermediate_size, h);
-  w.up_proj = bind.matrix(p + "mlp.up_proj.weight", c.intermediate_size, h);
-  w.down_proj = bind.matrix(p + "mlp.down_proj.weight", h, c.intermediate_size);
+  bind_draft_layer(bind, p, draft_layer_shape(c), w);
   w.attention_conv = bind_conv(c, bind, p + "attention_conv.");
   w.mlp_conv = bind_conv(c, bind, p + "mlp_conv.");
   return w;
@@ -81,9 +70,8 @@ DraftContextSpec dflash2_context_spec(const DFlash2Config& config, const DFlash2
                         .fc = &weights.fc,
                         .hidden_norm = weights.hidden_norm,
                         .layers = {}};
-  for (const DFlash2LayerWeights& layer : weights.layers) {
-    spec.layers.push_back({&layer.k_proj, &layer.v_proj, layer.k_norm});
-  }
+  for (const DFlash2LayerWeights& layer : weights.layers)
+    spec.layers.push_back(context_layer(layer));
   return spec;
 }
 

@@ -10,6 +10,7 @@
 #include "models/common/weight_binder.h"
 #include "models/drafters/dflash2_config.h"
 #include "models/drafters/draft_context.h"
+#include "models/drafters/draft_layer_weights.h"
 
 namespace md {
 
@@ -19,13 +20,8 @@ struct DFlash2ConvWeights {
   kernels::Bf16Matrix kernel_projection;  // [2 · taps · groups, hidden]
 };
 
-struct DFlash2LayerWeights {
-  const uint16_t* input_layernorm = nullptr;           // [hidden], plain weight
-  const uint16_t* post_attention_layernorm = nullptr;  // [hidden], plain weight
-  kernels::Bf16Matrix q_proj, k_proj, v_proj, o_proj;
-  const uint16_t* q_norm = nullptr;  // [head_dim], plain weight
-  const uint16_t* k_norm = nullptr;  // [head_dim], plain weight
-  kernels::Bf16Matrix gate_proj, up_proj, down_proj;
+// The shared drafter layer (draft_layer_weights.h) and its two block convs.
+struct DFlash2LayerWeights : DraftLayerWeights {
   DFlash2ConvWeights attention_conv;
   DFlash2ConvWeights mlp_conv;
 };

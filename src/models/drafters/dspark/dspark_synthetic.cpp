@@ -10,24 +10,6 @@ namespace {
 
 constexpr int64_t kLayers = 5;
 
-DSparkLayerWeights layer_weights(const DSparkConfig& c, SyntheticWeights& random) {
-  const int64_t h = c.hidden_size;
-  DSparkLayerWeights w;
-  // Plain norms multiply: magnitudes about 1 keep activations at scale.
-  w.input_layernorm = random.tensor(h, 1.0f);
-  w.post_attention_layernorm = random.tensor(h, 1.0f);
-  w.q_proj = random.matrix(c.q_dim(), h);
-  w.k_proj = random.matrix(c.kv_dim(), h);
-  w.v_proj = random.matrix(c.kv_dim(), h);
-  w.o_proj = random.matrix(h, c.q_dim());
-  w.q_norm = random.tensor(c.head_dim, 1.0f);
-  w.k_norm = random.tensor(c.head_dim, 1.0f);
-  w.gate_proj = random.matrix(c.intermediate_size, h);
-  w.up_proj = random.matrix(c.intermediate_size, h);
-  w.down_proj = random.matrix(h, c.intermediate_size);
-  return w;
-}
-
 }  // namespace
 
 DSparkConfig synthetic_dspark_config(const TargetView& target) {
@@ -73,7 +55,9 @@ std::unique_ptr<DSparkDrafter> make_synthetic_dspark(const TargetView& target, i
   w.norm = random.tensor(h, 1.0f);
   w.markov_w1 = {random.tensor(c.vocab_size * c.markov_rank, 0.5f), c.vocab_size, c.markov_rank};
   w.markov_w2 = random.matrix(c.vocab_size, c.markov_rank);
-  for (int64_t l = 0; l < c.num_layers; ++l) w.layers.push_back(layer_weights(c, random));
+  for (int64_t l = 0; l < c.num_layers; ++l) {
+    make_synthetic_draft_layer(random, draft_layer_shape(c), w.layers.emplace_back());
+  }
   return std::make_unique<DSparkDrafter>(std::move(c), std::move(w), target, threads);
 }
 

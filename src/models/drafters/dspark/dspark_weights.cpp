@@ -12,23 +12,6 @@ namespace {
 
 constexpr char kFamily[] = "dspark";
 
-DSparkLayerWeights bind_layer(const DSparkConfig& c, RecordingBinder& bind, const std::string& p) {
-  const int64_t h = c.hidden_size;
-  DSparkLayerWeights w;
-  w.input_layernorm = bind.bf16(p + "input_layernorm.weight", {h});
-  w.post_attention_layernorm = bind.bf16(p + "post_attention_layernorm.weight", {h});
-  w.q_proj = bind.matrix(p + "self_attn.q_proj.weight", c.q_dim(), h);
-  w.k_proj = bind.matrix(p + "self_attn.k_proj.weight", c.kv_dim(), h);
-  w.v_proj = bind.matrix(p + "self_attn.v_proj.weight", c.kv_dim(), h);
-  w.o_proj = bind.matrix(p + "self_attn.o_proj.weight", h, c.q_dim());
-  w.q_norm = bind.bf16(p + "self_attn.q_norm.weight", {c.head_dim});
-  w.k_norm = bind.bf16(p + "self_attn.k_norm.weight", {c.head_dim});
-  w.gate_proj = bind.matrix(p + "mlp.gate_proj.weight", c.intermediate_size, h);
-  w.up_proj = bind.matrix(p + "mlp.up_proj.weight", c.intermediate_size, h);
-  w.down_proj = bind.matrix(p + "mlp.down_proj.weight", h, c.intermediate_size);
-  return w;
-}
-
 }  // namespace
 
 DSparkWeights bind_dspark_weights(const DSparkConfig& c, const Checkpoint& checkpoint) {
@@ -48,7 +31,8 @@ DSparkWeights bind_dspark_weights(const DSparkConfig& c, const Checkpoint& check
     w.confidence_bias = bind.f32_vector("confidence_head.proj.bias", 1);
   }
   for (int64_t l = 0; l < c.num_layers; ++l) {
-    w.layers.push_back(bind_layer(c, bind, fmt::format("layers.{}.", l)));
+    bind_draft_layer(bind, fmt::format("layers.{}.", l), draft_layer_shape(c),
+                     w.layers.emplace_back());
   }
   bind.refuse_unbound();
   return w;
@@ -65,9 +49,8 @@ DraftContextSpec dspark_context_spec(const DSparkConfig& config, const DSparkWei
                         .fc = &weights.fc,
                         .hidden_norm = weights.hidden_norm,
                         .layers = {}};
-  for (const DSparkLayerWeights& layer : weights.layers) {
-    spec.layers.push_back({&layer.k_proj, &layer.v_proj, layer.k_norm});
-  }
+  for (const DSparkLayerWeights& layer : weights.layers)
+    spec.layers.push_back(context_layer(layer));
   return spec;
 }
 

@@ -9,18 +9,13 @@
 #include "kernels/bf16_matrix.h"
 #include "models/common/weight_binder.h"
 #include "models/drafters/draft_context.h"
+#include "models/drafters/draft_layer_weights.h"
 #include "models/drafters/dspark_config.h"
 
 namespace md {
 
-struct DSparkLayerWeights {
-  const uint16_t* input_layernorm = nullptr;           // [hidden], plain weight
-  const uint16_t* post_attention_layernorm = nullptr;  // [hidden], plain weight
-  kernels::Bf16Matrix q_proj, k_proj, v_proj, o_proj;
-  const uint16_t* q_norm = nullptr;  // [head_dim], plain weight
-  const uint16_t* k_norm = nullptr;  // [head_dim], plain weight
-  kernels::Bf16Matrix gate_proj, up_proj, down_proj;
-};
+// A DSpark layer is exactly the shared drafter layer (§13.2).
+using DSparkLayerWeights = DraftLayerWeights;
 
 struct DSparkWeights {
   kernels::Bf16Matrix embed_tokens, lm_head;  // the drafter's own [vocab, hidden]
