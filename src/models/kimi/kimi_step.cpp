@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "kernels/residual_mix.h"
 #include "models/common/step_builder.h"
+#include "models/common/step_rows.h"
 #include "program/cpu_residual_mix.h"
 
 namespace md {
@@ -373,20 +374,9 @@ void KimiStep::experts_run(std::vector<int64_t>& out) const {
 }
 
 void KimiStep::prepare(std::span<KimiState* const> states, std::span<const int32_t> tokens) {
-  const auto rows = static_cast<int64_t>(tokens.size());
-  const bool verify = mode_ == RowMode::kVerify;
-  if (rows < 1 || rows > max_rows_) fail("a step of {} rows was given {} tokens", max_rows_, rows);
-  if (static_cast<int64_t>(states.size()) != (verify ? 1 : rows)) {
-    fail("a {} step needs {} sequence state(s), got {}", verify ? "verify" : "decode",
-         verify ? 1 : rows, states.size());
-  }
   std::array<program::StepRow, kMaxRows> step_rows{};
-  for (int64_t r = 0; r < rows; ++r) {
-    KimiState* state = states[size(verify ? 0 : r)];
-    step_rows[size(r)] = {tokens[size(r)], state->position() + (verify ? r : 0), state};
-    states_[size(r)] = state;
-  }
-  if (verify) {
+  const int64_t rows = lay_out_step_rows(mode_, max_rows_, states, tokens, step_rows, states_);
+  if (mode_ == RowMode::kVerify) {
     states_[0]->begin_verify_rows(rows);
     states_[0]->reserve_latent_rows(states_[0]->position() + rows);
   } else {

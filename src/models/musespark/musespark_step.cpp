@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "models/common/step_builder.h"
+#include "models/common/step_rows.h"
 #include "models/musespark/musespark_routing.h"
 
 namespace md {
@@ -254,22 +255,14 @@ void MuseStep::experts_run(std::vector<int64_t>& out) const {
 }
 
 void MuseStep::prepare(std::span<MuseSparkState* const> states, std::span<const int32_t> tokens) {
-  const auto rows = static_cast<int64_t>(tokens.size());
-  const bool verify = mode_ == RowMode::kVerify;
-  if (rows < 1 || rows > max_rows_) fail("a step of {} rows was given {} tokens", max_rows_, rows);
-  if (static_cast<int64_t>(states.size()) != (verify ? 1 : rows)) {
-    fail("a {} step needs {} sequence state(s), got {}", verify ? "verify" : "decode",
-         verify ? 1 : rows, states.size());
-  }
   std::array<program::StepRow, kMaxRows> step_rows{};
+  const int64_t rows = lay_out_step_rows(mode_, max_rows_, states, tokens, step_rows, states_);
+  // Room for each row's keys in every layer now: the attention tasks write heads of a row at
+  // once and must not grow the storage under each other.
   for (int64_t r = 0; r < rows; ++r) {
-    MuseSparkState* state = states[size(verify ? 0 : r)];
-    const int64_t position = state->position() + (verify ? r : 0);
-    step_rows[size(r)] = {tokens[size(r)], position, state};
-    states_[size(r)] = state;
-    // Room for the row's keys in every layer now: the attention tasks write heads of a row at
-    // once and must not grow the storage under each other.
-    for (int64_t l = 0; l < config_.num_layers; ++l) state->layer(l).reserve(position);
+    for (int64_t l = 0; l < config_.num_layers; ++l) {
+      states_[size(r)]->layer(l).reserve(step_rows[size(r)].position);
+    }
   }
   program_->set_rows(std::span(step_rows).first(size(rows)));
 }

@@ -14,6 +14,7 @@
 #include "kernels/matmul.h"
 #include "kernels/norms.h"
 #include "models/common/step_builder.h"
+#include "models/common/step_rows.h"
 #include "models/qwen38/qwen38_head_math.h"
 
 namespace md {
@@ -299,33 +300,28 @@ int32_t Qwen38Step::add_moe(StepBuilder& b, int64_t layer, int32_t residual) {
 }
 
 void Qwen38Step::prepare(std::span<Qwen38State* const> states, std::span<const int32_t> tokens) {
-  auto rows = static_cast<int64_t>(tokens.size());
-  if (rows < 1 || rows > max_rows_) fail("a step of {} rows was given {} tokens", max_rows_, rows);
-  bool verify = mode_ == RowMode::kVerify;
-  if (static_cast<int64_t>(states.size()) != (verify ? 1 : rows)) {
-    fail("a {} step needs {} sequence state(s), got {}", verify ? "verify" : "decode",
-         verify ? 1 : rows, states.size());
-  }
   std::array<program::StepRow, kMaxRows> step_rows{};
+  // The rows' states are kept (states_) only once every row passed: commit() finds the step by
+  // its last state.
+  std::array<Qwen38State*, kMaxRows> row_states{};
+  const int64_t rows = lay_out_step_rows(mode_, max_rows_, states, tokens, step_rows, row_states);
+  const bool verify = mode_ == RowMode::kVerify;
   for (int64_t r = 0; r < rows; ++r) {
-    int32_t token = tokens[static_cast<std::size_t>(r)];
-    if (token < 0 || token >= vocab_)
-      fail("token id {} is outside the vocabulary (0..{})", token, vocab_ - 1);
-    Qwen38State* state = states[static_cast<std::size_t>(verify ? 0 : r)];
-    int64_t position = verify ? state->position() + r : state->position();
-    if (position >= state->capacity() || position >= max_context_) {
-      fail("context full: position {} is outside the context of {} tokens", position,
+    const program::StepRow& row = step_rows[static_cast<std::size_t>(r)];
+    if (row.token < 0 || row.token >= vocab_)
+      fail("token id {} is outside the vocabulary (0..{})", row.token, vocab_ - 1);
+    const Qwen38State* state = row_states[static_cast<std::size_t>(r)];
+    if (row.position >= state->capacity() || row.position >= max_context_) {
+      fail("context full: position {} is outside the context of {} tokens", row.position,
            state->capacity());
     }
-    step_rows[static_cast<std::size_t>(r)] = {token, position, state};
     for (int64_t s = 0; s < r && !verify; ++s) {
-      if (states[static_cast<std::size_t>(s)] == state) {
+      if (row_states[static_cast<std::size_t>(s)] == state) {
         fail("independent rows {} and {} are the same sequence", s, r);
       }
     }
   }
-  for (int64_t r = 0; r < rows; ++r)
-    states_[static_cast<std::size_t>(r)] = states[static_cast<std::size_t>(verify ? 0 : r)];
+  states_ = row_states;
   program_->set_rows(std::span(step_rows).first(static_cast<std::size_t>(rows)));
   verify_start_ = states[0]->position();
 }

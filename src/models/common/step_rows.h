@@ -1,0 +1,40 @@
+// A fused step's rows for the tokens it was given, as every family's step lays them out:
+// independent rows take one sequence state per token at that state's position, verify rows one
+// state at its next positions (program::StepRow). Families add their own checks (a token's id, the
+// context) and their state's preparation.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+
+#include "base/error.h"
+#include "models/common/row_mode.h"
+#include "program/program.h"
+
+namespace md {
+
+// Fills rows[0, n) and row_states[0, n) (the state each row extends) for n = tokens.size(), and
+// returns n; md::Error when n is outside 1..max_rows or the states do not match the mode.
+template <typename State>
+int64_t lay_out_step_rows(RowMode mode, int64_t max_rows, std::span<State* const> states,
+                          std::span<const int32_t> tokens,
+                          std::array<program::StepRow, program::kMaxStepRows>& rows,
+                          std::array<State*, program::kMaxStepRows>& row_states) {
+  const auto n = static_cast<int64_t>(tokens.size());
+  const bool verify = mode == RowMode::kVerify;
+  if (n < 1 || n > max_rows) fail("a step of {} rows was given {} tokens", max_rows, n);
+  if (static_cast<int64_t>(states.size()) != (verify ? 1 : n)) {
+    fail("a {} step needs {} sequence state(s), got {}", verify ? "verify" : "decode",
+         verify ? 1 : n, states.size());
+  }
+  for (int64_t r = 0; r < n; ++r) {
+    const auto at = static_cast<std::size_t>(r);
+    State* state = states[verify ? 0 : at];
+    rows[at] = {tokens[at], state->position() + (verify ? r : 0), state};
+    row_states[at] = state;
+  }
+  return n;
+}
+
+}  // namespace md
