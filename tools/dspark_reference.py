@@ -17,6 +17,9 @@ An independent numpy transcription of the spec's equations, written from the spe
                     residual; final norm; base_j = lm_head · hid_j                          (13.5)
   Markov chain      prev = anchor; for k = 0…B−2: logits_k = base_k + markov_w2 · markov_w1[prev],
                     D_k = argmax (ties -> lowest id), prev = D_k                            (13.6)
+  confidence        where the config enables the head: conf_k = σ(proj · [hid_k ; markov_w1[prev_k]]
+                    + bias) with prev_k the token of slot k's Markov bias, or σ(proj · hid_k +
+                    bias) when confidence_head_with_markov is false                        (13.7)
 Here RMSNorm(x, w) = x / sqrt(mean(x²) + eps) · w with eps = rms_norm_eps, and RoPE is neox
 rotate-half over the whole head_dim d: inv_i = theta^(−2i/d) (i < d/2), angle = p · inv_i, cos and
 sin duplicated over both halves, RoPE(x) = x·cos + [−x[d/2:], x[:d/2]]·sin.
@@ -128,6 +131,8 @@ class DSparkReference:
         self.mask_token = top["mask_token_id"]
         self.rank = top["markov_rank"]
         self.block = top["block_size"]
+        self.confidence = top.get("enable_confidence_head", False)
+        self.confidence_with_markov = top.get("confidence_head_with_markov", False)
         self.w = read_safetensors(folder / "model.safetensors")
 
     def layer(self, l: int, name: str) -> np.ndarray:
@@ -167,6 +172,12 @@ class DSparkReference:
                       causal: bool = True) -> np.ndarray:
         """base logits [rows, V] of the block [anchor, mask, …] at positions n, n+1, …
         `causal=False` is the negative control (every row sees every block row)."""
+        return self.block_hidden(anchor, n, kv, rows, causal) @ self.w["lm_head.weight"].T
+
+    def block_hidden(self, anchor: int, n: int, kv: list, rows: int = None,
+                     causal: bool = True) -> np.ndarray:
+        """hid [rows, H]: the block's rows after the final norm (lm_head's and the confidence
+        head's input)."""
         rows = self.block if rows is None else rows
         tokens = [anchor] + [self.mask_token] * (rows - 1)
         positions = n + np.arange(rows)
@@ -198,8 +209,7 @@ class DSparkReference:
             h = rms_norm(x, self.layer(l, "post_attention_layernorm"), self.eps)
             a = silu(h @ self.layer(l, "mlp.gate_proj").T) * (h @ self.layer(l, "mlp.up_proj").T)
             x = x + a @ self.layer(l, "mlp.down_proj").T
-        hid = rms_norm(x, self.w["norm.weight"], self.eps)
-        return hid @ self.w["lm_head.weight"].T
+        return rms_norm(x, self.w["norm.weight"], self.eps)
 
     # §13.6
     def markov_bias(self, prev: int) -> np.ndarray:
@@ -215,16 +225,32 @@ class DSparkReference:
             logits.append(row)
         return drafts, np.array(logits)
 
+    # §13.7
+    def confidences(self, hid: np.ndarray, prevs: list) -> np.ndarray:
+        """conf_k for rows k of hid, prevs[k] the token of slot k's Markov bias."""
+        w = self.w["confidence_head.proj.weight"][0]
+        b = self.w["confidence_head.proj.bias"][0]
+        out = []
+        for k, prev in enumerate(prevs):
+            features = hid[k]
+            if self.confidence_with_markov:
+                features = np.concatenate([features, self.w["markov_head.markov_w1.weight"][prev]])
+            out.append(1.0 / (1.0 + np.exp(-(features @ w + b))))
+        return np.array(out)
+
     def draft(self, taps: np.ndarray, anchor: int) -> dict:
         """Everything the goldens hold, for a context of taps [n, T, H] and the anchor."""
         n = taps.shape[0]
         kv = self.context_kv(self.context_features(taps))
-        base = self.block_forward(anchor, n, kv)
+        hid = self.block_hidden(anchor, n, kv)
+        base = hid @ self.w["lm_head.weight"].T
         drafts, logits = self.markov_chain(base, anchor)
+        confidences = (self.confidences(hid, [anchor] + drafts[:-1]) if self.confidence
+                       else None)
         bidir_base = self.block_forward(anchor, n, kv, causal=False)
         _, logits_bidir = self.markov_chain(bidir_base, anchor)
         return dict(drafts=drafts, logits=logits, logits_bidirectional=logits_bidir,
-                    logits_without_markov=base[:self.block - 1])
+                    logits_without_markov=base[:self.block - 1], confidences=confidences)
 
 
 # --- goldens -------------------------------------------------------------------------------------
@@ -268,6 +294,10 @@ def compute_case(fixtures: Path, name: str) -> dict:
         "window": ref.window,
         "visible_context": [int(ref.visible_context(n)[0]), n],
         "drafts": out["drafts"],
+        "confidence_head": ("with_markov" if ref.confidence_with_markov else "hidden_only")
+                           if ref.confidence else None,
+        "confidences": None if out["confidences"] is None
+                       else [f32(c) for c in out["confidences"]],
         "max_abs_logit": f32(max_abs),
         "top2_gaps": [f32(g) for g in top2_gaps(logits)],
         "max_abs_diff_bidirectional":
@@ -407,6 +437,16 @@ def self_test(fixtures: Path, goldens: Path = None) -> int:
                   not (logits[k, :drafts[k]] >= logits[k, drafts[k]]).any()
                   for k in range(ref.block - 1)),
               f"{name}: Markov chain (bias from the previous draft, first maximum)")
+        if ref.confidence:
+            hid = ref.block_hidden(anchor, n, kv)
+            w = ref.w["confidence_head.proj.weight"][0]
+            feats = [list(hid[k]) + (list(w1[p]) if ref.confidence_with_markov else [])
+                     for k, p in enumerate(prevs)]
+            explicit = [1 / (1 + np.exp(-(sum(a * b for a, b in zip(f, w)) +
+                                          ref.w["confidence_head.proj.bias"][0])))
+                        for f in feats]
+            check(np.abs(ref.confidences(hid, prevs) - explicit).max() < 1e-12,
+                  f"{name}: confidences equal explicit sums")
         shorter = ref.block_forward(anchor, n, kv, rows=ref.block - 1)
         diff = np.abs(shorter - base[:ref.block - 1]).max()
         check(diff < 1e-12 * np.abs(base).max(),

@@ -11,29 +11,33 @@ embedding and lm_head, and only the target's hidden size, vocabulary and layer c
                      fields nested under transformer_layer_config (every layer
                      "sliding_attention", is_causal true, rope_parameters of rope_type "default"),
                      aux_hidden_state_layer_ids (target layers entered, 2…L−1), mask_token_id,
-                     markov_rank, block_size, draft_vocab_size = the target vocabulary, no
-                     confidence head; speculators_config.verifier names the target fixture and
-                     its architecture (Kimi K3 or Muse Spark; the parser does not read it)
-  model.safetensors  every tensor of §13.2 at these sizes, all BF16, no prefix (no confidence head)
+                     markov_rank, block_size, draft_vocab_size = the target vocabulary, the
+                     confidence head's two switches; speculators_config.verifier names the target
+                     fixture and its architecture (Kimi K3 or Muse Spark; the parser does not
+                     read it)
+  model.safetensors  every tensor of §13.2 at these sizes, all BF16, no prefix (the confidence
+                     head's proj.weight [1, H (+ rank)] and proj.bias [1] where it is enabled)
 
 Fixtures:
-  dspark-kimi-k3-tiny   target kimi-k3-tiny (hidden 256, vocab 512, 10 layers): 2 layers, heads
-                        4 / kv 2 / head_dim 32, intermediate 384, window 16, theta 1e4, eps 1e-5,
-                        taps [2, 5, 9], mask 508, Markov rank 16, block 8
+  dspark-kimi-k3-tiny   target kimi-k3-tiny (hidden 256, vocab 512, 10 layers): §15's drafter
+                        exactly: 2 layers, heads 8 / kv 2 / head_dim 32, intermediate 512, window
+                        16, theta 1e4, eps 1e-5, taps [4, 6, 9], mask 509, Markov rank 8, block 8,
+                        confidence head over [hidden ; markov_w1[prev]] ([1, 264] + bias)
   dspark-kimi-k3-small  target kimi-k3-small (hidden 192, vocab 512, 6 layers), other widths so
                         that nothing is tuned to one shape: 3 layers, heads 6 / kv 3 / head_dim 16,
                         intermediate 256, window 8, theta 5e4, eps 1e-5, taps [2, 4, 5], mask 509,
-                        Markov rank 8, block 6
+                        Markov rank 8, block 6, no confidence head
   dspark-muse-spark-tiny   target muse-spark-tiny (hidden 512, vocab 1024, 6 layers): 2 layers,
                         heads 4 / kv 1 / head_dim 16, intermediate 160, window 6, theta 2e4,
-                        eps 1e-5, taps [2, 3, 5], mask 495, Markov rank 12, block 8
+                        eps 1e-5, taps [2, 3, 5], mask 495, Markov rank 12, block 8,
+                        confidence head over [hidden ; markov_w1[prev]]
   dspark-muse-spark-small  target muse-spark-small (hidden 192, vocab 512, 5 layers): 3 layers,
                         heads 2 / kv 2 / head_dim 24, intermediate 200, window 10, theta 1e4,
                         eps 1e-5, taps [2, 3, 4] (every layer 2…L−1), mask 492, Markov rank 8,
-                        block 5
+                        block 5, confidence head over the hidden state alone
 The Muse masks are the highest ordinary (byte or merge) ids of the fixture tokenizers: above them
 sit reserved and named special tokens (<|eot|> etc.) and, on the tiny fixture, untrained ids.
-The Kimi masks (508, 509) are reserved/special ids of the Kimi fixture tokenizers.
+The Kimi mask (509) is a reserved/special id of the Kimi fixture tokenizers.
 
 Weights (numpy default_rng, float32 draws rounded to bf16 with round-to-nearest-even), drawn in
 the fixed order of make_weights, scaled so that activations stay O(1) and both parts of the
@@ -46,6 +50,8 @@ drafted logits matter:
   markov_w1                            N(0, 1)
   markov_w2                            N(0, rank^-1/2)      (bias = w2·w1[prev] has std ~1,
                                                              like the base logits lm_head·hid)
+  confidence_head.proj.weight          N(0, in^-1/2)        (the logit has std ~1: confidences
+  confidence_head.proj.bias            N(0, 0.5)             spread over (0, 1))
 
 Numpy only, deterministic (fixed seeds), well under a second. Usage:
   make_dspark_fixtures.py --out DIR [--only NAME] [--verify GOLDEN_DIR]
@@ -84,25 +90,25 @@ FIXTURES = {
     "dspark-kimi-k3-tiny": dict(
         target="kimi-k3-tiny", target_text_config=kimi_text_config(lambda tiny: tiny),
         verifier=KIMI, seed=20261301, layers=2,
-        heads=4, kv_heads=2, head_dim=32, intermediate=384, window=16, theta=10000.0, eps=1e-5,
-        taps=[2, 5, 9], mask=508, rank=16, block=8),
+        heads=8, kv_heads=2, head_dim=32, intermediate=512, window=16, theta=10000.0, eps=1e-5,
+        taps=[4, 6, 9], mask=509, rank=8, block=8, confidence="with_markov"),
     "dspark-kimi-k3-small": dict(
         target="kimi-k3-small", target_text_config=kimi_text_config(small_config),
         verifier=KIMI, seed=20261302, layers=3,
         heads=6, kv_heads=3, head_dim=16, intermediate=256, window=8, theta=50000.0, eps=1e-5,
-        taps=[2, 4, 5], mask=509, rank=8, block=6),
+        taps=[2, 4, 5], mask=509, rank=8, block=6, confidence=None),
     # Muse targets: 6 and 5 layers, so taps in 2..5 and 2..4. The masks are the top ordinary ids
     # (make_musespark_fixtures.py: 256 bytes + 240 merges on tiny, 256 + 237 on small).
     "dspark-muse-spark-tiny": dict(
         target="muse-spark-tiny", target_text_config=muse_text_config("muse-spark-tiny"),
         verifier=MUSE, seed=20261303, layers=2,
         heads=4, kv_heads=1, head_dim=16, intermediate=160, window=6, theta=20000.0, eps=1e-5,
-        taps=[2, 3, 5], mask=495, rank=12, block=8),
+        taps=[2, 3, 5], mask=495, rank=12, block=8, confidence="with_markov"),
     "dspark-muse-spark-small": dict(
         target="muse-spark-small", target_text_config=muse_text_config("muse-spark-small"),
         verifier=MUSE, seed=20261304, layers=3,
         heads=2, kv_heads=2, head_dim=24, intermediate=200, window=10, theta=10000.0, eps=1e-5,
-        taps=[2, 3, 4], mask=492, rank=8, block=5),
+        taps=[2, 3, 4], mask=492, rank=8, block=5, confidence="hidden_only"),
 }
 
 
@@ -136,8 +142,8 @@ def config(f: dict) -> dict:
         "block_size": f["block"],
         "markov_rank": f["rank"],
         "markov_head_type": "vanilla",
-        "enable_confidence_head": False,
-        "confidence_head_with_markov": False,
+        "enable_confidence_head": f["confidence"] is not None,
+        "confidence_head_with_markov": f["confidence"] == "with_markov",
         "draft_vocab_size": vocab,
         "mask_token_id": f["mask"],
         "tie_word_embeddings": False,
@@ -208,6 +214,10 @@ def make_weights(f: dict) -> dict:
     put("lm_head.weight", normal((v, h), h ** -0.5))
     put("markov_head.markov_w1.weight", normal((v, rank), 1.0))
     put("markov_head.markov_w2.weight", normal((v, rank), rank ** -0.5))
+    if f["confidence"] is not None:
+        inputs = h + (rank if f["confidence"] == "with_markov" else 0)
+        put("confidence_head.proj.weight", normal((1, inputs), inputs ** -0.5))
+        put("confidence_head.proj.bias", normal((1,), 0.5))
     return w
 
 

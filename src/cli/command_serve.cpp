@@ -210,6 +210,7 @@ int serve(ServeFlags& f) {
     if (session.drafter) {
       served.drafter = session.drafter.get();
       served.block_size = session.block_size;
+      served.confidence_threshold = session.confidence_threshold;
       served.speculative_method = session.drafter_method;
       served.drafter_source = session.drafter_directory;
     }

@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "engine/context_size.h"
 #include "engine/generation_defaults.h"
+#include "engine/speculative_round.h"
 #include "io/gguf_file.h"
 #include "io/model_source.h"
 #include "kernels/matmul.h"
@@ -35,7 +36,9 @@ void add_model_flags(CLI::App& command, ModelFlags& flags) {
       ->check(CLI::IsMember({"bf16", "f32"}));
   command.add_option("--draft", flags.draft,
                      "Speculative decoding with this drafter (directory or org/name[@revision]; "
-                     "default for Qwen/Qwen3.8-27B: z-lab/Qwen3.8-27B-DFlash2)");
+                     "defaults from the HF cache: z-lab/Qwen3.8-27B-DFlash2 for Qwen/Qwen3.8-27B, "
+                     "RedHatAI/Kimi-K3-speculator.dspark for moonshotai/Kimi-K3, "
+                     "Inferact/Muse-Spark-Open-DSpark for the Muse Spark checkpoint)");
   command.add_flag("--no-spec", flags.no_spec, "Turn speculative decoding off");
   command
       .add_option("--block-size", flags.block_size,
@@ -46,6 +49,12 @@ void add_model_flags(CLI::App& command, ModelFlags& flags) {
                   "Benchmarks only: pretend N-1 drafts are accepted every round (output is "
                   "then not the model's)")
       ->check(CLI::Range(int64_t{1}, int64_t{64}));
+  command
+      .add_option("--spec-confidence-threshold", flags.confidence_threshold,
+                  "Stop each speculative block at the first draft the drafter's confidence head "
+                  "rates below this (0..1; DSpark drafters with a confidence head; default 0: "
+                  "off). Output is unchanged; only how many drafts a round verifies")
+      ->check(CLI::Range(0.0f, 1.0f));
   command
       .add_option("--executor", flags.executor,
                   "Decode steps: mega (fused program, persistent threads), ops (same program, "
@@ -205,11 +214,13 @@ ModelSession open_model_session(const ModelFlags& flags, int sequences) {
     session.drafter_directory = draft_source->directory;
     session.block_size = flags.block_size;
     session.force_accept = flags.force_accept;
+    session.confidence_threshold =
+        engine::checked_confidence_threshold(*session.drafter, flags.confidence_threshold);
     log::info("speculative decoding with {} ({}, block {})", draft_source->directory,
               session.drafter_method,
               flags.block_size > 0 ? flags.block_size : session.drafter->block_size());
-  } else if (flags.force_accept > 0 || flags.block_size > 0) {
-    fail("--block-size and --force-accept need a drafter (--draft)");
+  } else if (flags.force_accept > 0 || flags.block_size > 0 || flags.confidence_threshold > 0) {
+    fail("--block-size, --force-accept and --spec-confidence-threshold need a drafter (--draft)");
   }
   log::debug("loaded {}; context {}", session.model->description(), session.context);
   return session;
@@ -218,9 +229,6 @@ ModelSession open_model_session(const ModelFlags& flags, int sequences) {
 std::optional<DefaultFamily> default_draft_family(const std::string& model_spec) {
   std::string repo = model_spec.substr(0, model_spec.find('@'));
   for (const FamilyRepos& family : family_repo_table()) {
-    // Muse Spark's published drafter's layout is not known to be speculators' DSpark (the spec
-    // records none): it is not picked by default.
-    if (family.family == DefaultFamily::kMuseSpark) continue;
     if (repo == family.target_repo) return family.family;
   }
   return std::nullopt;

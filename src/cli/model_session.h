@@ -28,8 +28,9 @@ struct ModelFlags {
   // Speculative decoding: a drafter directory or org/name[@rev]; off with no_spec.
   std::string draft;
   bool no_spec = false;
-  int64_t block_size = 0;    // 0: the drafter's
-  int64_t force_accept = 0;  // benchmarks only
+  int64_t block_size = 0;          // 0: the drafter's
+  int64_t force_accept = 0;        // benchmarks only
+  float confidence_threshold = 0;  // --spec-confidence-threshold; 0: off
 };
 
 struct SamplingFlags {
@@ -59,10 +60,13 @@ struct ModelSession {
   std::string drafter_method;  // "dflash2", "dspark"
   int64_t block_size = 0;
   int64_t force_accept = 0;
+  float confidence_threshold = 0;
 
   // Turns speculation on in `generator` when the session has a drafter.
   void attach(engine::Generator& generator) const {
-    if (drafter) generator.set_drafter(drafter.get(), block_size, force_accept);
+    if (drafter) {
+      generator.set_drafter(drafter.get(), block_size, force_accept, confidence_threshold);
+    }
   }
 };
 

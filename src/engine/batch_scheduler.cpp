@@ -25,7 +25,9 @@ BatchScheduler::BatchScheduler(LanguageModel& model, const Tokenizer& tokenizer,
   if (!(options_.prefill_budget_ms >= 0)) fail("the prefill budget must be 0 ms or more");
   if (options_.drafter != nullptr) {
     int64_t block = checked_block_size(model_, *options_.drafter, options_.block_size, 0);
-    rounds_ = std::make_unique<SpeculativeRounds>(model_, block);
+    rounds_ = std::make_unique<SpeculativeRounds>(
+        model_, block, 0,
+        checked_confidence_threshold(*options_.drafter, options_.confidence_threshold));
     model_.set_tap_layers(options_.drafter->tap_layers());
   }
   if (options_.prefix_cache_memory > 0) {

@@ -68,7 +68,8 @@ struct SchedulerOptions {
   // drafter, drafter->new_sequence(); null: rows decode together one token per step. Each row
   // speculating alone keeps rows batch invariant (a row's rounds depend on its request only).
   const SpeculativeDrafter* drafter = nullptr;
-  int64_t block_size = 0;  // rows per round; 0: the drafter's
+  int64_t block_size = 0;          // rows per round; 0: the drafter's
+  float confidence_threshold = 0;  // > 0: rounds stop at a less confident draft (0: off)
   // Greedy rows speculate while at most this many rows are generating; beyond that they join
   // one plain decode step together, which reads the weights once for all of them. Greedy tokens
   // are the same either way (verify rows equal decode steps bitwise), so only speed depends on

@@ -50,13 +50,16 @@ void Generator::reset() {
   if (drafter_ != nullptr) drafter_->truncate_context(0);
 }
 
-void Generator::set_drafter(SpeculativeDrafter* drafter, int64_t block_size, int64_t force_accept) {
+void Generator::set_drafter(SpeculativeDrafter* drafter, int64_t block_size, int64_t force_accept,
+                            float confidence_threshold) {
   drafter_ = nullptr;
   rounds_.reset();
   reset();
   if (drafter == nullptr) return;
   block_size = checked_block_size(model_, *drafter, block_size, force_accept);
-  rounds_ = std::make_unique<SpeculativeRounds>(model_, block_size, force_accept);
+  rounds_ = std::make_unique<SpeculativeRounds>(
+      model_, block_size, force_accept,
+      checked_confidence_threshold(*drafter, confidence_threshold));
   drafter_ = drafter;
   model_.set_tap_layers(drafter->tap_layers());
 }

@@ -61,8 +61,10 @@ class Generator {
   // layers are set to the drafter's. block_size: rows per round (2..the drafter's; 0 = the
   // drafter's). force_accept (benchmarks only): every round takes exactly force_accept-1 drafts
   // and then the target's own token, to time rounds at that acceptance length; output is then
-  // not the model's.
-  void set_drafter(SpeculativeDrafter* drafter, int64_t block_size = 0, int64_t force_accept = 0);
+  // not the model's. confidence_threshold > 0: rounds stop their block at the first draft whose
+  // confidence is below it (speculative_round.h).
+  void set_drafter(SpeculativeDrafter* drafter, int64_t block_size = 0, int64_t force_accept = 0,
+                   float confidence_threshold = 0);
   int64_t context() const { return state_->capacity(); }
   // The tokens the sequence holds (processed by the model).
   const std::vector<int32_t>& cached_tokens() const { return cached_; }

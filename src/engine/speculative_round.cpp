@@ -25,7 +25,27 @@ void append_kept_taps(const LanguageModel& model, SpeculativeDrafter& drafter, i
   drafter.append_context(taps.subspan(0, per_row * static_cast<std::size_t>(kept)), kept);
 }
 
+// The drafts a round verifies: those before the first whose confidence is below the threshold.
+int64_t confident_drafts(const DraftProposal& proposal, float threshold) {
+  if (threshold <= 0) return static_cast<int64_t>(proposal.tokens.size());
+  auto low = std::find_if(proposal.confidence.begin(), proposal.confidence.end(),
+                          [threshold](float c) { return c < threshold; });
+  return low - proposal.confidence.begin();
+}
+
 }  // namespace
+
+float checked_confidence_threshold(const SpeculativeDrafter& drafter, float threshold) {
+  if (!(threshold >= 0 && threshold <= 1)) {
+    fail("--spec-confidence-threshold must be between 0 (off) and 1, got {}", threshold);
+  }
+  if (threshold > 0 && !drafter.has_confidence()) {
+    fail(
+        "--spec-confidence-threshold needs a drafter with a confidence head (a DSpark drafter "
+        "with enable_confidence_head); this one has none");
+  }
+  return threshold;
+}
 
 int64_t checked_block_size(const LanguageModel& model, const SpeculativeDrafter& drafter,
                            int64_t block_size, int64_t force_accept) {
@@ -46,8 +66,12 @@ int64_t checked_block_size(const LanguageModel& model, const SpeculativeDrafter&
   return block_size;
 }
 
-SpeculativeRounds::SpeculativeRounds(LanguageModel& model, int64_t block_size, int64_t force_accept)
-    : model_(model), block_size_(block_size), force_accept_(force_accept) {}
+SpeculativeRounds::SpeculativeRounds(LanguageModel& model, int64_t block_size, int64_t force_accept,
+                                     float confidence_threshold)
+    : model_(model),
+      block_size_(block_size),
+      force_accept_(force_accept),
+      confidence_threshold_(confidence_threshold) {}
 
 SpeculativeRound SpeculativeRounds::plain_step(SequenceState& state, SpeculativeDrafter& drafter,
                                                ChoiceDecoder& decoder, int32_t anchor) {
@@ -65,7 +89,7 @@ SpeculativeRound SpeculativeRounds::run(SequenceState& state, SpeculativeDrafter
                                         ChoiceDecoder& decoder, int32_t anchor,
                                         SpeculationStats& stats) {
   const int64_t s = state.position();
-  const int64_t rows = std::min(block_size_, state.capacity() - s);
+  int64_t rows = std::min(block_size_, state.capacity() - s);
   if (rows < 2) return plain_step(state, drafter, decoder, anchor);
   stats.accepted_at.resize(static_cast<std::size_t>(block_size_ - 1), 0);
   const float temperature =
@@ -79,7 +103,16 @@ SpeculativeRound SpeculativeRounds::run(SequenceState& state, SpeculativeDrafter
     uniforms.push_back(uniform_at_lane(decoder.seed(), s + i, 3));
   }
   DraftProposal proposal = drafter.propose(anchor, temperature, uniforms);
+  rows = std::min(rows, 1 + confident_drafts(proposal, confidence_threshold_));
   Clock::time_point verify_start = Clock::now();
+  if (rows < 2) {  // no draft is confident enough: the anchor alone, as plain decoding feeds it
+    SpeculativeRound round = plain_step(state, drafter, decoder, anchor);
+    stats.draft_seconds += seconds_between(draft_start, verify_start);
+    stats.verify_seconds += seconds_between(verify_start, Clock::now());
+    ++stats.rounds;
+    ++stats.produced;
+    return round;
+  }
   std::vector<int32_t> block{anchor};
   block.insert(block.end(), proposal.tokens.begin(), proposal.tokens.begin() + (rows - 1));
   model_.verify(state, block, logits_);

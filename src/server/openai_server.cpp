@@ -351,10 +351,11 @@ void OpenAiServer::serve_model(const ServedModel& model) {
                                                             : tool_call_format_for_template(source);
   // Kimi K3's splitter hands its calls on as <tool_call> blocks of the XML form.
   if (ctx.channel_format == ChannelFormat::kKimiXtml) ctx.tool_format = ToolCallFormat::kXml;
-  std::string speculation = model.drafter == nullptr
-                                ? "none"
-                                : fmt::format("{}:{}:{}", model.speculative_method,
-                                              model.drafter_source, model.block_size);
+  std::string speculation =
+      model.drafter == nullptr
+          ? "none"
+          : fmt::format("{}:{}:{}:{}", model.speculative_method, model.drafter_source,
+                        model.block_size, model.confidence_threshold);
   ctx.fingerprint = fingerprint_of(ctx.build.revision + "|" + model.fingerprint_source + "|" +
                                    model.executor + "|spec:" + speculation);
   ctx.constraints =
@@ -377,6 +378,7 @@ void OpenAiServer::serve_model(const ServedModel& model) {
   if (model.drafter != nullptr) {
     scheduler.drafter = model.drafter;
     scheduler.block_size = model.block_size;
+    scheduler.confidence_threshold = model.confidence_threshold;
     scheduler.spec_max_rows = ctx.options.spec_max_rows;
     ServerMetrics& metrics = ctx.metrics;
     scheduler.on_round = [&metrics](int64_t drafted, int64_t accepted) {

@@ -25,6 +25,7 @@ struct ServedModel {
   // Speculative decoding (null: off): every row drafts with its own drafter->new_sequence().
   const SpeculativeDrafter* drafter = nullptr;
   int64_t block_size = 0;          // rows per round; 0: the drafter's
+  float confidence_threshold = 0;  // --spec-confidence-threshold (0: off)
   std::string speculative_method;  // "dflash2", "dspark" (/props)
   std::string drafter_source;      // the drafter's directory (system_fingerprint)
 };

@@ -1,9 +1,12 @@
 // The DSpark drafter (models/drafters/dspark/dspark_drafter.h) on its scaled-down checkpoints
-// (tools/make_dspark_fixtures.py) against an independent float64 transcription of
-// kimi-k3-dspark.md §13.3–§13.6 written here (tools/dspark_reference.py; goldens in
-// tests/goldens/dspark, no library runs DSpark's block forward without torch): the logits each
-// draft is chosen from and the drafts, with negative controls (a bidirectional block, no Markov
-// bias) that miss the bound; then the context's chunking, threads, truncation and window, the
+// (tools/make_dspark_fixtures.py) against two independent references: speculators' own
+// DSparkDraftModel (vLLM project; float32, goldens by tools/gen_dspark_speculators_goldens.py in
+// tests/goldens/dspark/speculators) and a float64 transcription of kimi-k3-dspark.md §13.3–§13.7
+// written here (tools/dspark_reference.py; goldens in tests/goldens/dspark): the logits each draft
+// is chosen from, the drafts and the confidences, with negative controls (a bidirectional block,
+// no Markov bias) that miss the bound. Both references run all B block rows; the drafter runs
+// B − 1 (the last row's draft is never verified), so matching them is §15's "dropping block row 7
+// leaves drafts 0–6 unchanged". Then the context's chunking, threads, truncation and window, the
 // sampled drafts, and what is refused.
 #include "models/drafters/dspark/dspark_drafter.h"
 
@@ -29,11 +32,15 @@ using test::kimi_fixture_path;
 // here; 1e-4 leaves room for accumulation order and is 10⁴ below what the wrong formulas miss by.
 constexpr float kBound = 1e-4f;
 
+// σ is flat enough that the f32 drafter's logit error (~1e-6) moves a confidence by less.
+constexpr float kConfidenceBound = 1e-5f;
+
 struct Golden {
   std::string target;  // the Kimi K3 fixture the drafter drafts for
   int64_t context = 0, anchor = 0;
   std::vector<int32_t> drafts;
   std::vector<float> logits, bidirectional, without_markov;  // [drafts][vocab]
+  std::vector<float> confidences;                            // empty: no confidence head
   float largest = 0;
 };
 
@@ -60,7 +67,13 @@ Golden golden_of(const std::string& drafter) {
   g.bidirectional = flat(j["logits_bidirectional"]);
   g.without_markov = flat(j["logits_without_markov"]);
   g.largest = j["max_abs_logit"].get<float>();
+  if (!j["confidences"].is_null()) g.confidences = j["confidences"].get<std::vector<float>>();
   return g;
+}
+
+nlohmann::json speculators_golden(const std::string& drafter) {
+  return read_json_file(std::string(MD_SOURCE_DIR) + "/tests/goldens/dspark/speculators/" +
+                        drafter + ".json");
 }
 
 // The drafter reads only the target's widths and depth: a Kimi K3 fixture's from its config; the
@@ -139,6 +152,44 @@ TEST_P(DSparkDrafterTest, MatchesTheFloat64Transcription) {
     ASSERT_EQ(p.q[k].size(), 1u);
     EXPECT_EQ(p.q[k][0].first, p.tokens[k]);
   }
+  ASSERT_EQ(p.confidence.size(), golden_.confidences.size());
+  EXPECT_EQ(d->has_confidence(), !golden_.confidences.empty());
+  EXPECT_LE(worst_gap(p.confidence, golden_.confidences), kConfidenceBound);
+}
+
+// speculators' DSparkDraftModel (its backbone, MarkovHead and ConfidenceHead in float32, the
+// chain walked over them): the same drafts, logits within the bound and confidences within theirs.
+TEST_P(DSparkDrafterTest, MatchesSpeculators) {
+  const nlohmann::json j = speculators_golden(GetParam());
+  // Computed from the same fixture files as the transcription's goldens (whose sha256 the
+  // dspark.fixtures test checks against the files these tests read).
+  ASSERT_EQ(j["fixture_sha256"], golden_json(GetParam())["fixture_sha256"]);
+  ASSERT_EQ(j["context_length"].get<int64_t>(), golden_.context);
+  ASSERT_EQ(j["anchor"].get<int64_t>(), golden_.anchor);
+  auto d = drafter(2);
+  append(*d, 0, golden_.context);
+  const DraftProposal p = greedy(*d);
+  EXPECT_EQ(p.tokens, j["drafts"].get<std::vector<int32_t>>());
+  const std::vector<float> logits = flat(j["logits"]);
+  ASSERT_EQ(p.logits.size(), logits.size());
+  const float error = worst_gap(p.logits, logits) / golden_.largest;
+  std::printf("  %s vs speculators: %.3g of the largest |logit|\n", GetParam().c_str(), error);
+  EXPECT_LE(error, kBound);
+  // Negative control: the bidirectional block misses speculators' causal one by far.
+  EXPECT_GT(worst_gap(logits, golden_.bidirectional) / golden_.largest, 100 * kBound);
+  if (j["confidences"].is_null()) {
+    EXPECT_TRUE(p.confidence.empty());
+    return;
+  }
+  const auto confidences = j["confidences"].get<std::vector<float>>();
+  ASSERT_EQ(p.confidence.size(), confidences.size());
+  const float confidence_error = worst_gap(p.confidence, confidences);
+  std::printf("  confidences: %.3g\n", confidence_error);
+  EXPECT_LE(confidence_error, kConfidenceBound);
+  // Negative control: one slot's confidence is not another's (the bound tells slots apart).
+  std::vector<float> shifted(confidences.begin() + 1, confidences.end());
+  shifted.push_back(confidences.front());
+  EXPECT_GT(worst_gap(p.confidence, shifted), 100 * kConfidenceBound);
 }
 
 // How the context arrived (row by row or at once, truncated and re-appended) and the thread

@@ -21,6 +21,10 @@ void check_top_level(const ConfigReader& config) {
   config.expect("fc_norm", false);
   config.expect("aux_hidden_stream", "prefix");
   config.expect("tie_word_embeddings", false);
+  // Slot k predicts the token after anchor + k (the anchor row drafts too); false would shift
+  // every slot by one.
+  config.expect("sample_from_anchor", true);
+  config.expect("sliding_window_non_causal", false);  // the block is causal (§14 item 7)
   if (std::optional<ConfigReader> speculators = config.optional_object("speculators_config")) {
     speculators->expect("algorithm", "dspark");
   }
@@ -109,8 +113,10 @@ DSparkConfig parse_dspark_config(const ConfigFiles& files) {
   c.markov_rank = config.positive("markov_rank");
   c.block_size = config.integer_or("block_size", kDefaultBlockSize);
   if (c.block_size < 2) config.reject("block_size", "must be at least 2 (an anchor and a draft)");
-  c.enable_confidence_head = config.boolean_or("enable_confidence_head", false);
-  c.confidence_head_with_markov = config.boolean_or("confidence_head_with_markov", false);
+  // speculators' defaults: a confidence head over [hidden ; markov_w1[prev]].
+  c.enable_confidence_head = config.boolean_or("enable_confidence_head", true);
+  c.confidence_head_with_markov =
+      c.enable_confidence_head && config.boolean_or("confidence_head_with_markov", true);
   return c;
 }
 

@@ -41,6 +41,9 @@ struct DraftProposal {
   // Block logits of rows 1..block_size-1 ([rows][vocab], f32), kept only when asked for
   // (fidelity tests); empty otherwise.
   std::vector<float> logits;
+  // The drafter's estimate that each draft is accepted given that the drafts before it were
+  // (DSpark's confidence head, kimi-k3-dspark.md §13.7), one per draft; empty when it has none.
+  std::vector<float> confidence;
 };
 
 class SpeculativeDrafter {
@@ -49,6 +52,8 @@ class SpeculativeDrafter {
 
   // Rows verified per round: the anchor plus block_size - 1 drafts.
   virtual int64_t block_size() const = 0;
+  // Whether proposals carry DraftProposal::confidence (a round can then stop its block early).
+  virtual bool has_confidence() const { return false; }
   // 0-based target layers whose post-layer residuals (after the MLP add) the drafter reads, in
   // the order the taps are concatenated.
   virtual std::vector<int64_t> tap_layers() const = 0;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../../qwen38/qwen38_test_util.h"
+#include "base/error.h"
 #include "engine/choice_decoder.h"
 #include "engine/generation.h"
 #include "engine/sampler.h"
@@ -45,9 +46,10 @@ std::vector<int32_t> ids(const engine::GenerationResult& r) {
 }
 
 Outcome generate(Qwen38Model& model, const Tokenizer& tokenizer,
-                 const engine::GenerationRequest& request, SpeculativeDrafter* drafter) {
+                 const engine::GenerationRequest& request, SpeculativeDrafter* drafter,
+                 float confidence_threshold = 0) {
   engine::Generator generator(model, tokenizer, kContext);
-  generator.set_drafter(drafter);
+  generator.set_drafter(drafter, 0, 0, confidence_threshold);
   Outcome run;
   run.result = generator.generate(request, nullptr);
   run.state = generator.state().clone();
@@ -103,6 +105,51 @@ TEST_P(SpeculativeGreedy, RandomDrafterIsLossless) {
   Outcome spec = generate(*model, *tokenizer, request, &drafter);
   EXPECT_EQ(ids(spec.result), ids(plain.result));
   EXPECT_TRUE(same_state(*model, *spec.state, *plain.state));
+}
+
+// --spec-confidence-threshold: a round verifies only the drafts before the first whose
+// confidence is below the threshold (none: a plain decode step); the output and the state are
+// plain decoding's either way.
+TEST_P(SpeculativeGreedy, ConfidenceThresholdStopsBlocksWithoutChangingTheOutput) {
+  auto model = load_fixture(GetParam(), KvCacheType::kF32);
+  auto tokenizer = load_tokenizer(qwen38_fixture_dir(GetParam()));
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 15; ++i) prompt.push_back((i * 41 + 3) % 500);
+  engine::GenerationRequest request = greedy_request(prompt, 40);
+  Outcome plain = generate(*model, *tokenizer, request, nullptr);
+  std::vector<int32_t> truth = prompt;
+  for (int32_t t : ids(plain.result)) truth.push_back(t);
+  // Every draft is right; the confidences fall below 0.5 at draft 3.
+  const std::vector<float> confidence{0.9f, 0.8f, 0.6f, 0.3f, 0.9f, 0.9f, 0.9f};
+  OracleDrafter drafter(truth, kBlock, model->vocab_size(), confidence);
+
+  Outcome off = generate(*model, *tokenizer, request, &drafter);
+  EXPECT_EQ(ids(off.result), ids(plain.result));
+  EXPECT_EQ(off.result.stats.speculation.drafted, off.result.stats.speculation.rounds * 7);
+
+  Outcome stopped = generate(*model, *tokenizer, request, &drafter, 0.5f);
+  ASSERT_EQ(ids(stopped.result), ids(plain.result));
+  EXPECT_TRUE(same_state(*model, *stopped.state, *plain.state));
+  const engine::SpeculationStats& s = stopped.result.stats.speculation;
+  EXPECT_GT(s.rounds, 5);
+  EXPECT_EQ(s.drafted, s.rounds * 3);         // drafts 0..2 only
+  EXPECT_GE(s.accepted_at[2], s.rounds - 1);  // the last round may end at max_tokens
+  EXPECT_EQ(s.accepted_at[3], 0);
+
+  // Above every confidence: each round is the anchor alone, still plain decoding's output.
+  Outcome none = generate(*model, *tokenizer, request, &drafter, 0.95f);
+  ASSERT_EQ(ids(none.result), ids(plain.result));
+  EXPECT_TRUE(same_state(*model, *none.state, *plain.state));
+  EXPECT_EQ(none.result.stats.speculation.drafted, 0);
+  EXPECT_GT(none.result.stats.speculation.rounds, 0);
+
+  // Refused: a threshold outside [0, 1], and one for a drafter without confidences.
+  engine::Generator generator(*model, *tokenizer, kContext);
+  EXPECT_THROW(generator.set_drafter(&drafter, 0, 0, 1.5f), Error);
+  EXPECT_THROW(generator.set_drafter(&drafter, 0, 0, -0.1f), Error);
+  OracleDrafter blind(truth, kBlock, model->vocab_size());
+  EXPECT_THROW(generator.set_drafter(&blind, 0, 0, 0.5f), Error);
+  EXPECT_NO_THROW(generator.set_drafter(&blind, 0, 0, 0.0f));
 }
 
 // Stops inside an accepted block end the output exactly where plain decoding ends it.

@@ -17,12 +17,18 @@ namespace md::test {
 inline constexpr int64_t kTestBlock = 8;
 
 // Knows the plain greedy continuation (by position) and proposes it, except that from draft
-// position `error_at` on it proposes a wrong token: exercises every acceptance length.
+// position `error_at` on it proposes a wrong token: exercises every acceptance length. With
+// `confidence` (one per draft position), its proposals carry those confidences.
 class OracleDrafter : public SpeculativeDrafter {
  public:
-  OracleDrafter(std::vector<int32_t> truth_by_position, int64_t error_at, int64_t vocab)
-      : truth_(std::move(truth_by_position)), error_at_(error_at), vocab_(vocab) {}
+  OracleDrafter(std::vector<int32_t> truth_by_position, int64_t error_at, int64_t vocab,
+                std::vector<float> confidence = {})
+      : truth_(std::move(truth_by_position)),
+        error_at_(error_at),
+        vocab_(vocab),
+        confidence_(std::move(confidence)) {}
   int64_t block_size() const override { return kTestBlock; }
+  bool has_confidence() const override { return !confidence_.empty(); }
   std::vector<int64_t> tap_layers() const override { return {0, 3}; }
   void append_context(std::span<const float> taps, int64_t rows) override {
     EXPECT_EQ(taps.size() % static_cast<std::size_t>(rows), 0u);
@@ -39,10 +45,11 @@ class OracleDrafter : public SpeculativeDrafter {
       p.tokens.push_back(token);
       p.q.push_back({{token, 1.0f}});
     }
+    p.confidence = confidence_;
     return p;
   }
   std::unique_ptr<SpeculativeDrafter> new_sequence() const override {
-    return std::make_unique<OracleDrafter>(truth_, error_at_, vocab_);
+    return std::make_unique<OracleDrafter>(truth_, error_at_, vocab_, confidence_);
   }
   std::unique_ptr<SpeculativeDrafter> clone() const override {
     return std::make_unique<OracleDrafter>(*this);
@@ -52,6 +59,7 @@ class OracleDrafter : public SpeculativeDrafter {
   std::vector<int32_t> truth_;
   int64_t error_at_;
   int64_t vocab_;
+  std::vector<float> confidence_;
   int64_t length_ = 0;
 };
 

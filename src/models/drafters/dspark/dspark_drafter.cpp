@@ -191,6 +191,20 @@ void DSparkDrafter::markov_logits(int32_t previous, const float* base, float* ou
   for (int64_t i = 0; i < c.vocab_size; ++i) out[i] = base[i] + out[i];
 }
 
+float DSparkDrafter::confidence(int32_t previous, const float* hidden) const {
+  const DSparkConfig& c = config_;
+  const uint16_t* w = weights_.confidence.row(0);
+  double logit = weights_.confidence_bias[0];
+  for (int64_t i = 0; i < c.hidden_size; ++i) logit += double{bf16_to_f32(w[i])} * hidden[i];
+  if (c.confidence_head_with_markov) {
+    const uint16_t* code = weights_.markov_w1.row(previous);
+    for (int64_t r = 0; r < c.markov_rank; ++r) {
+      logit += double{bf16_to_f32(w[c.hidden_size + r])} * bf16_to_f32(code[r]);
+    }
+  }
+  return static_cast<float>(1.0 / (1.0 + std::exp(-logit)));
+}
+
 DraftProposal DSparkDrafter::propose(int32_t anchor, float temperature,
                                      std::span<const double> uniforms, bool keep_logits) {
   const DSparkConfig& c = config_;
@@ -251,6 +265,9 @@ DraftProposal DSparkDrafter::propose(int32_t anchor, float temperature,
         }
         q.emplace_back(static_cast<int32_t>(i), static_cast<float>(probabilities[size(i)] / total));
       }
+    }
+    if (c.enable_confidence_head) {
+      proposal.confidence.push_back(confidence(previous, b.normed.data() + k * h));
     }
     proposal.tokens.push_back(token);
     proposal.q.push_back(std::move(q));

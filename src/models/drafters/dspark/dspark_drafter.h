@@ -38,6 +38,7 @@ class DSparkDrafter final : public SpeculativeDrafter {
   DSparkDrafter& operator=(const DSparkDrafter&) = delete;
 
   int64_t block_size() const override { return config_.block_size; }
+  bool has_confidence() const override { return config_.enable_confidence_head; }
   // Aux id A reads the target's residual after 0-based layer A − 1 (speculators' convention:
   // hidden_states[0] is the embedding).
   std::vector<int64_t> tap_layers() const override;
@@ -52,7 +53,8 @@ class DSparkDrafter final : public SpeculativeDrafter {
   // sees the context positions of the last window before the anchor and the block rows up to its
   // own (§13.4, §13.5). Temperature <= 0: each draft is the argmax of its row's logits (lowest
   // id on ties); otherwise it is drawn from softmax(logits / temperature) with uniforms[k], and
-  // q holds that whole distribution. keep_logits: the logits each draft was chosen from.
+  // q holds that whole distribution. keep_logits: the logits each draft was chosen from. With
+  // a confidence head, each draft's confidence (§13.7).
   DraftProposal propose(int32_t anchor, float temperature, std::span<const double> uniforms,
                         bool keep_logits = false) override;
 
@@ -71,6 +73,8 @@ class DSparkDrafter final : public SpeculativeDrafter {
   void mlp(int64_t layer, Block& b) const;
   // Row k's logits plus the Markov bias of `previous`: what draft k is chosen from.
   void markov_logits(int32_t previous, const float* base, float* out) const;
+  // §13.7: σ(proj · [hidden ; markov_w1[previous]] + bias), or σ(proj · hidden + bias).
+  float confidence(int32_t previous, const float* hidden) const;
 
   std::shared_ptr<Shared> shared_;
   const DSparkConfig& config_;
