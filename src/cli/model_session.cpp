@@ -266,9 +266,9 @@ std::string format_stats(const engine::GenerationStats& stats, engine::FinishRea
   const engine::SpeculationStats& spec = stats.speculation;
   if (spec.rounds > 0) {
     line += fmt::format(
-        " | spec {} rounds, mean acceptance length {:.2f}, accepted by draft position [{}], "
-        "draft {:.1f} ms, verify {:.1f} ms",
-        spec.rounds, spec.mean_acceptance_length(), fmt::join(spec.accepted_at, ","),
+        " | spec {} rounds, mean acceptance length {:.2f}, {} drafts verified, accepted by draft "
+        "position [{}], draft {:.1f} ms, verify {:.1f} ms",
+        spec.rounds, spec.mean_acceptance_length(), spec.drafted, fmt::join(spec.accepted_at, ","),
         spec.draft_seconds * 1e3, spec.verify_seconds * 1e3);
   }
   return line;

@@ -124,3 +124,40 @@ def assert_structured_answer(client, model, messages):
         assert isinstance(json.loads(choice.message.content)["n"], int)
     else:
         assert choice.message.content.startswith("{")
+
+
+def assert_speculating_server(spec_url, plain_url, prompt, method, draft_tokens):
+    """A server with a drafter against the same model's server without one: /props names the
+    method; greedy completions are the same text; /metrics counts the rounds (acceptances per
+    draft position never increase and sum to the accepted drafts); a seeded sampled completion is
+    the same alone and beside other requests (each row speculates with its own drafter)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def complete(client, **fields):
+        body = {"prompt": prompt, "max_tokens": 24, "temperature": 0, "ignore_eos": True,
+                **fields}
+        r = client.post("/v1/completions", json=body)
+        assert r.status_code == 200, r.text
+        return r.json()["choices"][0]["text"]
+
+    with httpx.Client(base_url=spec_url, timeout=180) as spec, \
+            httpx.Client(base_url=plain_url, timeout=180) as plain:
+        assert spec.get("/props").json()["speculative"] == {
+            "method": method, "num_draft_tokens": draft_tokens}
+        for max_tokens in (1, 9, 24):
+            assert complete(spec, max_tokens=max_tokens) == complete(plain, max_tokens=max_tokens)
+        text = spec.get("/metrics").text
+        accepted = metric(text, "megadecode_spec_decode_num_accepted_tokens_total")
+        per_pos = [metric(text, "megadecode_spec_decode_num_accepted_tokens_per_pos_total",
+                          {"position": str(i)}) for i in range(draft_tokens)]
+        assert metric(text, "megadecode_spec_decode_num_drafts_total") > 0
+        assert accepted == sum(per_pos)
+        assert all(a >= b for a, b in zip(per_pos, per_pos[1:]))
+        sampled = {"temperature": 0.9, "seed": 4321, "max_tokens": 16}
+        alone = complete(spec, **sampled)
+        with ThreadPoolExecutor(3) as pool:
+            beside = [pool.submit(complete, spec, **sampled),
+                      pool.submit(complete, spec, temperature=0.7, seed=9, max_tokens=20),
+                      pool.submit(complete, spec, max_tokens=12)]
+            assert beside[0].result() == alone
+            beside[1].result(), beside[2].result()

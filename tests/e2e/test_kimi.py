@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, MODEL_DIR, Server, assert_structured_answer
+from conftest import (BIN, MODEL_DIR, Server, assert_speculating_server,
+                      assert_structured_answer)
 
 FIXTURE = Path(MODEL_DIR).parent.parent / "kimi" / "kimi-k3-tiny"
 MARKERS = ("<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>", "[EOS]", "<tool_call>")
@@ -231,26 +232,49 @@ def test_run_with_the_dspark_drafter_is_lossless():
     assert forced.returncode == 0, forced.stderr
     accepted = re.search(r"mean acceptance length ([0-9.]+)", forced.stderr)
     assert accepted and float(accepted.group(1)) > 4, forced.stderr
+    # The confidence head stops blocks early (§13.7): fewer drafts verified, the same text.
+    drafts = re.search(r"(\d+) drafts verified", spec.stderr)
+    confident = subprocess.run([BIN, *args, "--draft", str(DRAFT),
+                                "--spec-confidence-threshold", "0.5"],
+                               capture_output=True, text=True, timeout=120,
+                               stdin=subprocess.DEVNULL)
+    assert confident.returncode == 0, confident.stderr
+    assert confident.stdout == alone.stdout
+    fewer = re.search(r"(\d+) drafts verified", confident.stderr)
+    assert drafts and fewer and int(fewer.group(1)) < int(drafts.group(1)), confident.stderr
+
+
+def test_confidence_threshold_needs_a_drafter_with_a_confidence_head():
+    """--spec-confidence-threshold without a drafter, with one that has no confidence head, or
+    outside [0, 1]: a clear error and a non-zero exit."""
+    small, small_draft = FIXTURE.parent / "kimi-k3-small", FIXTURE.parent / "dspark-kimi-k3-small"
+    if not DRAFT.exists() or not small_draft.exists():
+        pytest.skip("the DSpark fixtures are not built")
+    cases = [
+        (["-m", str(FIXTURE), "--spec-confidence-threshold", "0.5"], "need a drafter"),
+        (["-m", str(small), "--draft", str(small_draft), "--spec-confidence-threshold", "0.5"],
+         "confidence head"),
+        (["-m", str(FIXTURE), "--draft", str(DRAFT), "--spec-confidence-threshold", "1.5"],
+         "spec-confidence-threshold"),
+    ]
+    for extra, message in cases:
+        r = subprocess.run([BIN, "run", *extra, "-p", "hi", "-n", "2"], capture_output=True,
+                           text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert r.returncode != 0 and message in r.stderr, (extra, r.stderr)
+        assert "Traceback" not in r.stderr and "terminate" not in r.stderr
 
 
 def test_serve_with_the_dspark_drafter(kimi):
-    """`serve --draft` names DSpark in /props, and greedy completions equal the server without it."""
+    """`serve --draft` (with the confidence head stopping blocks early) names DSpark in /props,
+    its greedy completions equal the server without it, /metrics counts the rounds, and seeded
+    sampling is batch invariant."""
     if not DRAFT.exists():
         pytest.skip("the DSpark fixture is not built")
-    import httpx
-    server = Server("--draft", str(DRAFT), model=str(FIXTURE))
+    server = Server("--draft", str(DRAFT), "--spec-confidence-threshold", "0.1",
+                    "--max-batch", "4", model=str(FIXTURE))
     try:
-        with httpx.Client(base_url=server.url, timeout=120) as c:
-            props = c.get("/props").json()
-            assert props["speculative"] == {"method": "dspark", "num_draft_tokens": 7}
-            name = c.get("/v1/models").json()["data"][0]["id"]
-            body = {"model": name, "prompt": PROMPT, "max_tokens": 24, "temperature": 0,
-                    "ignore_eos": True}
-            spec = c.post("/v1/completions", json=body)
-            assert spec.status_code == 200, spec.text
-        plain = kimi.completions.create(model=model_of(kimi), prompt=PROMPT, max_tokens=24,
-                                        temperature=0, extra_body={"ignore_eos": True})
-        assert spec.json()["choices"][0]["text"] == plain.choices[0].text
+        assert_speculating_server(server.url, str(kimi.base_url).removesuffix("/v1/"), PROMPT,
+                                  "dspark", 7)
     finally:
         assert server.stop() == 0, server.output()
 

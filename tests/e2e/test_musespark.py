@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BIN, MODEL_DIR, Server, assert_structured_answer
+from conftest import (BIN, MODEL_DIR, Server, assert_speculating_server,
+                      assert_structured_answer)
 
 FIXTURE = Path(MODEL_DIR).parent.parent / "musespark" / "muse-spark-tiny"
 MARKERS = ("<|start|>", "<|message|>", "<|eom|>", "<|eot|>", "<|reserved", "<|begin_of_text|>")
@@ -153,3 +154,16 @@ def test_run_with_the_dspark_drafter_is_lossless():
     assert alone.returncode == 0 and spec.returncode == 0, alone.stderr + spec.stderr
     assert spec.stdout == alone.stdout
     assert "(dspark, block 8)" in spec.stderr and "rounds" in spec.stderr, spec.stderr
+
+
+def test_serve_with_the_dspark_drafter(muse):
+    """`serve --draft` on Muse Spark: DSpark in /props, greedy completions equal the server
+    without it, /metrics counts the rounds, seeded sampling is batch invariant."""
+    if not DRAFT.exists():
+        pytest.skip("the DSpark fixture is not built")
+    server = Server("--draft", str(DRAFT), "--max-batch", "4", model=str(FIXTURE))
+    try:
+        assert_speculating_server(server.url, str(muse.base_url).removesuffix("/v1/"),
+                                  "The quick brown fox jumps over the lazy dog.", "dspark", 7)
+    finally:
+        assert server.stop() == 0, server.output()

@@ -15,7 +15,7 @@ args=(run -m "$model" --raw -p "$prompt" -n 80 --ignore-eos --greedy -t 1)
 "$bin" "${args[@]}" -q >"$work/plain" 2>/dev/null
 "$bin" "${args[@]}" --draft "$draft" >"$work/spec" 2>"$work/spec.err"
 cmp -s "$work/plain" "$work/spec"; expect spec-greedy-equals-plain $? "speculative output differs"
-grep -Eq 'spec [0-9]+ rounds, mean acceptance length [0-9.]+, accepted by draft position \[([0-9]+,){6}[0-9]+\], draft [0-9.]+ ms, verify [0-9.]+ ms' "$work/spec.err"
+grep -Eq 'spec [0-9]+ rounds, mean acceptance length [0-9.]+, [0-9]+ drafts verified, accepted by draft position \[([0-9]+,){6}[0-9]+\], draft [0-9.]+ ms, verify [0-9.]+ ms' "$work/spec.err"
 expect spec-stats $? "no speculation stats: $(cat "$work/spec.err")"
 "$bin" "${args[@]}" --draft "$draft" --block-size 3 -q >"$work/spec3" 2>/dev/null
 cmp -s "$work/plain" "$work/spec3"; expect spec-block-3 $? "--block-size 3 changed the output"
