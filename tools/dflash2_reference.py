@@ -32,7 +32,8 @@ import numpy as np
 
 # --- safetensors (only the dtypes this project uses) ------------------------------------------
 
-_DTYPES = {"F64": "<f8", "F32": "<f4", "I64": "<i8", "I32": "<i4", "U8": "u1", "BF16": "<u2"}
+_DTYPES = {"F64": "<f8", "F32": "<f4", "I64": "<i8", "I32": "<i4", "U8": "u1", "BOOL": "u1",
+           "BF16": "<u2"}
 _WRITE_DTYPES = {np.dtype(np.float64): "F64", np.dtype(np.float32): "F32",
                  np.dtype(np.int64): "I64", np.dtype(np.int32): "I32", np.dtype(np.uint8): "U8"}
 

@@ -17,6 +17,10 @@ An independent numpy transcription of the spec's equations, written from the spe
                     residual; final norm; base_j = lm_head · hid_j                          (13.5)
   Markov chain      prev = anchor; for k = 0…B−2: logits_k = base_k + markov_w2 · markov_w1[prev],
                     D_k = argmax (ties -> lowest id), prev = D_k                            (13.6)
+  draft vocabulary  where draft_vocab_size < vocab_size: lm_head and markov_w2 have a row per draft
+                    id, the argmax is a draft id d, the draft is the target id d + d2t[d] (and
+                    the next prev is that target id); a checkpoint without embed_tokens embeds
+                    with its target's table (speculators saves none)
   confidence        where the config enables the head: conf_k = σ(proj · [hid_k ; markov_w1[prev_k]]
                     + bias) with prev_k the token of slot k's Markov bias, or σ(proj · hid_k +
                     bias) when confidence_head_with_markov is false                        (13.7)
@@ -63,6 +67,7 @@ CASES = {
     "dspark-kimi-k3-small": dict(context_length=13, anchor=77),
     "dspark-muse-spark-tiny": dict(context_length=11, anchor=250),
     "dspark-muse-spark-small": dict(context_length=16, anchor=77),
+    "dspark-kimi-k3-draftvocab": dict(context_length=19, anchor=321),
 }
 
 TAPS_FORMULA = ("tap[p][i][c] = float32(((((p*T + i)*H + c) * 2654435761) mod 2^32) / 2^32 - 0.5), "
@@ -114,7 +119,7 @@ def argmax_lowest(x: np.ndarray) -> int:
 class DSparkReference:
     """One drafter folder (config.json + model.safetensors), weights as exact float64."""
 
-    def __init__(self, folder):
+    def __init__(self, folder, target_folder=None):
         folder = Path(folder)
         top = json.loads((folder / "config.json").read_text())
         c = top["transformer_layer_config"]
@@ -134,6 +139,12 @@ class DSparkReference:
         self.confidence = top.get("enable_confidence_head", False)
         self.confidence_with_markov = top.get("confidence_head_with_markov", False)
         self.w = read_safetensors(folder / "model.safetensors")
+        if "embed_tokens.weight" not in self.w:
+            self.w["embed_tokens.weight"] = target_embedding(target_folder)
+        self.draft_vocab = top.get("draft_vocab_size", self.vocab)
+        # draft id -> target id
+        self.to_target = (np.arange(self.draft_vocab) + self.w["d2t"]
+                          if self.draft_vocab != self.vocab else np.arange(self.vocab))
 
     def layer(self, l: int, name: str) -> np.ndarray:
         return self.w[f"layers.{l}.{name}.weight"]
@@ -216,11 +227,11 @@ class DSparkReference:
         return self.w["markov_head.markov_w2.weight"] @ self.w["markov_head.markov_w1.weight"][prev]
 
     def markov_chain(self, base: np.ndarray, anchor: int) -> tuple:
-        """(drafts [B−1], logits [B−1, V]) from base rows 0…B−2."""
+        """(drafts [B−1] as target ids, logits [B−1, draft vocabulary]) from base rows 0…B−2."""
         prev, drafts, logits = anchor, [], []
         for k in range(self.block - 1):
             row = base[k] + self.markov_bias(prev)
-            prev = argmax_lowest(row)
+            prev = int(self.to_target[argmax_lowest(row)])
             drafts.append(prev)
             logits.append(row)
         return drafts, np.array(logits)
@@ -256,6 +267,23 @@ class DSparkReference:
 # --- goldens -------------------------------------------------------------------------------------
 
 
+def reference_of(fixtures: Path, name: str) -> DSparkReference:
+    """The drafter `name`, with its target fixture beside it (for a drafter without embed_tokens;
+    the Kimi and Muse fixture folders: make_kimi_fixtures.py / make_musespark_fixtures.py)."""
+    target = json.loads((fixtures / name / "config.json").read_text())["speculators_config"][
+        "verifier"]["name_or_path"]
+    return DSparkReference(fixtures / name, fixtures / target)
+
+
+def target_embedding(target_folder) -> np.ndarray:
+    """The target checkpoint's embedding table (a drafter saved without its own)."""
+    for path in sorted(Path(target_folder).glob("*.safetensors")):
+        for name, value in read_safetensors(path).items():
+            if name.endswith("embed_tokens.weight"):
+                return value
+    raise FileNotFoundError(f"no embed_tokens.weight under {target_folder}")
+
+
 def f32(x) -> float:
     """The float32 value of x as the float whose repr is float32's shortest decimal."""
     return float(str(np.float32(x)))
@@ -269,7 +297,7 @@ def top2_gaps(logits: np.ndarray) -> list:
 def compute_case(fixtures: Path, name: str) -> dict:
     case = CASES[name]
     folder = fixtures / name
-    ref = DSparkReference(folder)
+    ref = reference_of(fixtures, name)
     n, anchor = case["context_length"], case["anchor"]
     out = ref.draft(make_taps(n, len(ref.tap_ids), ref.hidden), anchor)
     logits = out["logits"]
@@ -283,9 +311,12 @@ def compute_case(fixtures: Path, name: str) -> dict:
         "fixture_sha256": {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
                            for p in sorted(folder.iterdir()) if p.is_file()},
         "taps_formula": TAPS_FORMULA,
+        "target": json.loads((folder / "config.json").read_text())["speculators_config"][
+            "verifier"]["name_or_path"],
         "aux_hidden_state_layer_ids": ref.tap_ids,
         "hidden_size": ref.hidden,
         "vocab_size": ref.vocab,
+        "draft_vocab_size": ref.draft_vocab,
         "block_size": ref.block,
         "mask_token_id": ref.mask_token,
         "context_length": n,
@@ -419,7 +450,7 @@ def self_test(fixtures: Path, goldens: Path = None) -> int:
           "taps formula (index 0 and 1)")
 
     for name, case in CASES.items():
-        ref = DSparkReference(fixtures / name)
+        ref = reference_of(fixtures, name)
         n, anchor = case["context_length"], case["anchor"]
         taps = make_taps(n, len(ref.tap_ids), ref.hidden)
         kv = ref.context_kv(ref.context_features(taps))
@@ -431,10 +462,11 @@ def self_test(fixtures: Path, goldens: Path = None) -> int:
         prevs = [anchor] + drafts[:-1]
         w1, w2 = ref.w["markov_head.markov_w1.weight"], ref.w["markov_head.markov_w2.weight"]
         bias = np.array([[sum(w2[v, r] * w1[p, r] for r in range(ref.rank))
-                          for v in range(ref.vocab)] for p in prevs])
+                          for v in range(ref.draft_vocab)] for p in prevs])
+        ids = [int(np.flatnonzero(ref.to_target == d)[0]) for d in drafts]   # draft ids
         check(np.abs(logits - base[:ref.block - 1] - bias).max() < 1e-12 and
-              all(logits[k, drafts[k]] >= logits[k].max() and
-                  not (logits[k, :drafts[k]] >= logits[k, drafts[k]]).any()
+              all(logits[k, ids[k]] >= logits[k].max() and
+                  not (logits[k, :ids[k]] >= logits[k, ids[k]]).any()
                   for k in range(ref.block - 1)),
               f"{name}: Markov chain (bias from the previous draft, first maximum)")
         if ref.confidence:

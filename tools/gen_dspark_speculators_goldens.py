@@ -14,6 +14,11 @@ This script runs that walk over speculators' own modules: for slot k it asks
 MarkovHead.block_bias for the bias of prev_k, takes the first maximum of logits_k + bias, and
 asks ConfidenceHead for slot k's logit (σ of it is the confidence, as speculators' loss reads it).
 
+A reduced draft vocabulary (dspark-kimi-k3-draftvocab) goes through speculators' own d2t/t2d
+buffers and reduced lm_head; its argmax is a draft id d, the draft the target id d + d2t[d]
+(speculators' offset convention, as its xpress drafter maps ids). speculators embeds with the
+verifier's table (it never saves embed_tokens): a fixture without one gets its target fixture's.
+
 The only glue written here: the chain loop, the single anchor (loss_mask 1 at the anchor only and
 max_anchors = 1, so speculators' random anchor choice has one candidate), the taps (the formula of
 tests/goldens/dspark/README.md for every context position) and loading the fixture's
@@ -39,7 +44,7 @@ import torch
 from safetensors.torch import load_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from dspark_reference import CASES, dumps, f32, make_taps  # noqa: E402
+from dspark_reference import CASES, dumps, f32, make_taps, target_embedding  # noqa: E402
 
 from speculators.models.dspark import DSparkDraftModel  # noqa: E402
 from speculators.models.dspark.config import DSparkSpeculatorConfig  # noqa: E402
@@ -47,13 +52,17 @@ from speculators.models.dspark.config import DSparkSpeculatorConfig  # noqa: E40
 
 def load_model(folder: Path) -> DSparkDraftModel:
     raw = json.loads((folder / "config.json").read_text())
+    target = folder.parent / raw["speculators_config"]["verifier"]["name_or_path"]
     # No verifier to fetch: the fixture's own embed_tokens and lm_head are loaded below.
     raw["speculators_config"]["verifier"]["name_or_path"] = None
     raw["transformer_layer_config"]["_attn_implementation"] = "eager"
     config = DSparkSpeculatorConfig.model_validate(raw)
     config.transformer_layer_config._attn_implementation = "eager"  # noqa: SLF001
     model = DSparkDraftModel(config).float().eval()
-    weights = {k: v.float() for k, v in load_file(str(folder / "model.safetensors")).items()}
+    weights = {k: v if k in ("d2t", "t2d") else v.float()
+               for k, v in load_file(str(folder / "model.safetensors")).items()}
+    if "embed_tokens.weight" not in weights:
+        weights["embed_tokens.weight"] = torch.from_numpy(target_embedding(target)).float()
     missing, unexpected = model.load_state_dict(weights, strict=False)
     assert not unexpected, unexpected
     assert set(missing) <= {"verifier_lm_head.weight", "verifier_norm.weight"}, missing
@@ -94,6 +103,8 @@ def compute_case(fixtures: Path, name: str) -> dict:
                 features = torch.cat([features, model.markov_head.prev_embeddings(prev_ids)], -1)
             confidences.append(float(torch.sigmoid(model.confidence_head(features)).item()))
         prev = int(torch.argmax(row).item())  # the first maximum
+        if model.d2t is not None:
+            prev += int(model.d2t[prev].item())
         drafts.append(prev)
         logits.append(row.numpy())
     logits = np.array(logits)

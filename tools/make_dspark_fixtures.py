@@ -35,6 +35,14 @@ Fixtures:
                         heads 2 / kv 2 / head_dim 24, intermediate 200, window 10, theta 1e4,
                         eps 1e-5, taps [2, 3, 4] (every layer 2…L−1), mask 492, Markov rank 8,
                         block 5, confidence head over the hidden state alone
+  dspark-kimi-k3-draftvocab  target kimi-k3-tiny, laid out as speculators saves a drafter with a
+                        reduced draft vocabulary: draft_vocab_size 320 of 512 with d2t (int64
+                        offsets: draft id d is target id d + d2t[d]) and t2d (bool [512]), no
+                        embed_tokens (the target's table embeds), its own lm_head [320, 256] and
+                        markov_w2 [320, rank] (markov_w1 keeps the target's 512 rows); 2 layers,
+                        heads 4 / kv 1 / head_dim 32, intermediate 256, window 12, theta 1e4,
+                        taps [3, 7], mask 509, Markov rank 8, block 6, confidence head with the
+                        Markov code
 The Muse masks are the highest ordinary (byte or merge) ids of the fixture tokenizers: above them
 sit reserved and named special tokens (<|eot|> etc.) and, on the tiny fixture, untrained ids.
 The Kimi mask (509) is a reserved/special id of the Kimi fixture tokenizers.
@@ -68,8 +76,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from make_kimi_fixtures import TINY_CONFIG, small_config  # noqa: E402
 import make_musespark_fixtures as musespark  # noqa: E402
-from make_qwen38_fixtures import (fixture_arguments, verify_fixture, write_json,  # noqa: E402
-                                  write_safetensors)
+from make_qwen38_fixtures import (fixture_arguments, tensor_bytes, verify_fixture,  # noqa: E402
+                                  write_json, write_safetensors)
 
 KIMI = "KimiK3ForConditionalGeneration"
 MUSE = "MuseSparkForConditionalGeneration"
@@ -109,7 +117,21 @@ FIXTURES = {
         verifier=MUSE, seed=20261304, layers=3,
         heads=2, kv_heads=2, head_dim=24, intermediate=200, window=10, theta=10000.0, eps=1e-5,
         taps=[2, 3, 4], mask=492, rank=8, block=5, confidence="hidden_only"),
+    "dspark-kimi-k3-draftvocab": dict(
+        target="kimi-k3-tiny", target_text_config=kimi_text_config(lambda tiny: tiny),
+        verifier=KIMI, seed=20261305, layers=2,
+        heads=4, kv_heads=1, head_dim=32, intermediate=256, window=12, theta=10000.0, eps=1e-5,
+        taps=[3, 7], mask=509, rank=8, block=6, confidence="with_markov",
+        draft_vocab=320, own_embedding=False),
 }
+
+
+def draft_vocabulary(f: dict) -> np.ndarray:
+    """The target ids of the draft vocabulary, ascending (speculators' order): a fixed random
+    subset (the mask token need not be in it: the block embeds it, the head never predicts it)."""
+    vocab = target_text_config(f)["vocab_size"]
+    rng = np.random.default_rng(f["seed"] + 1)
+    return np.sort(rng.choice(vocab, size=f["draft_vocab"], replace=False))
 
 
 def target_text_config(f: dict) -> dict:
@@ -144,7 +166,7 @@ def config(f: dict) -> dict:
         "markov_head_type": "vanilla",
         "enable_confidence_head": f["confidence"] is not None,
         "confidence_head_with_markov": f["confidence"] == "with_markov",
-        "draft_vocab_size": vocab,
+        "draft_vocab_size": f.get("draft_vocab", vocab),
         "mask_token_id": f["mask"],
         "tie_word_embeddings": False,
         "aux_hidden_state_layer_ids": taps,
@@ -181,6 +203,7 @@ def make_weights(f: dict) -> dict:
     h, v = t["hidden_size"], t["vocab_size"]
     heads, kv, hd = f["heads"], f["kv_heads"], f["head_dim"]
     inter, rank = f["intermediate"], f["rank"]
+    draft = f.get("draft_vocab", v)
     rng = np.random.default_rng(f["seed"])
 
     def normal(shape, std):
@@ -194,7 +217,9 @@ def make_weights(f: dict) -> dict:
     def put(name, value):
         w[name] = ("BF16", value)
 
-    put("embed_tokens.weight", normal((v, h), 1.0))
+    embedding = normal((v, h), 1.0)
+    if f.get("own_embedding", True):
+        put("embed_tokens.weight", embedding)
     put("fc.weight", normal((h, len(f["taps"]) * h), (len(f["taps"]) * h) ** -0.5))
     put("hidden_norm.weight", norm(h))
     for layer in range(f["layers"]):
@@ -211,14 +236,29 @@ def make_weights(f: dict) -> dict:
         put(p + "mlp.up_proj.weight", normal((inter, h), h ** -0.5))
         put(p + "mlp.down_proj.weight", normal((h, inter), inter ** -0.5))
     put("norm.weight", norm(h))
-    put("lm_head.weight", normal((v, h), h ** -0.5))
+    put("lm_head.weight", normal((draft, h), h ** -0.5))
     put("markov_head.markov_w1.weight", normal((v, rank), 1.0))
-    put("markov_head.markov_w2.weight", normal((v, rank), rank ** -0.5))
+    put("markov_head.markov_w2.weight", normal((draft, rank), rank ** -0.5))
+    if draft != v:
+        ids = draft_vocabulary(f)
+        w["d2t"] = ("I64", ids - np.arange(draft))
+        t2d = np.zeros(v, dtype=np.uint8)
+        t2d[ids] = 1
+        w["t2d"] = ("BOOL", t2d)
     if f["confidence"] is not None:
         inputs = h + (rank if f["confidence"] == "with_markov" else 0)
         put("confidence_head.proj.weight", normal((1, inputs), inputs ** -0.5))
         put("confidence_head.proj.bias", normal((1,), 0.5))
     return w
+
+
+def encode(value: np.ndarray, dtype: str) -> bytes:
+    """Tensor bytes: speculators' integer maps as they are, weights by tensor_bytes."""
+    if dtype == "I64":
+        return value.astype("<i8").tobytes()
+    if dtype == "BOOL":
+        return value.astype(np.uint8).tobytes()
+    return tensor_bytes(value, dtype)
 
 
 def write_fixture(root: Path, name: str) -> Path:
@@ -229,7 +269,7 @@ def write_fixture(root: Path, name: str) -> Path:
         if old.is_file():
             old.unlink()
     write_json(d / "config.json", config(f))
-    write_safetensors(d / "model.safetensors", make_weights(f))
+    write_safetensors(d / "model.safetensors", make_weights(f), encode=encode)
     return d
 
 

@@ -244,6 +244,22 @@ def test_run_with_the_dspark_drafter_is_lossless():
     assert drafts and fewer and int(fewer.group(1)) < int(drafts.group(1)), confident.stderr
 
 
+def test_a_drafter_with_a_reduced_vocabulary_and_the_targets_embedding():
+    """A drafter laid out as speculators saves one with a reduced draft vocabulary (d2t, t2d, no
+    embed_tokens): greedy `run --draft` still writes what the target alone writes."""
+    draft = FIXTURE.parent / "dspark-kimi-k3-draftvocab"
+    if not draft.exists():
+        pytest.skip("the DSpark fixture is not built")
+    args = ["run", "-m", str(FIXTURE), "-p", PROMPT, "-n", "20", "--greedy", "--ignore-eos"]
+    alone = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=120,
+                           stdin=subprocess.DEVNULL)
+    spec = subprocess.run([BIN, *args, "--draft", str(draft)], capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+    assert alone.returncode == 0 and spec.returncode == 0, alone.stderr + spec.stderr
+    assert spec.stdout == alone.stdout
+    assert "(dspark, block 6)" in spec.stderr and "rounds" in spec.stderr, spec.stderr
+
+
 def test_confidence_threshold_needs_a_drafter_with_a_confidence_head():
     """--spec-confidence-threshold without a drafter, with one that has no confidence head, or
     outside [0, 1]: a clear error and a non-zero exit."""

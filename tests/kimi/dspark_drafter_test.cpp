@@ -10,18 +10,22 @@
 // sampled drafts, and what is refused.
 #include "models/drafters/dspark/dspark_drafter.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "../support/checkpoint_edits.h"
 #include "base/error.h"
+#include "io/checkpoint.h"
 #include "kimi_test_util.h"
 #include "models/common/config_files.h"
-#include "models/kimi/kimi_config.h"
+#include "models/kimi/kimi_model.h"
 
 namespace md {
 namespace {
@@ -59,7 +63,7 @@ nlohmann::json golden_json(const std::string& drafter) {
 Golden golden_of(const std::string& drafter) {
   const nlohmann::json j = golden_json(drafter);
   Golden g;
-  g.target = drafter.substr(std::string("dspark-").size());
+  g.target = j["target"].get<std::string>();
   g.context = j["context_length"].get<int64_t>();
   g.anchor = j["anchor"].get<int64_t>();
   g.drafts = j["drafts"].get<std::vector<int32_t>>();
@@ -76,17 +80,16 @@ nlohmann::json speculators_golden(const std::string& drafter) {
                         drafter + ".json");
 }
 
-// The drafter reads only the target's widths and depth: a Kimi K3 fixture's from its config; the
-// Muse Spark fixtures' (tools/make_musespark_fixtures.py, not built for these tests) as that
-// script writes them, hidden size and vocabulary as the golden records them.
-TargetView target_of(const std::string& target, const nlohmann::json& golden) {
+// The drafter reads the target's widths and depth, and embeds with its table when it has none of
+// its own: a Kimi K3 fixture's whole view (the model loaded); the Muse Spark fixtures'
+// (tools/make_musespark_fixtures.py, not built for these tests) as that script writes them,
+// hidden size and vocabulary as the golden records them (their drafters have their own tables).
+TargetView target_of(const std::string& target, const nlohmann::json& golden,
+                     std::unique_ptr<KimiModel>& model) {
   TargetView view;
   if (target.starts_with("kimi")) {
-    const KimiK3Config c = parse_kimi_k3_config(read_config_files(kimi_fixture_path(target)));
-    view.hidden_size = c.hidden_size;
-    view.vocab_size = c.vocab_size;
-    view.num_layers = c.num_layers;
-    return view;
+    model = std::make_unique<KimiModel>(kimi_fixture_path(target), ModelRunOptions{.threads = 1});
+    return model->target_view();
   }
   view.hidden_size = golden["hidden_size"].get<int64_t>();
   view.vocab_size = golden["vocab_size"].get<int64_t>();
@@ -117,7 +120,7 @@ class DSparkDrafterTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     golden_ = golden_of(GetParam());
-    target_ = target_of(golden_.target, golden_json(GetParam()));
+    target_ = target_of(golden_.target, golden_json(GetParam()), target_model_);
   }
   std::unique_ptr<DSparkDrafter> drafter(int threads = 1) const {
     return std::make_unique<DSparkDrafter>(kimi_fixture_path(GetParam()), target_, threads);
@@ -130,6 +133,7 @@ class DSparkDrafterTest : public ::testing::TestWithParam<std::string> {
     return d.propose(static_cast<int32_t>(golden_.anchor), 0.0f, {}, /*keep_logits=*/true);
   }
   Golden golden_;
+  std::unique_ptr<KimiModel> target_model_;  // a Kimi target's weights, which target_ points into
   TargetView target_;
 };
 
@@ -154,6 +158,18 @@ TEST_P(DSparkDrafterTest, MatchesTheFloat64Transcription) {
   }
   ASSERT_EQ(p.confidence.size(), golden_.confidences.size());
   EXPECT_EQ(d->has_confidence(), !golden_.confidences.empty());
+  // A reduced draft vocabulary: the rows are draft ids and the drafts their target ids (d2t);
+  // reading the argmax as a target id would give other drafts.
+  const int64_t draft_vocab = d->config().draft_vocab_size;
+  ASSERT_EQ(static_cast<int64_t>(p.logits.size()), (d->block_size() - 1) * draft_vocab);
+  if (draft_vocab < d->config().vocab_size) {
+    bool mapped = false;
+    for (std::size_t k = 0; k < p.tokens.size(); ++k) {
+      const float* row = p.logits.data() + static_cast<int64_t>(k) * draft_vocab;
+      mapped |= std::max_element(row, row + draft_vocab) - row != p.tokens[k];
+    }
+    EXPECT_TRUE(mapped);
+  }
   EXPECT_LE(worst_gap(p.confidence, golden_.confidences), kConfidenceBound);
 }
 
@@ -239,7 +255,7 @@ TEST_P(DSparkDrafterTest, SampledDraftsAreDrawnFromTheTemperedLogits) {
   auto d = drafter();
   append(*d, 0, golden_.context);
   const float temperature = 0.8f;
-  const int64_t drafts = d->block_size() - 1, vocab = d->config().vocab_size;
+  const int64_t drafts = d->block_size() - 1, vocab = d->config().draft_vocab_size;
   std::vector<double> uniforms;
   for (int64_t k = 0; k < drafts; ++k)
     uniforms.push_back((0.37 + 0.29 * k) - std::floor(0.37 + 0.29 * k));
@@ -259,9 +275,13 @@ TEST_P(DSparkDrafterTest, SampledDraftsAreDrawnFromTheTemperedLogits) {
         break;
       }
     }
-    EXPECT_EQ(p.tokens[static_cast<std::size_t>(k)], expected) << k;
+    // q lists the draft ids' target ids in draft-id order.
+    const auto& q = p.q[static_cast<std::size_t>(k)];
+    ASSERT_EQ(static_cast<int64_t>(q.size()), vocab);
+    EXPECT_EQ(p.tokens[static_cast<std::size_t>(k)], q[static_cast<std::size_t>(expected)].first)
+        << k;
     double sum = 0;
-    for (const auto& [token, q] : p.q[static_cast<std::size_t>(k)]) sum += q;
+    for (const auto& [token, probability] : q) sum += probability;
     EXPECT_NEAR(sum, 1.0, 1e-5) << k;
   }
   // The sampled chain differs from the greedy one somewhere (the uniforms matter).
@@ -296,9 +316,65 @@ TEST_P(DSparkDrafterTest, RefusesWhatDoesNotFit) {
   EXPECT_EQ(d->tap_layers(), expected);
 }
 
+// A reduced draft vocabulary whose d2t is not one-to-one, whose t2d disagrees with it, or a
+// drafter without embed_tokens whose target lends no table: refused, naming the tensor.
+TEST(DSparkDraftVocabulary, RefusesBrokenMaps) {
+  namespace fs = std::filesystem;
+  const fs::path source = kimi_fixture_path("dspark-kimi-k3-draftvocab");
+  const fs::path work = fs::path(::testing::TempDir()) / "dspark-draftvocab-edits";
+  auto target_model =
+      std::make_unique<KimiModel>(kimi_fixture_path("kimi-k3-tiny"), ModelRunOptions{.threads = 1});
+  const TargetView target = target_model->target_view();
+  auto load_edited = [&](auto edit) {
+    fs::remove_all(work);
+    fs::copy(source, work);
+    edit(work / "model.safetensors");
+    try {
+      DSparkDrafter(work.string(), target, 1);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_TRUE(load_edited([](const fs::path&) {}).empty());  // the copy itself loads
+  // d2t[1] = d2t[0] - 1: draft ids 0 and 1 both stand for target id d2t[0].
+  const auto offsets = [&] {
+    Checkpoint checkpoint(source.string());
+    std::vector<int64_t> out(2);
+    std::memcpy(out.data(), checkpoint.at("d2t").data, sizeof(int64_t) * 2);
+    return out;
+  }();
+  test::expect_contains(load_edited([&](const fs::path& file) {
+                          test::edit_element<int64_t>(file, "d2t", 1, offsets[0] - 1);
+                        }),
+                        {"d2t[1]", "taken twice"});
+  test::expect_contains(load_edited([&](const fs::path& file) {
+                          test::edit_element<int64_t>(file, "d2t", 0, 100000);
+                        }),
+                        {"d2t[0] = 100000", "outside the vocabulary"});
+  test::expect_contains(load_edited([&](const fs::path& file) {
+                          test::edit_element<uint8_t>(file, "t2d", offsets[0], 0);
+                        }),
+                        {fmt::format("t2d[{}]", offsets[0]), "disagrees with d2t"});
+  TargetView bare = target;
+  bare.embed_tokens = {};
+  EXPECT_THROW(
+      {
+        try {
+          DSparkDrafter(source.string(), bare, 1);
+        } catch (const Error& e) {
+          test::expect_contains(e.what(), {"embed_tokens.weight", "lends none"});
+          throw;
+        }
+      },
+      Error);
+  fs::remove_all(work);
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, DSparkDrafterTest,
                          ::testing::Values("dspark-kimi-k3-tiny", "dspark-kimi-k3-small",
-                                           "dspark-muse-spark-tiny", "dspark-muse-spark-small"),
+                                           "dspark-muse-spark-tiny", "dspark-muse-spark-small",
+                                           "dspark-kimi-k3-draftvocab"),
                          test::kimi_param_name);
 
 }  // namespace

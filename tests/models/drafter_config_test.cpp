@@ -111,7 +111,10 @@ TEST(DSparkConfig, RefusesWhatTheSpecRefuses) {
   const std::string l = "/transformer_layer_config/";
   std::vector<Refusal> refusals = {
       {"/markov_head_type", "gated", {"markov_head_type = \"gated\"", "dspark needs \"vanilla\""}},
-      {"/draft_vocab_size", 32000, {"draft_vocab_size = 32000", "no draft-to-target"}},
+      {"/draft_vocab_size", 200000, {"draft_vocab_size = 200000", "1..vocab_size 163840"}},
+      {"/draft_vocab_size", 0, {"draft_vocab_size = 0"}},
+      {"/sample_from_anchor", false, {"sample_from_anchor = false", "needs true"}},
+      {"/sliding_window_non_causal", true, {"sliding_window_non_causal = true"}},
       {l + "rope_parameters/rope_type",
        "yarn",
        {"transformer_layer_config.rope_parameters.rope_type = \"yarn\"", "needs \"default\""}},

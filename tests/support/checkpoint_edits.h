@@ -43,6 +43,21 @@ void edit_header(const std::filesystem::path& path, Edit edit) {
   write_all(path, bytes);
 }
 
+// Overwrites element `index` of tensor `name` (elements of type T) in a safetensors file.
+template <typename T>
+void edit_element(const std::filesystem::path& path, const std::string& name, int64_t index,
+                  T value) {
+  std::vector<char> bytes = read_all(path);
+  uint64_t length = 0;
+  std::memcpy(&length, bytes.data(), sizeof length);
+  const nlohmann::json header = nlohmann::json::parse(
+      bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(length));
+  const auto begin = header.at(name).at("data_offsets").at(0).get<std::size_t>();
+  std::memcpy(bytes.data() + 8 + length + begin + static_cast<std::size_t>(index) * sizeof(T),
+              &value, sizeof(T));
+  write_all(path, bytes);
+}
+
 inline void expect_contains(const std::string& message, const std::vector<std::string>& parts) {
   ASSERT_FALSE(message.empty()) << "the damaged model loaded";
   for (const std::string& part : parts) {

@@ -30,6 +30,11 @@ class RecordingBinder {
     bound_.insert(name);
     return bind_.f32_vector(name, n);
   }
+  const std::uint8_t* bytes(const std::string& name, DType dtype,
+                            const std::vector<int64_t>& shape) {
+    bound_.insert(name);
+    return bind_.bytes(name, dtype, shape);
+  }
 
   // A tensor the config does not account for (an extra layer, a head the config switches off)
   // means the config and the weights disagree about the model: md::Error naming up to 5.

@@ -100,10 +100,12 @@ DSparkConfig parse_dspark_config(const ConfigFiles& files) {
   DSparkConfig c;
   c.config_path = files.config_path;
   read_layer_config(config.object("transformer_layer_config"), c);
-  if (config.has("draft_vocab_size") && config.integer("draft_vocab_size") != c.vocab_size) {
-    config.reject("draft_vocab_size", fmt::format("unsupported ({} needs the full vocabulary {}: "
-                                                  "no draft-to-target token mapping)",
-                                                  kModel, c.vocab_size));
+  c.draft_vocab_size = config.integer_or("draft_vocab_size", c.vocab_size);
+  if (c.draft_vocab_size < 1 || c.draft_vocab_size > c.vocab_size) {
+    config.reject("draft_vocab_size",
+                  fmt::format("must lie in 1..vocab_size {} (the draft vocabulary is a subset of "
+                              "the target's, mapped by d2t)",
+                              c.vocab_size));
   }
   read_taps(config, c);
   c.mask_token_id = config.integer("mask_token_id");
@@ -171,12 +173,12 @@ ConfigFootprint dspark_footprint(const DSparkConfig& c, const FootprintOptions& 
   // markov_w1 is an embedding (row = previous token); markov_w2 a Linear rank -> vocab.
   f.add_weights(WeightKind::kDraftHead, WeightFormat::kBF16, markov, markov * 2,
                 c.block_size * c.markov_rank * 2);
-  f.add_dense(WeightKind::kDraftHead, WeightFormat::kBF16, markov);
+  f.add_dense(WeightKind::kDraftHead, WeightFormat::kBF16, c.draft_vocab_size * c.markov_rank);
   if (c.enable_confidence_head) {
     int64_t inputs = h + (c.confidence_head_with_markov ? c.markov_rank : 0);
     f.add_dense(WeightKind::kDraftHead, WeightFormat::kBF16, inputs + 1);  // proj + bias
   }
-  f.add_dense(WeightKind::kLmHead, WeightFormat::kBF16, c.vocab_size * h);
+  f.add_dense(WeightKind::kLmHead, WeightFormat::kBF16, c.draft_vocab_size * h);
   int64_t kv_bytes = dense_element_bytes(options.kv_cache);
   f.state.push_back(StateGroup{
       "draft context K/V ring",

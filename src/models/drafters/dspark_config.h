@@ -21,13 +21,16 @@ struct DSparkConfig {
   int64_t num_key_value_heads = 0;
   int64_t head_dim = 0;
   int64_t intermediate_size = 0;
-  int64_t vocab_size = 0;
+  int64_t vocab_size = 0;  // the target's (embed_tokens and markov_w1 rows, token ids)
   int64_t sliding_window = 0;
   double rope_theta = 0;
   double rms_norm_eps = 0;
   // top level
   std::vector<int64_t> aux_hidden_state_layer_ids;  // target layers entered, speculators convention
   int64_t mask_token_id = 0;
+  // The draft vocabulary (lm_head and markov_w2 rows): vocab_size, or fewer with a d2t mapping
+  // of each draft id to a target id (speculators' reduced vocabulary).
+  int64_t draft_vocab_size = 0;
   int64_t markov_rank = 0;
   int64_t block_size = 0;
   bool enable_confidence_head = false;

@@ -38,8 +38,8 @@ struct DraftProposal {
   // The draft distribution q_i of each draft position (sampled acceptance needs it): the
   // candidates and their probabilities (summing to 1). Greedy proposals hold {d_i, 1}.
   std::vector<std::vector<std::pair<int32_t, float>>> q;
-  // Block logits of rows 1..block_size-1 ([rows][vocab], f32), kept only when asked for
-  // (fidelity tests); empty otherwise.
+  // Block logits of rows 1..block_size-1 ([rows][the drafter's vocabulary], f32), kept only when
+  // asked for (fidelity tests); empty otherwise.
   std::vector<float> logits;
   // The drafter's estimate that each draft is accepted given that the drafts before it were
   // (DSpark's confidence head, kimi-k3-dspark.md §13.7), one per draft; empty when it has none.

@@ -38,7 +38,7 @@ DSparkConfig read_config(const std::string& directory, const TargetView& target)
   return checked_against(parse_dspark_config(files), target);
 }
 
-// Row `r` of a bf16 matrix widened to f32 (an embedding or Markov code lookup).
+// Row `r` of a bf16 matrix widened to f32 (a Markov code lookup).
 void widen_row(const kernels::Bf16Matrix& m, int64_t r, float* out) {
   const uint16_t* row = m.row(r);
   for (int64_t c = 0; c < m.cols; ++c) out[c] = bf16_to_f32(row[c]);
@@ -50,6 +50,40 @@ int32_t argmax(const float* row, int64_t n) {
   return static_cast<int32_t>(best);
 }
 
+using Distribution = std::vector<std::pair<int32_t, float>>;
+
+// A draft from its row of logits (draft ids): temperature <= 0, the first maximum with q =
+// {draft: 1}; otherwise the draw of `uniform` from softmax(logits / T) by its cumulative sum in
+// id order, q that whole distribution. `scratch` holds a row.
+int32_t choose_draft(const Buffer& logits, float temperature, double uniform, Buffer& scratch,
+                     Distribution& q) {
+  const auto vocab = static_cast<int64_t>(logits.size());
+  const int32_t best = argmax(logits.data(), vocab);
+  if (temperature <= 0) {
+    q.emplace_back(best, 1.0f);
+    return best;
+  }
+  double total = 0;
+  for (int64_t i = 0; i < vocab; ++i) {
+    scratch[size(i)] = std::exp((logits[size(i)] - logits[size(best)]) / temperature);
+    total += scratch[size(i)];
+  }
+  const double target = uniform * total;
+  double cumulative = 0;
+  auto drawn = static_cast<int32_t>(vocab - 1);
+  bool found = false;
+  q.reserve(size(vocab));
+  for (int64_t i = 0; i < vocab; ++i) {
+    cumulative += scratch[size(i)];
+    if (!found && cumulative > target) {
+      drawn = static_cast<int32_t>(i);
+      found = true;
+    }
+    q.emplace_back(static_cast<int32_t>(i), static_cast<float>(scratch[size(i)] / total));
+  }
+  return drawn;
+}
+
 }  // namespace
 
 // What every sequence's drafter of one checkpoint shares.
@@ -57,7 +91,7 @@ struct DSparkDrafter::Shared {
   Shared(const std::string& directory, const TargetView& target, int threads)
       : config(read_config(directory, target)),
         checkpoint(std::make_unique<Checkpoint>(directory)),
-        weights(bind_dspark_weights(config, *checkpoint)),
+        weights(bind_dspark_weights(config, *checkpoint, target)),
         context(dspark_context_spec(config, weights)),
         rope(config.head_dim, config.rope_theta),
         pool(std::make_unique<ThreadPool>(threads)) {}
@@ -188,7 +222,12 @@ void DSparkDrafter::markov_logits(int32_t previous, const float* base, float* ou
   Buffer code(size(c.markov_rank));
   widen_row(weights_.markov_w1, previous, code.data());
   kernels::matmul(weights_.markov_w2, code.data(), 1, out, pool_);
-  for (int64_t i = 0; i < c.vocab_size; ++i) out[i] = base[i] + out[i];
+  for (int64_t i = 0; i < c.draft_vocab_size; ++i) out[i] = base[i] + out[i];
+}
+
+int32_t DSparkDrafter::target_token(int32_t draft_id) const {
+  const std::vector<int32_t>& map = weights_.draft_to_target;
+  return map.empty() ? draft_id : map[size(draft_id)];
 }
 
 float DSparkDrafter::confidence(int32_t previous, const float* hidden) const {
@@ -208,9 +247,9 @@ float DSparkDrafter::confidence(int32_t previous, const float* hidden) const {
 DraftProposal DSparkDrafter::propose(int32_t anchor, float temperature,
                                      std::span<const double> uniforms, bool keep_logits) {
   const DSparkConfig& c = config_;
-  const int64_t drafts = c.block_size - 1, h = c.hidden_size, vocab = c.vocab_size;
-  if (anchor < 0 || anchor >= vocab) {
-    fail("DSpark: anchor token {} is outside the vocabulary of {}", anchor, vocab);
+  const int64_t drafts = c.block_size - 1, h = c.hidden_size, vocab = c.draft_vocab_size;
+  if (anchor < 0 || anchor >= c.vocab_size) {
+    fail("DSpark: anchor token {} is outside the vocabulary of {}", anchor, c.vocab_size);
   }
   if (temperature > 0 && static_cast<int64_t>(uniforms.size()) < drafts) {
     fail("DSpark: sampling {} drafts needs as many uniforms, got {}", drafts, uniforms.size());
@@ -222,7 +261,7 @@ DraftProposal DSparkDrafter::propose(int32_t anchor, float temperature,
   Block b(c, drafts);
   for (int64_t t = 0; t < b.rows; ++t) {
     const int32_t token = t == 0 ? anchor : static_cast<int32_t>(c.mask_token_id);
-    widen_row(weights_.embed_tokens, token, b.x.data() + t * h);
+    (void)kernels::row_to_f32(weights_.embed_tokens, token, b.x.data() + t * h);
   }
   for (int64_t l = 0; l < c.num_layers; ++l) {
     attention(l, anchor_position, b);
@@ -233,39 +272,18 @@ DraftProposal DSparkDrafter::propose(int32_t anchor, float temperature,
   Buffer base(size(drafts * vocab));
   kernels::matmul(weights_.lm_head, b.normed.data(), drafts, base.data(), pool_);
 
-  // §13.6: the Markov chain, left to right, each draft conditioning the next.
+  // §13.6: the Markov chain, left to right, each draft conditioning the next. Rows are over the
+  // draft vocabulary; tokens, q and the next row's Markov code are target ids.
   DraftProposal proposal;
-  Buffer logits(size(vocab)), probabilities(size(vocab));
+  Buffer logits(size(vocab)), scratch(size(vocab));
   int32_t previous = anchor;
   for (int64_t k = 0; k < drafts; ++k) {
     markov_logits(previous, base.data() + k * vocab, logits.data());
     if (keep_logits) proposal.logits.insert(proposal.logits.end(), logits.begin(), logits.end());
-    int32_t token = argmax(logits.data(), vocab);
-    std::vector<std::pair<int32_t, float>> q;
-    if (temperature <= 0) {
-      q.emplace_back(token, 1.0f);
-    } else {
-      // softmax(logits / T), the largest subtracted; drawn by its cumulative sum in id order.
-      const float top = logits[size(token)];
-      double total = 0;
-      for (int64_t i = 0; i < vocab; ++i) {
-        probabilities[size(i)] = std::exp((logits[size(i)] - top) / temperature);
-        total += probabilities[size(i)];
-      }
-      const double target = uniforms[size(k)] * total;
-      double cumulative = 0;
-      token = static_cast<int32_t>(vocab - 1);
-      bool drawn = false;
-      q.reserve(size(vocab));
-      for (int64_t i = 0; i < vocab; ++i) {
-        cumulative += probabilities[size(i)];
-        if (!drawn && cumulative > target) {
-          token = static_cast<int32_t>(i);
-          drawn = true;
-        }
-        q.emplace_back(static_cast<int32_t>(i), static_cast<float>(probabilities[size(i)] / total));
-      }
-    }
+    Distribution q;
+    const int32_t token = target_token(
+        choose_draft(logits, temperature, temperature > 0 ? uniforms[size(k)] : 0, scratch, q));
+    for (auto& entry : q) entry.first = target_token(entry.first);
     if (c.enable_confidence_head) {
       proposal.confidence.push_back(confidence(previous, b.normed.data() + k * h));
     }

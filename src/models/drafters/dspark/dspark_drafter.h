@@ -3,9 +3,10 @@
 // the target's tapped hidden states of the committed positions (taps → fc → hidden_norm, their
 // keys and values in a sliding-window ring, draft_context.h) it runs one causal forward over the
 // block [anchor, mask, …] and walks the Markov head left to right: draft k is the argmax (or,
-// sampling, a draw) of the block row's logits plus W2·W1[previous token]. Its own embedding and
-// lm_head; activations f32, weights bf16 read in place. Runs its reference forward op by op on a
-// thread pool (no fused program yet).
+// sampling, a draw) of the block row's logits plus W2·W1[previous token], over the draft
+// vocabulary (mapped to target ids by d2t where it is reduced). Its own embedding and lm_head where
+// the checkpoint has them, else the target's; activations f32, weights bf16 read in place. Runs
+// its reference forward op by op on a thread pool (no fused program yet).
 #pragma once
 
 #include <memory>
@@ -53,8 +54,8 @@ class DSparkDrafter final : public SpeculativeDrafter {
   // sees the context positions of the last window before the anchor and the block rows up to its
   // own (§13.4, §13.5). Temperature <= 0: each draft is the argmax of its row's logits (lowest
   // id on ties); otherwise it is drawn from softmax(logits / temperature) with uniforms[k], and
-  // q holds that whole distribution. keep_logits: the logits each draft was chosen from. With
-  // a confidence head, each draft's confidence (§13.7).
+  // q holds that whole distribution. keep_logits: the logits each draft was chosen from (rows of
+  // the draft vocabulary). With a confidence head, each draft's confidence (§13.7).
   DraftProposal propose(int32_t anchor, float temperature, std::span<const double> uniforms,
                         bool keep_logits = false) override;
 
@@ -73,6 +74,8 @@ class DSparkDrafter final : public SpeculativeDrafter {
   void mlp(int64_t layer, Block& b) const;
   // Row k's logits plus the Markov bias of `previous`: what draft k is chosen from.
   void markov_logits(int32_t previous, const float* base, float* out) const;
+  // The target id of a draft id (d2t; the same id without a reduced draft vocabulary).
+  int32_t target_token(int32_t draft_id) const;
   // §13.7: σ(proj · [hidden ; markov_w1[previous]] + bias), or σ(proj · hidden + bias).
   float confidence(int32_t previous, const float* hidden) const;
 

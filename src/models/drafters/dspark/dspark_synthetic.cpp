@@ -30,6 +30,7 @@ DSparkConfig synthetic_dspark_config(const TargetView& target) {
   c.block_size = 8;
   c.markov_rank = std::min<int64_t>(256, target.hidden_size);
   c.mask_token_id = std::max<int64_t>(0, target.vocab_size - 3);
+  c.draft_vocab_size = target.vocab_size;
   // [24, 48, 72, 88, 92] of 93 layers, scaled to the target's depth, within 2 … L − 1.
   for (int64_t id : {24, 48, 72, 88, 92}) {
     const int64_t scaled = std::clamp<int64_t>(id * target.num_layers / 93, 2,
@@ -48,7 +49,7 @@ std::unique_ptr<DSparkDrafter> make_synthetic_dspark(const TargetView& target, i
   ThreadPool pool(threads);
   SyntheticWeights random(w.owned, pool, /*seed=*/2000);
   const int64_t h = c.hidden_size;
-  w.lm_head = random.matrix(c.vocab_size, h);
+  w.lm_head = kernels::WeightMatrix::of(random.matrix(c.vocab_size, h));
   w.embed_tokens = w.lm_head;
   w.fc = random.matrix(h, c.fc_in_features());
   w.hidden_norm = random.tensor(h, 1.0f);
