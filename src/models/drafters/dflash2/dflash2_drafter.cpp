@@ -17,6 +17,7 @@
 #include "models/drafters/dflash2/dflash2_step.h"
 #include "models/drafters/dflash2/dflash2_testing.h"
 #include "models/drafters/draft_rows.h"
+#include "models/drafters/draft_team.h"
 #include "models/model_family.h"
 #include "program/executor.h"
 
@@ -117,20 +118,13 @@ struct DFlash2Drafter::Shared {
   // two never keep two spinning teams on the same cores.
   DFlash2Step& fused_step() {
     if (step == nullptr) {
-      int workers = pool->size();
-      step = std::make_unique<DFlash2Step>(config, weights, target, rope, workers);
-      bool shared_team = target.executor != nullptr && target.executor->threads() == workers &&
-                         target.executor->kind() == options.executor;
-      if (shared_team) {
-        executor = target.executor;
-      } else {
-        own = std::make_unique<program::Executors>(workers);
-        executor = &own->get(options.executor);
-      }
+      step = std::make_unique<DFlash2Step>(config, weights, target, rope, pool->size());
     }
     return *step;
   }
-  void run(program::Program& program) { executor->run(program); }
+  void run(program::Program& program) {
+    team.get(target, pool->size(), options.executor).run(program);
+  }
 
   DFlash2Config config;
   TargetView target;
@@ -141,8 +135,7 @@ struct DFlash2Drafter::Shared {
   std::unique_ptr<ThreadPool> pool;
   DraftContextSpec context;  // views of `weights` for each sequence's context store
   std::unique_ptr<DFlash2Step> step;
-  program::Executor* executor = nullptr;
-  std::unique_ptr<program::Executors> own;
+  DraftTeam team;
 };
 
 DFlash2Drafter::DFlash2Drafter(const std::string& directory, const TargetView& target, int threads,
@@ -162,11 +155,8 @@ DFlash2Drafter::DFlash2Drafter(std::shared_ptr<Shared> shared)
       weights_(shared_->weights),
       rope_(shared_->rope),
       pool_(shared_->pool.get()),
-      context_(std::make_unique<DraftContext>(shared_->context, rope_, pool_)) {
-  if (fused()) {
-    pending_taps_.resize(size(DFlash2Step::kMaxNewContextRows * config_.fc_in_features()));
-  }
-}
+      context_(std::make_unique<PendingDraftContext>(
+          shared_->context, rope_, pool_, fused() ? DFlash2Step::kMaxNewContextRows : 0)) {}
 
 std::unique_ptr<SpeculativeDrafter> DFlash2Drafter::new_sequence() const {
   return std::unique_ptr<SpeculativeDrafter>(new DFlash2Drafter(shared_));
@@ -174,9 +164,7 @@ std::unique_ptr<SpeculativeDrafter> DFlash2Drafter::new_sequence() const {
 
 std::unique_ptr<SpeculativeDrafter> DFlash2Drafter::clone() const {
   std::unique_ptr<DFlash2Drafter> copy(new DFlash2Drafter(shared_));
-  copy->context_ = std::make_unique<DraftContext>(*context_);
-  copy->pending_taps_ = pending_taps_;
-  copy->pending_rows_ = pending_rows_;
+  copy->context_ = std::make_unique<PendingDraftContext>(*context_);
   return copy;
 }
 
@@ -188,39 +176,10 @@ bool DFlash2Drafter::fused() const {
 }
 
 void DFlash2Drafter::append_context(std::span<const float> taps, int64_t rows) {
-  int64_t width = config_.fc_in_features();
-  bool small = rows >= 0 && rows <= DFlash2Step::kMaxNewContextRows &&
-               static_cast<int64_t>(taps.size()) == rows * width;
-  if (!fused() || !small) {
-    // In order: pending rows are older. DraftContext::append also refuses a malformed append.
-    flush_pending();
-    context_->append(taps, rows);
-    return;
-  }
-  if (pending_rows_ + rows > DFlash2Step::kMaxNewContextRows) flush_pending();
-  std::copy(taps.begin(), taps.end(), pending_taps_.begin() + pending_rows_ * width);
-  pending_rows_ += rows;
-}
-
-void DFlash2Drafter::flush_pending() {
-  if (pending_rows_ == 0) return;
-  // The same features the program would compute (matmul rows do not depend on the batch); their
-  // K/V follow through DraftContext::prepare_keys.
-  auto values = static_cast<std::size_t>(pending_rows_ * config_.fc_in_features());
-  context_->append(std::span<const float>(pending_taps_).first(values), pending_rows_);
-  pending_rows_ = 0;
+  context_->append(taps, rows);
 }
 
 void DFlash2Drafter::truncate_context(int64_t length) {
-  int64_t stored = context_->length();
-  if (length < 0 || length > stored + pending_rows_) {
-    fail("DFlash2 context: cannot truncate {} positions to {}", stored + pending_rows_, length);
-  }
-  if (length >= stored) {
-    pending_rows_ = length - stored;  // the pending rows past the cut are dropped unseen
-    return;
-  }
-  pending_rows_ = 0;
   context_->truncate(length);
 }
 
@@ -292,7 +251,7 @@ void DFlash2Drafter::attend_block(int64_t layer, int64_t start, Block& b) {
       // Visible: context positions p with (start + t) − p < window, and every block row within
       // the window — all of them, before and after t, as the block is bidirectional.
       std::vector<dflash2::KeyRun> runs =
-          context_->key_runs(layer, kv, start + t - window + 1, start);
+          context_->stored().key_runs(layer, kv, start + t - window + 1, start);
       dflash2::BlockRows visible = dflash2::visible_block_rows(t, b.rows, window, causal);
       int64_t lo = visible.first;
       int64_t hi = visible.last;
@@ -342,8 +301,8 @@ DraftProposal DFlash2Drafter::propose(int32_t anchor, float temperature,
 DraftProposal DFlash2Drafter::propose_fused(int32_t anchor, float temperature,
                                             std::span<const double> uniforms, bool keep_logits) {
   DFlash2Step& step = shared_->fused_step();
-  step.prepare(anchor, *context_, pending_taps_.data(), pending_rows_);
-  pending_rows_ = 0;  // the context holds them now; the program computes them
+  auto [taps, rows] = context_->take_pending();  // the program computes them
+  step.prepare(anchor, context_->stored(), taps, rows);
   shared_->run(step.program());
   step.finish();
   return select(anchor, step.logits(), step.rho(), step.candidates(), temperature, uniforms,
@@ -356,7 +315,7 @@ DraftProposal DFlash2Drafter::propose_reference(int32_t anchor, float temperatur
   const DFlash2Config& c = config_;
   int64_t drafts = c.block_size - 1;
   int64_t start = context_->length();
-  context_->prepare_keys(start - c.sliding_window + 1);
+  context_->stored().prepare_keys(start - c.sliding_window + 1);
   Block b(c);
   embed_block(anchor, b);
   for (int64_t l = 0; l < c.num_layers; ++l) {

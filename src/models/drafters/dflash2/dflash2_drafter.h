@@ -18,6 +18,7 @@
 #include "models/drafters/dflash2/dflash2_weights.h"
 #include "models/drafters/dflash2_config.h"
 #include "models/drafters/draft_context.h"
+#include "models/drafters/pending_draft_context.h"
 #include "models/drafters/speculative_drafter.h"
 #include "models/language_model.h"
 
@@ -58,7 +59,7 @@ class DFlash2Drafter : public SpeculativeDrafter {
   // next round computes their features and K/V inside its program; a larger append (a prompt)
   // is computed here.
   void append_context(std::span<const float> taps, int64_t rows) override;
-  int64_t context_length() const override { return context_->length() + pending_rows_; }
+  int64_t context_length() const override { return context_->length(); }
   void truncate_context(int64_t length) override;
 
   DraftProposal propose(int32_t anchor, float temperature, std::span<const double> uniforms,
@@ -76,15 +77,14 @@ class DFlash2Drafter : public SpeculativeDrafter {
   const DFlash2Config& config() const { return config_; }
   // ctx_p of a committed position (hidden floats), for tests; computes pending rows first.
   std::span<const float> context_feature(int64_t position) {
-    flush_pending();
-    return context_->feature(position);
+    context_->flush();
+    return context_->stored().feature(position);
   }
 
  private:
   struct Block;  // the block forward's activations and scratch
 
   bool fused() const;
-  void flush_pending();
   DraftProposal select(int32_t anchor, std::span<const float> logits, const float* rho,
                        std::span<const std::vector<dflash2::Candidate>> candidates,
                        float temperature, std::span<const double> uniforms, bool keep_logits) const;
@@ -110,10 +110,8 @@ class DFlash2Drafter : public SpeculativeDrafter {
   const DFlash2Weights& weights_;
   const kernels::Rope& rope_;
   ThreadPool* pool_;
-  std::unique_ptr<DraftContext> context_;
-  // Taps of appended positions not yet in context_ (fused rounds only), [rows][taps · hidden].
-  std::vector<float> pending_taps_;
-  int64_t pending_rows_ = 0;
+  // With the fused program, a verify step's positions wait for the next round's program.
+  std::unique_ptr<PendingDraftContext> context_;
 };
 
 // The drafter as the speculative loop sees it (same checks as the constructor), its rounds run
