@@ -55,7 +55,8 @@ void rotate_block(const WindowAttentionOperands& op, int64_t g, const Program& p
 }
 
 // Every block row t of every query head of the group over the context positions within the
-// window before the block and the block rows within the window on either side of t.
+// window before the block and the block rows within the window on either side of t (causal: the
+// window before the block's first row, and the block rows up to t).
 void attend_block(const WindowAttentionOperands& op, int64_t g, const Program& program,
                   const kernels::KvRing& ring, float* scores) {
   const int64_t group = op.heads / op.kv_heads, hd = op.head_dim, rows = program.rows();
@@ -67,8 +68,10 @@ void attend_block(const WindowAttentionOperands& op, int64_t g, const Program& p
   float* out = program.buffer(op.out);
   kernels::KeyRun runs[kernels::KvRing::kMaxRuns + 1];
   for (int64_t t = 0; t < rows; ++t) {
-    int64_t count = ring.runs(g, start + t - op.window + 1, start, runs);
-    const kernels::BlockRows visible = kernels::visible_block_rows(t, rows, op.window);
+    const int64_t first = op.causal ? start - op.window : start + t - op.window + 1;
+    int64_t count = ring.runs(g, first, start, runs);
+    const kernels::BlockRows visible =
+        op.causal ? kernels::BlockRows{0, t} : kernels::visible_block_rows(t, rows, op.window);
     const int64_t offset = visible.first * op.kv_stride + g * hd;
     runs[count++] =
         kernels::KeyRun{k + offset, v + offset, visible.last - visible.first + 1, op.kv_stride};

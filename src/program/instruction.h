@@ -211,6 +211,8 @@ struct BlockConvOperands {
 // of head g and its query heads, (3) attends every query head of the group, every block row t, over
 // the context positions (start+t) − window < p < start and the block rows within the window of t
 // on either side. RMSNorms are plain (bf16 weights); RoPE uses `rope` at each row's position.
+// With `causal` (DSpark §13.4–§13.5), (3) is instead: every block row t attends over the context
+// positions start − window <= p < start and the block rows 0..t.
 struct WindowAttentionOperands {
   BufferId q = kNoBuffer, k = kNoBuffer, v = kNoBuffer, out = kNoBuffer;  // block rows
   int64_t q_stride = 0, kv_stride = 0;                                    // out has q_stride too
@@ -222,6 +224,7 @@ struct WindowAttentionOperands {
   float norm_eps = 0;
   const kernels::Rope* rope = nullptr;
   int64_t layer = 0;  // StepState::kv_ring(layer)
+  bool causal = false;
 };
 
 // kRowAttention: one task per KV head g of an attention layer whose keys and values are

@@ -25,6 +25,7 @@
 #include "io/checkpoint.h"
 #include "kimi_test_util.h"
 #include "models/common/config_files.h"
+#include "models/drafters/dspark/dspark_step.h"
 #include "models/kimi/kimi_model.h"
 
 namespace md {
@@ -122,8 +123,10 @@ class DSparkDrafterTest : public ::testing::TestWithParam<std::string> {
     golden_ = golden_of(GetParam());
     target_ = target_of(golden_.target, golden_json(GetParam()), target_model_);
   }
-  std::unique_ptr<DSparkDrafter> drafter(int threads = 1) const {
-    return std::make_unique<DSparkDrafter>(kimi_fixture_path(GetParam()), target_, threads);
+  std::unique_ptr<DSparkDrafter> drafter(int threads = 1,
+                                         ExecutorKind executor = ExecutorKind::kMega) const {
+    return std::make_unique<DSparkDrafter>(kimi_fixture_path(GetParam()), target_, threads,
+                                           DSparkOptions{.executor = executor});
   }
   void append(DSparkDrafter& d, int64_t first, int64_t rows) const {
     const std::vector<float> t = taps(first, rows, d.config().num_taps(), d.config().hidden_size);
@@ -314,6 +317,79 @@ TEST_P(DSparkDrafterTest, RefusesWhatDoesNotFit) {
   std::vector<int64_t> expected;
   for (int64_t id : d->config().aux_hidden_state_layer_ids) expected.push_back(id - 1);
   EXPECT_EQ(d->tap_layers(), expected);
+}
+
+// The fused round (dspark_step.h) on the mega and ops executors with 1–3 workers equals the
+// reference forward bit for bit — drafts, logits and confidences, greedy and sampled — over
+// rounds whose context grows by a verify step's few positions (which the program computes
+// itself) or a prompt's many (computed before it), and after a truncation. Proposing twice in a
+// round (the second time with those positions already stored) changes nothing.
+TEST_P(DSparkDrafterTest, FusedRoundsEqualTheReferenceBitForBit) {
+  const int64_t vocab = target_.vocab_size;
+  std::vector<double> uniforms;
+  for (int64_t k = 0; k < 8; ++k) uniforms.push_back(0.1 + 0.11 * static_cast<double>(k));
+  auto same = [](const DraftProposal& a, const DraftProposal& b) {
+    EXPECT_EQ(a.tokens, b.tokens);
+    EXPECT_EQ(a.logits, b.logits);
+    EXPECT_EQ(a.confidence, b.confidence);
+    EXPECT_EQ(a.q, b.q);
+  };
+  for (ExecutorKind executor : {ExecutorKind::kMega, ExecutorKind::kOps}) {
+    for (int threads : {1, 2, 3}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "executor " << static_cast<int>(executor) << ", " << threads << " threads");
+      auto reference = drafter(1, ExecutorKind::kReference);
+      auto fused = drafter(threads, executor);
+      int64_t position = golden_.context;
+      for (DSparkDrafter* d : {reference.get(), fused.get()}) append(*d, 0, position);
+      for (int round = 0; round < 6; ++round) {
+        const auto anchor = static_cast<int32_t>((100 + 37 * round) % vocab);
+        const float temperature = round % 2 == 0 ? 0.0f : 0.8f;
+        const DraftProposal expected = reference->propose(anchor, temperature, uniforms, true);
+        same(fused->propose(anchor, temperature, uniforms, true), expected);
+        same(fused->propose(anchor, temperature, uniforms, true), expected);
+        const int64_t rows = 1 + (3 * round) % 8;  // a verify step's commit: 1..8 positions
+        for (DSparkDrafter* d : {reference.get(), fused.get()}) append(*d, position, rows);
+        position += rows;
+        EXPECT_EQ(fused->context_length(), position);
+        if (round == 3) {  // a rewind into the stored positions, then a prompt-sized append
+          for (DSparkDrafter* d : {reference.get(), fused.get()}) {
+            d->truncate_context(position - 12);
+            append(*d, position - 12, 20);
+          }
+          position += 8;
+        }
+      }
+    }
+  }
+}
+
+// The fused round is plain data on the shared layer library: no family kernel, and each KV
+// head's attention task waits for fewer q/k/v tiles than the projection has.
+TEST_P(DSparkDrafterTest, FusedRoundIsPlainData) {
+  const DSparkConfig config = parse_dspark_config(read_config_files(kimi_fixture_path(GetParam())));
+  Checkpoint checkpoint(kimi_fixture_path(GetParam()));
+  const DSparkWeights weights = bind_dspark_weights(config, checkpoint, target_);
+  const DraftContextSpec spec = dspark_context_spec(config, weights);
+  const kernels::Rope rope(config.head_dim, config.rope_theta);
+  DSparkStep step(config, weights, spec, rope, 2);
+  int attention = 0;
+  for (const program::Instruction& ins : step.program().instructions()) {
+    EXPECT_NE(ins.opcode(), program::Opcode::kFamilyKernel) << ins.name;
+    if (ins.opcode() != program::Opcode::kWindowAttention) continue;
+    ++attention;
+    ASSERT_EQ(ins.tasks, config.num_key_value_heads);
+    const program::Instruction& qkv =
+        step.program().instructions()[static_cast<std::size_t>(ins.task_waits[0][0].producer)];
+    for (const auto& waits : ins.task_waits) {
+      int64_t tiles = 0;
+      for (const program::Dependency& d : waits) tiles += d.end - d.begin;
+      if (config.num_key_value_heads > 1) {
+        EXPECT_LT(tiles, qkv.tasks) << ins.name;
+      }
+    }
+  }
+  EXPECT_EQ(attention, config.num_layers);
 }
 
 // A reduced draft vocabulary whose d2t is not one-to-one, whose t2d disagrees with it, or a

@@ -17,7 +17,8 @@ LoadedDrafter load_speculative_drafter(const std::string& directory, const Targe
       return {load_dflash2_drafter(directory, target, threads, executor),
               std::string(family_name(family))};
     case ModelFamily::kDSpark:
-      return {load_dspark_drafter(directory, target, threads), std::string(family_name(family))};
+      return {load_dspark_drafter(directory, target, threads, executor),
+              std::string(family_name(family))};
     default:
       fail("{}: a {} model, not a drafter (DFlash2 or DSpark)", files.config_path,
            family_name(family));

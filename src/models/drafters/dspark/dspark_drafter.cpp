@@ -11,6 +11,8 @@
 #include "kernels/norms.h"
 #include "models/common/config_files.h"
 #include "models/drafters/draft_rows.h"
+#include "models/drafters/draft_team.h"
+#include "models/drafters/dspark/dspark_step.h"
 #include "models/model_family.h"
 
 namespace md {
@@ -88,27 +90,47 @@ int32_t choose_draft(const Buffer& logits, float temperature, double uniform, Bu
 
 // What every sequence's drafter of one checkpoint shares.
 struct DSparkDrafter::Shared {
-  Shared(const std::string& directory, const TargetView& target, int threads)
-      : config(read_config(directory, target)),
+  Shared(const std::string& directory, const TargetView& target_view, int threads,
+         const DSparkOptions& drafter_options)
+      : config(read_config(directory, target_view)),
+        target(target_view),
+        options(drafter_options),
         checkpoint(std::make_unique<Checkpoint>(directory)),
         weights(bind_dspark_weights(config, *checkpoint, target)),
         context(dspark_context_spec(config, weights)),
         rope(config.head_dim, config.rope_theta),
         pool(std::make_unique<ThreadPool>(threads)) {}
-  Shared(DSparkConfig drafter_config, DSparkWeights drafter_weights, const TargetView& target,
-         int threads)
-      : config(checked_against(std::move(drafter_config), target)),
+  Shared(DSparkConfig drafter_config, DSparkWeights drafter_weights, const TargetView& target_view,
+         int threads, const DSparkOptions& drafter_options)
+      : config(checked_against(std::move(drafter_config), target_view)),
+        target(target_view),
+        options(drafter_options),
         weights(std::move(drafter_weights)),
         context(dspark_context_spec(config, weights)),
         rope(config.head_dim, config.rope_theta),
         pool(std::make_unique<ThreadPool>(threads)) {}
 
+  // The fused round's program, built by the first fused round (one worker per pool thread).
+  DSparkStep& fused_step() {
+    if (step == nullptr) {
+      step = std::make_unique<DSparkStep>(config, weights, context, rope, pool->size());
+    }
+    return *step;
+  }
+  void run(program::Program& program) {
+    team.get(target, pool->size(), options.executor).run(program);
+  }
+
   DSparkConfig config;
+  TargetView target;
+  DSparkOptions options;
   std::unique_ptr<Checkpoint> checkpoint;
   DSparkWeights weights;
   DraftContextSpec context;
   kernels::Rope rope;
   std::unique_ptr<ThreadPool> pool;
+  std::unique_ptr<DSparkStep> step;
+  DraftTeam team;
 };
 
 // The block's activations: rows [rows][width] each.
@@ -128,13 +150,14 @@ struct DSparkDrafter::Block {
   Buffer x, normed, projected, q, k, v, attended, gate, up;
 };
 
-DSparkDrafter::DSparkDrafter(const std::string& directory, const TargetView& target, int threads)
-    : DSparkDrafter(std::make_shared<Shared>(directory, target, threads)) {}
+DSparkDrafter::DSparkDrafter(const std::string& directory, const TargetView& target, int threads,
+                             const DSparkOptions& options)
+    : DSparkDrafter(std::make_shared<Shared>(directory, target, threads, options)) {}
 
 DSparkDrafter::DSparkDrafter(DSparkConfig config, DSparkWeights weights, const TargetView& target,
-                             int threads)
-    : DSparkDrafter(
-          std::make_shared<Shared>(std::move(config), std::move(weights), target, threads)) {}
+                             int threads, const DSparkOptions& options)
+    : DSparkDrafter(std::make_shared<Shared>(std::move(config), std::move(weights), target, threads,
+                                             options)) {}
 
 DSparkDrafter::DSparkDrafter(std::shared_ptr<Shared> shared)
     : shared_(std::move(shared)),
@@ -142,7 +165,12 @@ DSparkDrafter::DSparkDrafter(std::shared_ptr<Shared> shared)
       weights_(shared_->weights),
       rope_(shared_->rope),
       pool_(shared_->pool.get()),
-      context_(std::make_unique<DraftContext>(shared_->context, rope_, pool_)) {}
+      context_(std::make_unique<PendingDraftContext>(
+          shared_->context, rope_, pool_, fused() ? DSparkStep::kMaxNewContextRows : 0)) {}
+
+bool DSparkDrafter::fused() const {
+  return shared_->options.executor != ExecutorKind::kReference;
+}
 
 std::vector<int64_t> DSparkDrafter::tap_layers() const {
   std::vector<int64_t> layers;
@@ -156,7 +184,7 @@ std::unique_ptr<SpeculativeDrafter> DSparkDrafter::new_sequence() const {
 
 std::unique_ptr<SpeculativeDrafter> DSparkDrafter::clone() const {
   std::unique_ptr<DSparkDrafter> copy(new DSparkDrafter(shared_));
-  copy->context_ = std::make_unique<DraftContext>(*context_);
+  copy->context_ = std::make_unique<PendingDraftContext>(*context_);
   return copy;
 }
 
@@ -192,7 +220,8 @@ void DSparkDrafter::attention(int64_t layer, int64_t anchor_position, Block& b) 
     for (int64_t task = begin; task < end; ++task) {
       const int64_t t = task / c.num_attention_heads, h = task % c.num_attention_heads;
       const int64_t g = h / group;
-      std::vector<kernels::KeyRun> runs = context_->key_runs(layer, g, first, anchor_position);
+      std::vector<kernels::KeyRun> runs =
+          context_->stored().key_runs(layer, g, first, anchor_position);
       runs.push_back({b.k.data() + g * hd, b.v.data() + g * hd, t + 1, c.kv_dim()});
       kernels::attend_runs(b.q.data() + t * c.q_dim() + h * hd, runs, hd, scale, scores.data(),
                            b.attended.data() + t * c.q_dim() + h * hd);
@@ -247,18 +276,34 @@ float DSparkDrafter::confidence(int32_t previous, const float* hidden) const {
 DraftProposal DSparkDrafter::propose(int32_t anchor, float temperature,
                                      std::span<const double> uniforms, bool keep_logits) {
   const DSparkConfig& c = config_;
-  const int64_t drafts = c.block_size - 1, h = c.hidden_size, vocab = c.draft_vocab_size;
+  const int64_t drafts = c.block_size - 1;
   if (anchor < 0 || anchor >= c.vocab_size) {
     fail("DSpark: anchor token {} is outside the vocabulary of {}", anchor, c.vocab_size);
   }
   if (temperature > 0 && static_cast<int64_t>(uniforms.size()) < drafts) {
     fail("DSpark: sampling {} drafts needs as many uniforms, got {}", drafts, uniforms.size());
   }
-  const int64_t anchor_position = context_->length();
-  context_->prepare_keys(anchor_position - c.sliding_window);
+  if (fused()) {
+    DSparkStep& step = shared_->fused_step();
+    auto [taps, rows] = context_->take_pending();  // the program computes them
+    step.prepare(anchor, context_->stored(), taps, rows);
+    shared_->run(step.program());
+    step.finish();
+    return chain(anchor, step.logits().data(), step.hidden(), temperature, uniforms, keep_logits);
+  }
+  Block b(c, drafts);
+  const Buffer base = block_forward(anchor, b);
+  return chain(anchor, base.data(), b.normed.data(), temperature, uniforms, keep_logits);
+}
+
+std::vector<float> DSparkDrafter::block_forward(int32_t anchor, Block& b) const {
+  const DSparkConfig& c = config_;
+  const int64_t h = c.hidden_size;
+  DraftContext& context = context_->stored();
+  const int64_t anchor_position = context.length();
+  context.prepare_keys(anchor_position - c.sliding_window);
   // The block's last row only predicts a token after the last draft, which is never verified,
   // and the block is causal: the rows before it do not see it, so it is not run.
-  Block b(c, drafts);
   for (int64_t t = 0; t < b.rows; ++t) {
     const int32_t token = t == 0 ? anchor : static_cast<int32_t>(c.mask_token_id);
     (void)kernels::row_to_f32(weights_.embed_tokens, token, b.x.data() + t * h);
@@ -269,23 +314,30 @@ DraftProposal DSparkDrafter::propose(int32_t anchor, float temperature,
   }
   normalise_draft_rows(b.x.data(), weights_.norm, b.rows, h, static_cast<float>(c.rms_norm_eps),
                        b.normed.data());
-  Buffer base(size(drafts * vocab));
-  kernels::matmul(weights_.lm_head, b.normed.data(), drafts, base.data(), pool_);
+  Buffer base(size(b.rows * c.draft_vocab_size));
+  kernels::matmul(weights_.lm_head, b.normed.data(), b.rows, base.data(), pool_);
+  return base;
+}
 
+DraftProposal DSparkDrafter::chain(int32_t anchor, const float* base, const float* hidden,
+                                   float temperature, std::span<const double> uniforms,
+                                   bool keep_logits) const {
+  const DSparkConfig& c = config_;
+  const int64_t drafts = c.block_size - 1, vocab = c.draft_vocab_size;
   // §13.6: the Markov chain, left to right, each draft conditioning the next. Rows are over the
   // draft vocabulary; tokens, q and the next row's Markov code are target ids.
   DraftProposal proposal;
   Buffer logits(size(vocab)), scratch(size(vocab));
   int32_t previous = anchor;
   for (int64_t k = 0; k < drafts; ++k) {
-    markov_logits(previous, base.data() + k * vocab, logits.data());
+    markov_logits(previous, base + k * vocab, logits.data());
     if (keep_logits) proposal.logits.insert(proposal.logits.end(), logits.begin(), logits.end());
     Distribution q;
     const int32_t token = target_token(
         choose_draft(logits, temperature, temperature > 0 ? uniforms[size(k)] : 0, scratch, q));
     for (auto& entry : q) entry.first = target_token(entry.first);
     if (c.enable_confidence_head) {
-      proposal.confidence.push_back(confidence(previous, b.normed.data() + k * h));
+      proposal.confidence.push_back(confidence(previous, hidden + k * c.hidden_size));
     }
     proposal.tokens.push_back(token);
     proposal.q.push_back(std::move(q));
@@ -295,8 +347,10 @@ DraftProposal DSparkDrafter::propose(int32_t anchor, float temperature,
 }
 
 std::unique_ptr<SpeculativeDrafter> load_dspark_drafter(const std::string& directory,
-                                                        const TargetView& target, int threads) {
-  return std::make_unique<DSparkDrafter>(directory, target, threads);
+                                                        const TargetView& target, int threads,
+                                                        ExecutorKind executor) {
+  return std::make_unique<DSparkDrafter>(directory, target, threads,
+                                         DSparkOptions{.executor = executor});
 }
 
 }  // namespace md

@@ -1,0 +1,63 @@
+#include "models/drafters/draft_step_parts.h"
+
+#include <utility>
+
+namespace md::draft_step {
+
+using kernels::WeightMatrix;
+
+int32_t context_fc(StepBuilder& b, const DraftContextSpec& spec, const ContextRows& rows) {
+  program::RowInput taps = StepBuilder::rows(rows.taps, spec.fc_in_features());
+  taps.rows_from = rows.count;
+  std::vector<program::Tile> tiles;
+  b.add_tiles(tiles, WeightMatrix::of(*spec.fc), rows.features, 0, spec.hidden_size, false);
+  return b.projection("context_fc", taps, std::move(tiles), {});
+}
+
+int32_t context_norm(StepBuilder& b, const DraftContextSpec& spec, const ContextRows& rows,
+                     int32_t fc, int64_t max_rows) {
+  program::NormRowsOperands op{rows.features,    spec.hidden_size, program::NormKind::kBf16Plain,
+                               spec.hidden_norm, spec.eps,         rows.count};
+  return b.add({"context_hidden_norm", max_rows, op, {b.all(fc)}, {}});
+}
+
+int32_t qkv(StepBuilder& b, std::string name, program::RowInput input,
+            const DraftLayerWeights& layer, const Qkv& out, const ContextRows& rows,
+            std::vector<program::Dependency> waits) {
+  program::RowInput context = StepBuilder::rows(rows.features, input.stride);
+  context.rows_from = rows.count;
+  std::vector<program::Tile> tiles;
+  b.add_tiles(tiles, WeightMatrix::of(layer.q_proj), out.q, 0, out.q_dim, false);
+  const std::size_t first_k = tiles.size();
+  b.add_tiles(tiles, WeightMatrix::of(layer.k_proj), out.k, 0, out.kv_dim, false);
+  const std::size_t first_v = tiles.size();
+  b.add_tiles(tiles, WeightMatrix::of(layer.v_proj), out.v, 0, out.kv_dim, false);
+  for (std::size_t t = first_k; t < tiles.size(); ++t) {
+    tiles[t].extra_out = t < first_v ? rows.k : rows.v;
+    tiles[t].extra_stride = out.kv_dim;
+  }
+  const auto tasks = static_cast<int64_t>(tiles.size());
+  return b.add({std::move(name),
+                tasks,
+                program::ProjectionOperands{input, std::move(tiles), context},
+                std::move(waits),
+                {}});
+}
+
+int32_t window_attention(StepBuilder& b, std::string name,
+                         const program::WindowAttentionOperands& op, int32_t qkv) {
+  const int64_t hd = op.head_dim, group = op.heads / op.kv_heads;
+  std::vector<std::vector<program::Dependency>> head_waits;
+  for (int64_t g = 0; g < op.kv_heads; ++g) {
+    std::vector<program::Dependency> reads =
+        b.tiles_writing(qkv, op.q, g * group * hd, (g + 1) * group * hd);
+    for (program::BufferId kv : {op.k, op.v}) {
+      auto tiles = b.tiles_writing(qkv, kv, g * hd, (g + 1) * hd);
+      reads.insert(reads.end(), tiles.begin(), tiles.end());
+    }
+    head_waits.push_back(std::move(reads));
+  }
+  return b.add({std::move(name), op.kv_heads, op, {}, std::move(head_waits)});
+}
+
+}  // namespace md::draft_step

@@ -1,0 +1,46 @@
+// What both block drafters' fused rounds (dflash2_step.h, dspark_step.h) lower the same way: the
+// new context positions' features (fc then hidden_norm, their rows counted by a count register),
+// the q/k/v projection whose k/v tiles also take those features as extra rows, and the window
+// attention whose KV head g waits only for the tiles of its heads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/common/step_builder.h"
+#include "models/drafters/draft_context.h"
+#include "models/drafters/draft_layer_weights.h"
+#include "program/instruction.h"
+
+namespace md::draft_step {
+
+// The new context rows' buffers: their taps ([rows][taps · hidden]), their features written in
+// the context's storage, their keys and values ([rows][kv_dim]), and the count register of rows.
+struct ContextRows {
+  program::BufferId taps = program::kNoBuffer, features = program::kNoBuffer;
+  program::BufferId k = program::kNoBuffer, v = program::kNoBuffer;
+  program::RowCount count = 0;
+};
+
+// fc tiles over the new rows' taps into their features; returns the instruction.
+int32_t context_fc(StepBuilder& b, const DraftContextSpec& spec, const ContextRows& rows);
+// hidden_norm of every new row in place, after `fc`: their features are final after it.
+int32_t context_norm(StepBuilder& b, const DraftContextSpec& spec, const ContextRows& rows,
+                     int32_t fc, int64_t max_rows);
+
+// The block rows' q/k/v (`q`, `k`, `v` buffers) from `input`, the new context rows entering
+// k_proj and v_proj as their features (no norm) into rows.k / rows.v.
+struct Qkv {
+  program::BufferId q = program::kNoBuffer, k = program::kNoBuffer, v = program::kNoBuffer;
+  int64_t q_dim = 0, kv_dim = 0;
+};
+int32_t qkv(StepBuilder& b, std::string name, program::RowInput input,
+            const DraftLayerWeights& layer, const Qkv& out, const ContextRows& rows,
+            std::vector<program::Dependency> waits);
+
+// `op` with a task per KV head g waiting for the `qkv` tiles of its query heads, key and value.
+int32_t window_attention(StepBuilder& b, std::string name,
+                         const program::WindowAttentionOperands& op, int32_t qkv);
+
+}  // namespace md::draft_step
