@@ -118,7 +118,7 @@ struct DFlash2Drafter::Shared {
   // two never keep two spinning teams on the same cores.
   DFlash2Step& fused_step() {
     if (step == nullptr) {
-      step = std::make_unique<DFlash2Step>(config, weights, target, rope, pool->size());
+      step = std::make_unique<DFlash2Step>(config, weights, context, target, rope, pool->size());
     }
     return *step;
   }

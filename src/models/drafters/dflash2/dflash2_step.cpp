@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "models/common/step_builder.h"
+#include "models/drafters/draft_step_parts.h"
 #include "program/projection_tiles.h"
 
 namespace md {
@@ -32,10 +33,11 @@ constexpr program::RowCount kContextRows = 0;
 // rows' features join at the first layer's k/v tiles.
 class DFlash2Step::Builder {
  public:
-  Builder(DFlash2Step& step, int workers)
+  Builder(DFlash2Step& step, const DraftContextSpec& spec, int workers)
       : s_(step),
         c_(step.config_),
         w_(step.weights_),
+        spec_(spec),
         b_(workers),
         hidden_(c_.hidden_size),
         eps_(static_cast<float>(c_.rms_norm_eps)) {}
@@ -45,12 +47,16 @@ class DFlash2Step::Builder {
     ids_ = {b_.buffer(s.hidden_),    b_.buffer(s.normed_), b_.buffer(s.mixed_),
             b_.buffer(s.projected_), b_.buffer(s.coeffs_), b_.buffer(s.q_),
             b_.buffer(s.k_),         b_.buffer(s.v_),      b_.buffer(s.attended_),
-            b_.buffer(s.gate_),      b_.buffer(s.up_),     b_.buffer(s.context_k_),
-            b_.buffer(s.context_v_), b_.buffer(s.logits_), b_.buffer(s.rho_),
-            b_.buffer(nullptr),      b_.buffer(nullptr)};
-    s.taps_id_ = ids_.taps;
-    s.features_id_ = ids_.features;
-    context_fc_ = context_fc();
+            b_.buffer(s.gate_),      b_.buffer(s.up_),     b_.buffer(s.logits_),
+            b_.buffer(s.rho_)};
+    context_ = {.taps = b_.buffer(nullptr),
+                .features = b_.buffer(nullptr),
+                .k = b_.buffer(s.context_k_),
+                .v = b_.buffer(s.context_v_),
+                .count = kContextRows};
+    s.taps_id_ = context_.taps;
+    s.features_id_ = context_.features;
+    context_fc_ = draft_step::context_fc(b_, spec_, context_);
     int32_t residual = b_.add({"embed",
                                c_.block_size,
                                program::EmbedOperands{s.target_.embed_tokens, ids_.hidden},
@@ -68,25 +74,9 @@ class DFlash2Step::Builder {
 
  private:
   struct Buffers {
-    program::BufferId hidden, normed, mixed, projected, coeffs, q, k, v, attended, gate, up,
-        context_k, context_v, logits, rho, taps, features;
+    program::BufferId hidden, normed, mixed, projected, coeffs, q, k, v, attended, gate, up, logits,
+        rho;
   };
-
-  // fc tiles over the new context rows' taps, written as their features (rows: count register).
-  int32_t context_fc() {
-    program::RowInput taps = StepBuilder::rows(ids_.taps, c_.fc_in_features());
-    taps.rows_from = kContextRows;
-    std::vector<program::Tile> tiles;
-    b_.add_tiles(tiles, WeightMatrix::of(w_.fc), ids_.features, 0, hidden_, false);
-    return b_.projection("context_fc", taps, std::move(tiles), {});
-  }
-
-  // hidden_norm of every new context row in place: their features are final after it.
-  int32_t context_norm() {
-    program::NormRowsOperands op{ids_.features,  hidden_, NormKind::kBf16Plain,
-                                 w_.hidden_norm, eps_,    kContextRows};
-    return b_.add({"context_hidden_norm", kMaxNewContextRows, op, {b_.all(context_fc_)}, {}});
-  }
 
   // One side of a block conv over channel ranges; side 1 also adds into the residual stream.
   int32_t block_conv(std::string name, const DFlash2ConvWeights& conv, int side,
@@ -126,26 +116,14 @@ class DFlash2Step::Builder {
     int32_t mixed = conv_input(tag, lw.input_layernorm, lw.attention_conv, residual);
     // Just before the first k/v tiles that read them (workers visit instructions in order): the
     // fc tiles' stragglers then overlap the embedding and the first conv.
-    if (context_ready_ < 0) context_ready_ = context_norm();
-    program::RowInput context = StepBuilder::rows(ids_.features, hidden_);
-    context.rows_from = kContextRows;
-    std::vector<program::Tile> tiles;
-    b_.add_tiles(tiles, WeightMatrix::of(lw.q_proj), ids_.q, 0, c_.q_dim(), false);
-    const std::size_t first_kv = tiles.size();
-    b_.add_tiles(tiles, WeightMatrix::of(lw.k_proj), ids_.k, 0, c_.kv_dim(), false);
-    const std::size_t first_v = tiles.size();
-    b_.add_tiles(tiles, WeightMatrix::of(lw.v_proj), ids_.v, 0, c_.kv_dim(), false);
-    // Context rows enter k_proj and v_proj as their features: no norm, no conv.
-    for (std::size_t t = first_kv; t < tiles.size(); ++t) {
-      tiles[t].extra_out = t < first_v ? ids_.context_k : ids_.context_v;
-      tiles[t].extra_stride = c_.kv_dim();
+    if (context_ready_ < 0) {
+      context_ready_ =
+          draft_step::context_norm(b_, spec_, context_, context_fc_, kMaxNewContextRows);
     }
-    int32_t qkv = b_.add({tag + "qkv",
-                          static_cast<int64_t>(tiles.size()),
-                          program::ProjectionOperands{StepBuilder::rows(ids_.mixed, hidden_),
-                                                      std::move(tiles), context},
-                          {b_.all(mixed), b_.all(context_ready_)},
-                          {}});
+    // Context rows enter k_proj and v_proj as their features: no norm, no conv.
+    const draft_step::Qkv qkv_out{ids_.q, ids_.k, ids_.v, c_.q_dim(), c_.kv_dim()};
+    int32_t qkv = draft_step::qkv(b_, tag + "qkv", StepBuilder::rows(ids_.mixed, hidden_), lw,
+                                  qkv_out, context_, {b_.all(mixed), b_.all(context_ready_)});
     int32_t attended = attention(layer, tag + "core", qkv);
     std::vector<program::Tile> out;
     b_.add_tiles(out, WeightMatrix::of(lw.o_proj), ids_.projected, 0, hidden_, false);
@@ -158,36 +136,25 @@ class DFlash2Step::Builder {
   // the k/v tiles of its head (which also write the new context rows' k/v).
   int32_t attention(int64_t layer, std::string name, int32_t qkv) {
     const DFlash2LayerWeights& lw = w_.layers[size(layer)];
-    const int64_t hd = c_.head_dim, group = c_.num_attention_heads / c_.num_key_value_heads;
     program::WindowAttentionOperands op{.q = ids_.q,
                                         .k = ids_.k,
                                         .v = ids_.v,
                                         .out = ids_.attended,
                                         .q_stride = c_.q_dim(),
                                         .kv_stride = c_.kv_dim(),
-                                        .context_k = ids_.context_k,
-                                        .context_v = ids_.context_v,
+                                        .context_k = context_.k,
+                                        .context_v = context_.v,
                                         .context_rows_from = kContextRows,
                                         .heads = c_.num_attention_heads,
                                         .kv_heads = c_.num_key_value_heads,
-                                        .head_dim = hd,
+                                        .head_dim = c_.head_dim,
                                         .window = c_.sliding_window,
                                         .q_norm = lw.q_norm,
                                         .k_norm = lw.k_norm,
                                         .norm_eps = eps_,
                                         .rope = &s_.rope_,
                                         .layer = layer};
-    std::vector<std::vector<program::Dependency>> head_waits;
-    for (int64_t g = 0; g < c_.num_key_value_heads; ++g) {
-      std::vector<program::Dependency> reads =
-          b_.tiles_writing(qkv, ids_.q, g * group * hd, (g + 1) * group * hd);
-      for (program::BufferId kv : {ids_.k, ids_.v}) {
-        auto tiles = b_.tiles_writing(qkv, kv, g * hd, (g + 1) * hd);
-        reads.insert(reads.end(), tiles.begin(), tiles.end());
-      }
-      head_waits.push_back(std::move(reads));
-    }
-    return b_.add({std::move(name), c_.num_key_value_heads, op, {}, std::move(head_waits)});
+    return draft_step::window_attention(b_, std::move(name), op, qkv);
   }
 
   int32_t mlp_sublayer(int64_t layer, int32_t residual) {
@@ -227,16 +194,19 @@ class DFlash2Step::Builder {
   DFlash2Step& s_;
   const DFlash2Config& c_;
   const DFlash2Weights& w_;
+  const DraftContextSpec& spec_;
   StepBuilder b_;
   int64_t hidden_;
   float eps_;
   Buffers ids_{};
+  draft_step::ContextRows context_{};
   int32_t context_fc_ = -1;     // the new context rows' fc tiles
   int32_t context_ready_ = -1;  // after it their features are final
 };
 
 DFlash2Step::DFlash2Step(const DFlash2Config& config, const DFlash2Weights& weights,
-                         const TargetView& target, const kernels::Rope& rope, int workers)
+                         const DraftContextSpec& context, const TargetView& target,
+                         const kernels::Rope& rope, int workers)
     : config_(config), weights_(weights), target_(target), rope_(rope) {
   const DFlash2Config& c = config;
   int64_t rows = c.block_size, drafts = rows - 1;
@@ -258,7 +228,7 @@ DFlash2Step::DFlash2Step(const DFlash2Config& config, const DFlash2Weights& weig
   rho_ = buffer(drafts * c.selector_rank);
   top_k_.resize(size(drafts * c.selector_top_k));
   candidates_.resize(size(drafts));
-  program_ = Builder(*this, workers).build();
+  program_ = Builder(*this, context, workers).build();
 }
 
 void DFlash2Step::prepare(int32_t anchor, DraftContext& context, const float* new_taps,

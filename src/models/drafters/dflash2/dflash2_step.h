@@ -32,10 +32,11 @@ class DFlash2Step {
   // The most context positions one round folds in: a verify step commits at most a block.
   static constexpr int64_t kMaxNewContextRows = 8;
 
-  // Built for `workers` workers and the config's block_size rows. The references must outlive
-  // the step.
-  DFlash2Step(const DFlash2Config& config, const DFlash2Weights& weights, const TargetView& target,
-              const kernels::Rope& rope, int workers);
+  // Built for `workers` workers and the config's block_size rows; `context` describes the
+  // context store's tensors. The references must outlive the step.
+  DFlash2Step(const DFlash2Config& config, const DFlash2Weights& weights,
+              const DraftContextSpec& context, const TargetView& target, const kernels::Rope& rope,
+              int workers);
 
   program::Program& program() { return *program_; }
 
