@@ -49,8 +49,9 @@ struct BenchOptions {
   std::vector<int64_t> prefill_tokens = {128};  // prompt lengths, each its own figure
   int64_t context = 1024;
   bool json = false;
-  std::string draft;         // speculative figures with this drafter
-  int64_t spec_tokens = 96;  // tokens generated per acceptance length
+  std::string draft;                    // speculative figures with this drafter
+  std::string draft_executor = "mega";  // how its rounds run
+  int64_t spec_tokens = 96;             // tokens generated per acceptance length
   std::string matmul_inputs = "f32";
   std::string dense_weights = "as-stored";
   bool verbose = false;  // list the 1-row step program
@@ -227,13 +228,16 @@ SpecFigure measure_speculation(LanguageModel& model, const Tokenizer& tokenizer,
 // "--draft synthetic": a random-weight drafter shaped for the target (dflash2_synthetic.h).
 std::unique_ptr<SpeculativeDrafter> open_drafter(LanguageModel& model,
                                                  const BenchOptions& options) {
+  const ExecutorKind executor = parse_executor(options.draft_executor);
   if (options.draft == "synthetic") {
     // Kimi K3 and Muse Spark draft with DSpark, Qwen3.8 with DFlash2.
     if (dynamic_cast<KimiModel*>(&model) != nullptr ||
         dynamic_cast<MuseSparkModel*>(&model) != nullptr) {
-      return make_synthetic_dspark(model.target_view(), options.threads);
+      return make_synthetic_dspark(model.target_view(), options.threads,
+                                   DSparkOptions{.executor = executor});
     }
-    return make_synthetic_dflash2(model.target_view(), options.threads);
+    return make_synthetic_dflash2(model.target_view(), options.threads,
+                                  DFlash2Options{.executor = executor});
   }
   if (options.model.empty()) {
     fail(
@@ -241,7 +245,7 @@ std::unique_ptr<SpeculativeDrafter> open_drafter(LanguageModel& model,
         "synthetic");
   }
   return load_speculative_drafter(resolve_model_source(options.draft).directory,
-                                  model.target_view(), options.threads)
+                                  model.target_view(), options.threads, executor)
       .drafter;
 }
 
@@ -639,6 +643,10 @@ CommandAction add_bench_command(CLI::App& app) {
                   "Also measure speculative decoding with this drafter at forced acceptance "
                   "lengths 1..block: a directory or org/name for --model, 'synthetic' for a "
                   "random drafter shaped for the target");
+  sub->add_option("--draft-executor", options->draft_executor,
+                  "How the drafter's rounds run: mega (fused program), ops (the same program, a "
+                  "barrier per operation) or reference (its plain forward)")
+      ->check(CLI::IsMember({"mega", "ops", "reference"}));
   sub->add_option("--spec-tokens", options->spec_tokens,
                   "Tokens generated per speculative measurement")
       ->check(CLI::Range(int64_t{8}, int64_t{100000}));

@@ -31,10 +31,13 @@ DSparkConfig synthetic_dspark_config(const TargetView& target) {
   c.markov_rank = std::min<int64_t>(256, target.hidden_size);
   c.mask_token_id = std::max<int64_t>(0, target.vocab_size - 3);
   c.draft_vocab_size = target.vocab_size;
-  // [24, 48, 72, 88, 92] of 93 layers, scaled to the target's depth, within 2 … L − 1.
+  // [24, 48, 72, 88, 92] of 93 layers, scaled to the target's depth, within 2 … L − 1 (a
+  // checkpoint's rule, §13.1). A stand-in target of 2 layers (muse-spark-layer) has no id in that
+  // range: there the benchmark drafter taps id 1, the residual after layer 0 (the same work).
+  const int64_t last = std::max<int64_t>(1, target.num_layers - 1);
   for (int64_t id : {24, 48, 72, 88, 92}) {
-    const int64_t scaled = std::clamp<int64_t>(id * target.num_layers / 93, 2,
-                                               std::max<int64_t>(2, target.num_layers - 1));
+    const int64_t scaled =
+        std::clamp<int64_t>(id * target.num_layers / 93, std::min<int64_t>(2, last), last);
     if (std::find(c.aux_hidden_state_layer_ids.begin(), c.aux_hidden_state_layer_ids.end(),
                   scaled) == c.aux_hidden_state_layer_ids.end()) {
       c.aux_hidden_state_layer_ids.push_back(scaled);
@@ -43,7 +46,8 @@ DSparkConfig synthetic_dspark_config(const TargetView& target) {
   return c;
 }
 
-std::unique_ptr<DSparkDrafter> make_synthetic_dspark(const TargetView& target, int threads) {
+std::unique_ptr<DSparkDrafter> make_synthetic_dspark(const TargetView& target, int threads,
+                                                     const DSparkOptions& options) {
   DSparkConfig c = synthetic_dspark_config(target);
   DSparkWeights w;
   ThreadPool pool(threads);
@@ -59,7 +63,7 @@ std::unique_ptr<DSparkDrafter> make_synthetic_dspark(const TargetView& target, i
   for (int64_t l = 0; l < c.num_layers; ++l) {
     make_synthetic_draft_layer(random, draft_layer_shape(c), w.layers.emplace_back());
   }
-  return std::make_unique<DSparkDrafter>(std::move(c), std::move(w), target, threads);
+  return std::make_unique<DSparkDrafter>(std::move(c), std::move(w), target, threads, options);
 }
 
 }  // namespace md

@@ -12,6 +12,7 @@ namespace md {
 
 DSparkConfig synthetic_dspark_config(const TargetView& target);
 // The embedding shares lm_head's storage (a round reads 8 of its rows).
-std::unique_ptr<DSparkDrafter> make_synthetic_dspark(const TargetView& target, int threads);
+std::unique_ptr<DSparkDrafter> make_synthetic_dspark(const TargetView& target, int threads,
+                                                     const DSparkOptions& options = {});
 
 }  // namespace md
