@@ -161,3 +161,21 @@ def assert_speculating_server(spec_url, plain_url, prompt, method, draft_tokens)
                       pool.submit(complete, spec, max_tokens=12)]
             assert beside[0].result() == alone
             beside[1].result(), beside[2].result()
+
+
+def run_cli(*args, timeout=120):
+    """`megadecode ARGS` without a terminal: the completed process."""
+    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+
+
+def assert_lossless_run(model, prompt, tokens, draft, *extra):
+    """Greedy `run` with the drafter `draft` (and `extra` flags) writes what the target alone
+    writes; returns both runs (their stderr has the round statistics)."""
+    args = ["run", "-m", str(model), "-p", prompt, "-n", str(tokens), "--greedy", "--ignore-eos"]
+    alone = run_cli(*args)
+    spec = run_cli(*args, "--draft", str(draft), *extra)
+    assert alone.returncode == 0 and spec.returncode == 0, alone.stderr + spec.stderr
+    assert spec.stdout == alone.stdout
+    assert "rounds" in spec.stderr, spec.stderr
+    return alone, spec

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (BIN, MODEL_DIR, Server, assert_speculating_server,
-                      assert_structured_answer)
+from conftest import (BIN, MODEL_DIR, Server, assert_lossless_run, assert_speculating_server,
+                      assert_structured_answer, run_cli)
 
 FIXTURE = Path(MODEL_DIR).parent.parent / "kimi" / "kimi-k3-tiny"
 MARKERS = ("<|open|>", "<|close|>", "<|sep|>", "<|end_of_msg|>", "[EOS]", "<tool_call>")
@@ -217,29 +217,18 @@ def test_run_with_the_dspark_drafter_is_lossless():
     rounds (the random drafter rarely agrees with the random target: the rounds still commit)."""
     if not DRAFT.exists():
         pytest.skip("the DSpark fixture is not built")
-    args = ["run", "-m", str(FIXTURE), "-p", PROMPT, "-n", "24", "--greedy", "--ignore-eos"]
-    alone = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=120,
-                           stdin=subprocess.DEVNULL)
-    spec = subprocess.run([BIN, *args, "--draft", str(DRAFT)], capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL)
-    assert alone.returncode == 0 and spec.returncode == 0, alone.stderr + spec.stderr
-    assert spec.stdout == alone.stdout
+    _, spec = assert_lossless_run(FIXTURE, PROMPT, 24, DRAFT)
     assert "(dspark, block 8)" in spec.stderr
-    assert "spec " in spec.stderr and "rounds" in spec.stderr, spec.stderr
     # Forced acceptance (a benchmark mode) commits every draft: the output changes, the run works.
-    forced = subprocess.run([BIN, *args, "--draft", str(DRAFT), "--force-accept", "7"],
-                            capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    forced = run_cli("run", "-m", str(FIXTURE), "-p", PROMPT, "-n", "24", "--greedy",
+                     "--ignore-eos", "--draft", str(DRAFT), "--force-accept", "7")
     assert forced.returncode == 0, forced.stderr
     accepted = re.search(r"mean acceptance length ([0-9.]+)", forced.stderr)
     assert accepted and float(accepted.group(1)) > 4, forced.stderr
     # The confidence head stops blocks early (§13.7): fewer drafts verified, the same text.
+    _, confident = assert_lossless_run(FIXTURE, PROMPT, 24, DRAFT,
+                                       "--spec-confidence-threshold", "0.5")
     drafts = re.search(r"(\d+) drafts verified", spec.stderr)
-    confident = subprocess.run([BIN, *args, "--draft", str(DRAFT),
-                                "--spec-confidence-threshold", "0.5"],
-                               capture_output=True, text=True, timeout=120,
-                               stdin=subprocess.DEVNULL)
-    assert confident.returncode == 0, confident.stderr
-    assert confident.stdout == alone.stdout
     fewer = re.search(r"(\d+) drafts verified", confident.stderr)
     assert drafts and fewer and int(fewer.group(1)) < int(drafts.group(1)), confident.stderr
 
@@ -250,14 +239,8 @@ def test_a_drafter_with_a_reduced_vocabulary_and_the_targets_embedding():
     draft = FIXTURE.parent / "dspark-kimi-k3-draftvocab"
     if not draft.exists():
         pytest.skip("the DSpark fixture is not built")
-    args = ["run", "-m", str(FIXTURE), "-p", PROMPT, "-n", "20", "--greedy", "--ignore-eos"]
-    alone = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=120,
-                           stdin=subprocess.DEVNULL)
-    spec = subprocess.run([BIN, *args, "--draft", str(draft)], capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL)
-    assert alone.returncode == 0 and spec.returncode == 0, alone.stderr + spec.stderr
-    assert spec.stdout == alone.stdout
-    assert "(dspark, block 6)" in spec.stderr and "rounds" in spec.stderr, spec.stderr
+    _, spec = assert_lossless_run(FIXTURE, PROMPT, 20, draft)
+    assert "(dspark, block 6)" in spec.stderr
 
 
 def test_confidence_threshold_needs_a_drafter_with_a_confidence_head():
@@ -274,8 +257,7 @@ def test_confidence_threshold_needs_a_drafter_with_a_confidence_head():
          "spec-confidence-threshold"),
     ]
     for extra, message in cases:
-        r = subprocess.run([BIN, "run", *extra, "-p", "hi", "-n", "2"], capture_output=True,
-                           text=True, timeout=60, stdin=subprocess.DEVNULL)
+        r = run_cli("run", *extra, "-p", "hi", "-n", "2")
         assert r.returncode != 0 and message in r.stderr, (extra, r.stderr)
         assert "Traceback" not in r.stderr and "terminate" not in r.stderr
 

@@ -4,13 +4,12 @@ rendered and tokenized as Hugging Face's jinja2 and `tokenizers` do it, the mess
 reach the client (they split reasoning from the answer), and a streamed answer is the same as the
 whole one."""
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import (BIN, MODEL_DIR, Server, assert_speculating_server,
-                      assert_structured_answer)
+from conftest import (MODEL_DIR, Server, assert_lossless_run, assert_speculating_server,
+                      assert_structured_answer, run_cli)
 
 FIXTURE = Path(MODEL_DIR).parent.parent / "musespark" / "muse-spark-tiny"
 MARKERS = ("<|start|>", "<|message|>", "<|eom|>", "<|eot|>", "<|reserved", "<|begin_of_text|>")
@@ -117,11 +116,6 @@ def test_tools_are_refused_because_the_muse_template_renders_none(muse):
     assert r.choices[0].message.tool_calls is None
 
 
-def run_cli(*args):
-    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=120,
-                          stdin=subprocess.DEVNULL)
-
-
 def test_int8_dense_weights_run_and_other_families_refuse_them():
     if not FIXTURE.exists():
         pytest.skip("the Muse Spark fixture is not built")
@@ -145,15 +139,9 @@ def test_run_with_the_dspark_drafter_is_lossless():
     writes, and the rounds are reported."""
     if not DRAFT.exists():
         pytest.skip("the DSpark fixture is not built")
-    args = ["run", "-m", str(FIXTURE), "-p", "The quick brown fox jumps over the lazy dog.",
-            "-n", "24", "--greedy", "--ignore-eos"]
-    alone = subprocess.run([BIN, *args], capture_output=True, text=True, timeout=120,
-                           stdin=subprocess.DEVNULL)
-    spec = subprocess.run([BIN, *args, "--draft", str(DRAFT)], capture_output=True, text=True,
-                          timeout=120, stdin=subprocess.DEVNULL)
-    assert alone.returncode == 0 and spec.returncode == 0, alone.stderr + spec.stderr
-    assert spec.stdout == alone.stdout
-    assert "(dspark, block 8)" in spec.stderr and "rounds" in spec.stderr, spec.stderr
+    _, spec = assert_lossless_run(FIXTURE, "The quick brown fox jumps over the lazy dog.", 24,
+                                  DRAFT)
+    assert "(dspark, block 8)" in spec.stderr
 
 
 def test_serve_with_the_dspark_drafter(muse):

@@ -2,9 +2,41 @@
 
 #include <utility>
 
+#include "base/error.h"
+
 namespace md::draft_step {
 
 using kernels::WeightMatrix;
+
+ContextRows context_rows(StepBuilder& b, std::vector<float>& k, std::vector<float>& v) {
+  return {.taps = b.buffer(nullptr),
+          .features = b.buffer(nullptr),
+          .k = b.buffer(k),
+          .v = b.buffer(v),
+          .count = 0};
+}
+
+RoundSpan begin_round(program::Program& program, const ContextRows& rows, DraftContext& context,
+                      int32_t anchor, int32_t mask, int64_t block_rows, const float* new_taps,
+                      int64_t new_rows, int64_t window_keys) {
+  if (new_rows < 0 || new_rows > kMaxNewContextRows) {
+    fail("a draft round folds in 0..{} new context rows, not {}", kMaxNewContextRows, new_rows);
+  }
+  const int64_t start = context.length() + new_rows;
+  context.prepare_keys(start - window_keys);  // the older positions: the program adds the new
+  RoundSpan span{context.extend(new_rows), start};
+  std::vector<program::StepRow> block(static_cast<std::size_t>(block_rows));
+  for (int64_t t = 0; t < block_rows; ++t) {
+    block[static_cast<std::size_t>(t)] = {t == 0 ? anchor : mask, start + t, &context};
+  }
+  program.set_rows(block);
+  program.set_count(rows.count, new_rows);
+  // The program reads the taps and writes the new features in the context's own storage (whose
+  // address moves as the context grows); it never writes through the taps.
+  program.rebind(rows.taps, const_cast<float*>(new_taps));
+  program.rebind(rows.features, context.feature_row(span.first_new));
+  return span;
+}
 
 int32_t context_fc(StepBuilder& b, const DraftContextSpec& spec, const ContextRows& rows) {
   program::RowInput taps = StepBuilder::rows(rows.taps, spec.fc_in_features());

@@ -15,6 +15,9 @@
 
 namespace md::draft_step {
 
+// The most context positions one round folds in: a verify step commits at most a block.
+inline constexpr int64_t kMaxNewContextRows = 8;
+
 // The new context rows' buffers: their taps ([rows][taps · hidden]), their features written in
 // the context's storage, their keys and values ([rows][kv_dim]), and the count register of rows.
 struct ContextRows {
@@ -22,6 +25,22 @@ struct ContextRows {
   program::BufferId k = program::kNoBuffer, v = program::kNoBuffer;
   program::RowCount count = 0;
 };
+
+// The buffers of a program's new context rows (taps and features rebound every round, keys and
+// values in `k` and `v`, [kMaxNewContextRows][kv_dim]), counted by count register 0.
+ContextRows context_rows(StepBuilder& b, std::vector<float>& k, std::vector<float>& v);
+
+// A round's inputs: the context extended by `new_rows` (<= kMaxNewContextRows) positions whose
+// taps `new_taps` holds (the program computes their features and K/V), after the K/V of the
+// older positions the window reaches — the `window_keys` before the block — were made present;
+// the block rows, `anchor` then `mask`, at the positions after them; the count register and the
+// taps and feature buffers rebound. Returns the first new position and the block's.
+struct RoundSpan {
+  int64_t first_new = 0, start = 0;
+};
+RoundSpan begin_round(program::Program& program, const ContextRows& rows, DraftContext& context,
+                      int32_t anchor, int32_t mask, int64_t block_rows, const float* new_taps,
+                      int64_t new_rows, int64_t window_keys);
 
 // fc tiles over the new rows' taps into their features; returns the instruction.
 int32_t context_fc(StepBuilder& b, const DraftContextSpec& spec, const ContextRows& rows);

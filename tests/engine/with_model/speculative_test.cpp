@@ -56,18 +56,29 @@ Outcome generate(Qwen38Model& model, const Tokenizer& tokenizer,
   return run;
 }
 
+// The prompt followed by what plain greedy decoding writes after it: an oracle's knowledge.
+std::vector<int32_t> truth_of(const std::vector<int32_t>& prompt, const Outcome& plain) {
+  std::vector<int32_t> truth = prompt;
+  for (int32_t t : ids(plain.result)) truth.push_back(t);
+  return truth;
+}
+
+std::vector<int32_t> prompt_of(int length, int step, int offset) {
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < length; ++i) prompt.push_back((i * step + offset) % 500);
+  return prompt;
+}
+
 class SpeculativeGreedy : public ::testing::TestWithParam<std::string> {};
 
 // 70 prompt tokens + 90 generated: several 64-row chunks, and many rounds.
 TEST_P(SpeculativeGreedy, OracleWithAnErrorAtEveryPositionIsLossless) {
   auto model = load_fixture(GetParam(), KvCacheType::kF32);
   auto tokenizer = load_tokenizer(qwen38_fixture_dir(GetParam()));
-  std::vector<int32_t> prompt;
-  for (int i = 0; i < 70; ++i) prompt.push_back((i * 37 + 11) % 500);
+  const std::vector<int32_t> prompt = prompt_of(70, 37, 11);
   engine::GenerationRequest request = greedy_request(prompt, 90);
   Outcome plain = generate(*model, *tokenizer, request, nullptr);
-  std::vector<int32_t> truth = prompt;
-  for (int32_t t : ids(plain.result)) truth.push_back(t);
+  const std::vector<int32_t> truth = truth_of(prompt, plain);
   for (int64_t error_at = 0; error_at < kBlock; ++error_at) {
     OracleDrafter drafter(truth, error_at, model->vocab_size());
     Outcome spec = generate(*model, *tokenizer, request, &drafter);
@@ -92,9 +103,7 @@ TEST_P(SpeculativeGreedy, OracleWithAnErrorAtEveryPositionIsLossless) {
 TEST_P(SpeculativeGreedy, RandomDrafterIsLossless) {
   auto model = load_fixture(GetParam(), KvCacheType::kF32);
   auto tokenizer = load_tokenizer(qwen38_fixture_dir(GetParam()));
-  std::vector<int32_t> prompt;
-  for (int i = 0; i < 20; ++i) prompt.push_back((i * 53 + 7) % 500);
-  engine::GenerationRequest request = greedy_request(prompt, 100);
+  engine::GenerationRequest request = greedy_request(prompt_of(20, 53, 7), 100);
   Outcome plain = generate(*model, *tokenizer, request, nullptr);
   // The random drafter proposes from the tokens the greedy run actually uses, so some drafts hit.
   std::vector<int32_t> support = ids(plain.result);
@@ -113,12 +122,10 @@ TEST_P(SpeculativeGreedy, RandomDrafterIsLossless) {
 TEST_P(SpeculativeGreedy, ConfidenceThresholdStopsBlocksWithoutChangingTheOutput) {
   auto model = load_fixture(GetParam(), KvCacheType::kF32);
   auto tokenizer = load_tokenizer(qwen38_fixture_dir(GetParam()));
-  std::vector<int32_t> prompt;
-  for (int i = 0; i < 15; ++i) prompt.push_back((i * 41 + 3) % 500);
+  const std::vector<int32_t> prompt = prompt_of(15, 41, 3);
   engine::GenerationRequest request = greedy_request(prompt, 40);
   Outcome plain = generate(*model, *tokenizer, request, nullptr);
-  std::vector<int32_t> truth = prompt;
-  for (int32_t t : ids(plain.result)) truth.push_back(t);
+  const std::vector<int32_t> truth = truth_of(prompt, plain);
   // Every draft is right; the confidences fall below 0.5 at draft 3.
   const std::vector<float> confidence{0.9f, 0.8f, 0.6f, 0.3f, 0.9f, 0.9f, 0.9f};
   OracleDrafter drafter(truth, kBlock, model->vocab_size(), confidence);

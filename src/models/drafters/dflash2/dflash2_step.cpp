@@ -22,9 +22,6 @@ std::size_t size(int64_t n) {
   return static_cast<std::size_t>(n);
 }
 
-// Count register 0: the new context rows this round folds in.
-constexpr program::RowCount kContextRows = 0;
-
 }  // namespace
 
 // Lowers the round onto the shared layer library, sub-layer by sub-layer. Every block-forward
@@ -49,13 +46,8 @@ class DFlash2Step::Builder {
             b_.buffer(s.k_),         b_.buffer(s.v_),      b_.buffer(s.attended_),
             b_.buffer(s.gate_),      b_.buffer(s.up_),     b_.buffer(s.logits_),
             b_.buffer(s.rho_)};
-    context_ = {.taps = b_.buffer(nullptr),
-                .features = b_.buffer(nullptr),
-                .k = b_.buffer(s.context_k_),
-                .v = b_.buffer(s.context_v_),
-                .count = kContextRows};
-    s.taps_id_ = context_.taps;
-    s.features_id_ = context_.features;
+    context_ = draft_step::context_rows(b_, s.context_k_, s.context_v_);
+    s.context_rows_ = context_;
     context_fc_ = draft_step::context_fc(b_, spec_, context_);
     int32_t residual = b_.add({"embed",
                                c_.block_size,
@@ -144,7 +136,7 @@ class DFlash2Step::Builder {
                                         .kv_stride = c_.kv_dim(),
                                         .context_k = context_.k,
                                         .context_v = context_.v,
-                                        .context_rows_from = kContextRows,
+                                        .context_rows_from = context_.count,
                                         .heads = c_.num_attention_heads,
                                         .kv_heads = c_.num_key_value_heads,
                                         .head_dim = c_.head_dim,
@@ -233,35 +225,19 @@ DFlash2Step::DFlash2Step(const DFlash2Config& config, const DFlash2Weights& weig
 
 void DFlash2Step::prepare(int32_t anchor, DraftContext& context, const float* new_taps,
                           int64_t new_rows) {
-  if (new_rows < 0 || new_rows > kMaxNewContextRows) {
-    fail("a DFlash2 round folds in 0..{} new context rows, not {}", kMaxNewContextRows, new_rows);
-  }
   if (anchor < 0 || anchor >= config_.vocab_size) {
     fail("DFlash2 round: anchor token {} is outside the vocabulary of {}", anchor,
          config_.vocab_size);
   }
-  int64_t start = context.length() + new_rows;
-  // The older positions first: the program computes only the new ones.
-  context.prepare_keys(start - config_.sliding_window + 1);
+  // Block row t sees the context positions within the window before it (§11.5).
   context_ = &context;
-  first_new_ = context.extend(new_rows);
-  start_ = start;
-  // The block rows: the anchor, then mask tokens, at consecutive positions of this context.
-  std::vector<program::StepRow> rows(size(config_.block_size));
-  for (int64_t t = 0; t < config_.block_size; ++t) {
-    rows[size(t)] = {t == 0 ? anchor : static_cast<int32_t>(config_.mask_token_id), start + t,
-                     &context};
-  }
-  program_->set_rows(rows);
-  program_->set_count(kContextRows, new_rows);
-  // The program reads the taps and writes the new features in the context's own storage (whose
-  // address moves as the context grows); it never writes through the taps.
-  program_->rebind(taps_id_, const_cast<float*>(new_taps));
-  program_->rebind(features_id_, context.feature_row(first_new_));
+  span_ = draft_step::begin_round(*program_, context_rows_, context, anchor,
+                                  static_cast<int32_t>(config_.mask_token_id), config_.block_size,
+                                  new_taps, new_rows, config_.sliding_window - 1);
 }
 
 void DFlash2Step::finish() {
-  context_->mark_keys(first_new_, start_);
+  context_->mark_keys(span_.first_new, span_.start);
   const int64_t stride = config_.selector_top_k;
   const auto k = static_cast<std::ptrdiff_t>(std::min(stride, config_.vocab_size));
   for (std::size_t row = 0; row < candidates_.size(); ++row) {

@@ -22,6 +22,7 @@
 #include "models/drafters/dflash2/dflash2_weights.h"
 #include "models/drafters/dflash2_config.h"
 #include "models/drafters/draft_context.h"
+#include "models/drafters/draft_step_parts.h"
 #include "models/drafters/speculative_drafter.h"
 #include "program/program.h"
 
@@ -29,8 +30,7 @@ namespace md {
 
 class DFlash2Step {
  public:
-  // The most context positions one round folds in: a verify step commits at most a block.
-  static constexpr int64_t kMaxNewContextRows = 8;
+  static constexpr int64_t kMaxNewContextRows = draft_step::kMaxNewContextRows;
 
   // Built for `workers` workers and the config's block_size rows; `context` describes the
   // context store's tensors. The references must outlive the step.
@@ -63,12 +63,10 @@ class DFlash2Step {
   std::unique_ptr<program::Program> program_;
 
   // The last run's context, its first new position and the anchor's (block row t sits at
-  // start_ + t).
+  // start + t); the new rows' buffers.
   DraftContext* context_ = nullptr;
-  int64_t first_new_ = 0;
-  int64_t start_ = 0;
-  // Buffers rebound every run: the new rows' taps and their feature rows in the context.
-  program::BufferId taps_id_ = program::kNoBuffer, features_id_ = program::kNoBuffer;
+  draft_step::RoundSpan span_;
+  draft_step::ContextRows context_rows_;
 
   // Activations, f32 [rows][width]: block rows unless named otherwise.
   std::vector<float> hidden_;     // the residual stream

@@ -6,7 +6,6 @@
 #include <string>
 #include <utility>
 
-#include "base/error.h"
 #include "models/common/step_builder.h"
 #include "models/drafters/draft_step_parts.h"
 
@@ -20,9 +19,6 @@ using program::NormKind;
 std::size_t size(int64_t n) {
   return static_cast<std::size_t>(n);
 }
-
-// Count register 0: the new context rows this round folds in.
-constexpr program::RowCount kContextRows = 0;
 
 }  // namespace
 
@@ -46,13 +42,8 @@ class DSparkStep::Builder {
     ids_ = {b_.buffer(s.hidden_), b_.buffer(s.normed_), b_.buffer(s.q_),
             b_.buffer(s.k_),      b_.buffer(s.v_),      b_.buffer(s.attended_),
             b_.buffer(s.gate_),   b_.buffer(s.up_),     b_.buffer(s.logits_)};
-    context_ = {.taps = b_.buffer(nullptr),
-                .features = b_.buffer(nullptr),
-                .k = b_.buffer(s.context_k_),
-                .v = b_.buffer(s.context_v_),
-                .count = kContextRows};
-    s.taps_id_ = context_.taps;
-    s.features_id_ = context_.features;
+    context_ = draft_step::context_rows(b_, s.context_k_, s.context_v_);
+    s.context_rows_ = context_;
     context_fc_ = draft_step::context_fc(b_, spec_, context_);
     int32_t residual = b_.add(
         {"embed", c_.block_size - 1, program::EmbedOperands{w_.embed_tokens, ids_.hidden}, {}, {}});
@@ -104,7 +95,7 @@ class DSparkStep::Builder {
                                         .kv_stride = c_.kv_dim(),
                                         .context_k = context_.k,
                                         .context_v = context_.v,
-                                        .context_rows_from = kContextRows,
+                                        .context_rows_from = context_.count,
                                         .heads = c_.num_attention_heads,
                                         .kv_heads = c_.num_key_value_heads,
                                         .head_dim = c_.head_dim,
@@ -174,32 +165,15 @@ DSparkStep::DSparkStep(const DSparkConfig& config, const DSparkWeights& weights,
 
 void DSparkStep::prepare(int32_t anchor, DraftContext& context, const float* new_taps,
                          int64_t new_rows) {
-  if (new_rows < 0 || new_rows > kMaxNewContextRows) {
-    fail("a DSpark round folds in 0..{} new context rows, not {}", kMaxNewContextRows, new_rows);
-  }
-  const int64_t start = context.length() + new_rows;
-  // The older positions first (§13.4: the block sees [anchor − window, anchor)); the program
-  // computes only the new ones.
-  context.prepare_keys(start - config_.sliding_window);
+  // §13.4: the block sees [anchor − window, anchor).
   context_ = &context;
-  first_new_ = context.extend(new_rows);
-  start_ = start;
-  // The block rows: the anchor, then mask tokens, at consecutive positions of this context.
-  std::vector<program::StepRow> rows(size(config_.block_size - 1));
-  for (int64_t t = 0; t < config_.block_size - 1; ++t) {
-    rows[size(t)] = {t == 0 ? anchor : static_cast<int32_t>(config_.mask_token_id), start + t,
-                     &context};
-  }
-  program_->set_rows(rows);
-  program_->set_count(kContextRows, new_rows);
-  // The program reads the taps and writes the new features in the context's own storage (whose
-  // address moves as the context grows); it never writes through the taps.
-  program_->rebind(taps_id_, const_cast<float*>(new_taps));
-  program_->rebind(features_id_, context.feature_row(first_new_));
+  span_ = draft_step::begin_round(
+      *program_, context_rows_, context, anchor, static_cast<int32_t>(config_.mask_token_id),
+      config_.block_size - 1, new_taps, new_rows, config_.sliding_window);
 }
 
 void DSparkStep::finish() {
-  context_->mark_keys(first_new_, start_);
+  context_->mark_keys(span_.first_new, span_.start);
 }
 
 }  // namespace md

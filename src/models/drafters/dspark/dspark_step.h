@@ -19,6 +19,7 @@
 
 #include "kernels/rope.h"
 #include "models/drafters/draft_context.h"
+#include "models/drafters/draft_step_parts.h"
 #include "models/drafters/dspark/dspark_weights.h"
 #include "models/drafters/dspark_config.h"
 #include "program/program.h"
@@ -27,8 +28,7 @@ namespace md {
 
 class DSparkStep {
  public:
-  // The most context positions one round folds in: a verify step commits at most a block.
-  static constexpr int64_t kMaxNewContextRows = 8;
+  static constexpr int64_t kMaxNewContextRows = draft_step::kMaxNewContextRows;
 
   // Built for `workers` workers and the block's block_size − 1 rows (the last row's draft is
   // never verified); `context` describes the context store's tensors. The references must
@@ -59,12 +59,10 @@ class DSparkStep {
   const kernels::Rope& rope_;
   std::unique_ptr<program::Program> program_;
 
-  // The last run's context, its first new position and the anchor's.
+  // The last run's context, its first new position and the anchor's; the new rows' buffers.
   DraftContext* context_ = nullptr;
-  int64_t first_new_ = 0;
-  int64_t start_ = 0;
-  // Buffers rebound every run: the new rows' taps and their feature rows in the context.
-  program::BufferId taps_id_ = program::kNoBuffer, features_id_ = program::kNoBuffer;
+  draft_step::RoundSpan span_;
+  draft_step::ContextRows context_rows_;
 
   // Activations, f32 [rows][width]: block rows unless named otherwise.
   std::vector<float> hidden_;  // the residual stream
