@@ -136,8 +136,10 @@ class DSparkReference:
         self.mask_token = top["mask_token_id"]
         self.rank = top["markov_rank"]
         self.block = top["block_size"]
-        self.confidence = top.get("enable_confidence_head", False)
-        self.confidence_with_markov = top.get("confidence_head_with_markov", False)
+        # speculators' defaults: a confidence head over [hidden ; markov_w1[prev]]
+        self.confidence = top.get("enable_confidence_head", True)
+        self.confidence_with_markov = (self.confidence and
+                                       top.get("confidence_head_with_markov", True))
         self.w = read_safetensors(folder / "model.safetensors")
         if "embed_tokens.weight" not in self.w:
             self.w["embed_tokens.weight"] = target_embedding(target_folder)

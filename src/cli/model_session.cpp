@@ -214,8 +214,8 @@ ModelSession open_model_session(const ModelFlags& flags, int sequences) {
     session.drafter_directory = draft_source->directory;
     session.block_size = flags.block_size;
     session.force_accept = flags.force_accept;
-    session.confidence_threshold =
-        engine::checked_confidence_threshold(*session.drafter, flags.confidence_threshold);
+    session.confidence_threshold = engine::checked_confidence_threshold(
+        *session.drafter, flags.confidence_threshold, flags.force_accept);
     log::info("speculative decoding with {} ({}, block {})", draft_source->directory,
               session.drafter_method,
               flags.block_size > 0 ? flags.block_size : session.drafter->block_size());

@@ -59,7 +59,7 @@ void Generator::set_drafter(SpeculativeDrafter* drafter, int64_t block_size, int
   block_size = checked_block_size(model_, *drafter, block_size, force_accept);
   rounds_ = std::make_unique<SpeculativeRounds>(
       model_, block_size, force_accept,
-      checked_confidence_threshold(*drafter, confidence_threshold));
+      checked_confidence_threshold(*drafter, confidence_threshold, force_accept));
   drafter_ = drafter;
   model_.set_tap_layers(drafter->tap_layers());
 }

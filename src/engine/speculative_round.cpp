@@ -28,16 +28,23 @@ void append_kept_taps(const LanguageModel& model, SpeculativeDrafter& drafter, i
 // The drafts a round verifies: those before the first whose confidence is below the threshold.
 int64_t confident_drafts(const DraftProposal& proposal, float threshold) {
   if (threshold <= 0) return static_cast<int64_t>(proposal.tokens.size());
+  // A NaN confidence is not confident.
   auto low = std::find_if(proposal.confidence.begin(), proposal.confidence.end(),
-                          [threshold](float c) { return c < threshold; });
+                          [threshold](float c) { return !(c >= threshold); });
   return low - proposal.confidence.begin();
 }
 
 }  // namespace
 
-float checked_confidence_threshold(const SpeculativeDrafter& drafter, float threshold) {
+float checked_confidence_threshold(const SpeculativeDrafter& drafter, float threshold,
+                                   int64_t force_accept) {
   if (!(threshold >= 0 && threshold <= 1)) {
     fail("--spec-confidence-threshold must be between 0 (off) and 1, got {}", threshold);
+  }
+  if (threshold > 0 && force_accept > 0) {
+    fail(
+        "--spec-confidence-threshold and --force-accept do not go together: a forced acceptance "
+        "length needs every round to verify its drafts");
   }
   if (threshold > 0 && !drafter.has_confidence()) {
     fail(
@@ -105,12 +112,12 @@ SpeculativeRound SpeculativeRounds::run(SequenceState& state, SpeculativeDrafter
   DraftProposal proposal = drafter.propose(anchor, temperature, uniforms);
   rows = std::min(rows, 1 + confident_drafts(proposal, confidence_threshold_));
   Clock::time_point verify_start = Clock::now();
-  if (rows < 2) {  // no draft is confident enough: the anchor alone, as plain decoding feeds it
+  if (rows < 2) {
+    // No draft is confident enough: the anchor alone, as plain decoding feeds it. Like a plain
+    // step at the end of the context it is not a round (rounds, τ and the server's metrics count
+    // verify steps that carried drafts); the drafting it cost is.
     SpeculativeRound round = plain_step(state, drafter, decoder, anchor);
     stats.draft_seconds += seconds_between(draft_start, verify_start);
-    stats.verify_seconds += seconds_between(verify_start, Clock::now());
-    ++stats.rounds;
-    ++stats.produced;
     return round;
   }
   std::vector<int32_t> block{anchor};

@@ -46,17 +46,18 @@ struct SpeculativeRound {
 // block_size 0 means the drafter's; force_accept 0 means off. Returns the block size.
 int64_t checked_block_size(const LanguageModel& model, const SpeculativeDrafter& drafter,
                            int64_t block_size, int64_t force_accept);
-// --spec-confidence-threshold: 0 (off) or in (0, 1], and only for a drafter whose proposals carry
-// a confidence (md::Error otherwise). Returns it.
-float checked_confidence_threshold(const SpeculativeDrafter& drafter, float threshold);
+// --spec-confidence-threshold: 0 (off) or in (0, 1], only for a drafter whose proposals carry a
+// confidence, and not with a forced acceptance length (md::Error otherwise). Returns it.
+float checked_confidence_threshold(const SpeculativeDrafter& drafter, float threshold,
+                                   int64_t force_accept = 0);
 
 class SpeculativeRounds {
  public:
   // force_accept (benchmarks only): every round takes exactly force_accept-1 drafts and then the
   // target's own token, to time rounds at that acceptance length; output is then not the model's.
   // confidence_threshold > 0: a round verifies only the drafts before the first whose confidence
-  // is below it (none: the round is one plain decode step of the anchor); the output is
-  // unchanged, only how many drafts each round risks.
+  // is below it (none: one plain decode step of the anchor, not counted as a round); the output
+  // is unchanged, only how many drafts each round risks.
   SpeculativeRounds(LanguageModel& model, int64_t block_size, int64_t force_accept = 0,
                     float confidence_threshold = 0);
 

@@ -212,7 +212,8 @@ TargetView KimiModel::target_view() const {
                     .hidden_size = config_.hidden_size,
                     .vocab_size = config_.vocab_size,
                     .num_layers = config_.num_layers,
-                    .executor = nullptr,
+                    // The drafter's fused rounds borrow the persistent team (draft_team.h).
+                    .executor = &executors_->get(ExecutorKind::kMega),
                     .matmul_inputs = kernels::MatmulInputs::kF32};
 }
 

@@ -112,7 +112,7 @@ class DSparkSpeculative : public ::testing::TestWithParam<Pair> {
   // Rounds from the prefill on: the tokens they choose, and after each round the state's
   // comparison with plain decoding's at the same position.
   std::vector<int32_t> speculate(const std::vector<int32_t>& prompt, float temperature,
-                                 bool compare_states) {
+                                 bool compare_states, float confidence_threshold = 0) {
     auto state = model_->new_sequence(kCapacity);
     drafter_->truncate_context(0);
     std::vector<float> logits;
@@ -123,12 +123,14 @@ class DSparkSpeculative : public ::testing::TestWithParam<Pair> {
                                   kCapacity);
     engine::TokenOutcome outcome = decoder.next(logits, state->position());
     std::vector<int32_t> chosen{outcome.token.id};
-    engine::SpeculativeRounds rounds(*model_, drafter_->block_size());
+    int64_t plain_steps = 0;
+    engine::SpeculativeRounds rounds(*model_, drafter_->block_size(), 0, confidence_threshold);
     engine::SpeculationStats stats;
     const auto start = static_cast<int64_t>(prompt.size());
     while (static_cast<int64_t>(chosen.size()) < kGenerated) {
       engine::SpeculativeRound round = rounds.run(*state, *drafter_, decoder, chosen.back(), stats);
       for (const engine::TokenOutcome& o : round.outcomes) chosen.push_back(o.token.id);
+      plain_steps += round.drafted == 0 ? 1 : 0;
       EXPECT_EQ(drafter_->context_length(), state->position());
       if (!compare_states) continue;
       const auto fed = static_cast<std::size_t>(state->position() - start);
@@ -138,7 +140,14 @@ class DSparkSpeculative : public ::testing::TestWithParam<Pair> {
       // Either state decodes the next token to the same logits.
       EXPECT_EQ(next_logits(*state, tokens_[fed]), next_logits(*states_[fed], tokens_[fed]));
     }
-    EXPECT_GT(stats.rounds, 3);
+    EXPECT_GT(stats.rounds, confidence_threshold > 0 ? 0 : 3);
+    // A threshold mixes rounds that draft with steps that draft nothing; without one every
+    // round drafts.
+    if (confidence_threshold > 0) {
+      EXPECT_GT(plain_steps, 0);
+    } else {
+      EXPECT_EQ(plain_steps, 0);
+    }
     return chosen;
   }
 
@@ -169,6 +178,16 @@ TEST_P(DSparkSpeculative, GreedyRoundsArePlainDecodingAtEveryPromptLength) {
               std::vector<int32_t>(tokens_.begin(),
                                    tokens_.begin() + static_cast<std::ptrdiff_t>(chosen.size())));
   }
+}
+
+// With the confidence head stopping blocks early (some steps then draft nothing and feed the
+// anchor alone): the same tokens, states and drafter context after every round or step.
+TEST_P(DSparkSpeculative, ConfidenceThresholdKeepsPlainDecoding) {
+  const std::vector<int32_t> prompt = prompt_of(13);
+  plain(prompt);
+  std::vector<int32_t> chosen = speculate(prompt, 0.0f, /*compare_states=*/true, 0.5f);
+  chosen.resize(static_cast<std::size_t>(kGenerated));
+  EXPECT_EQ(chosen, std::vector<int32_t>(tokens_.begin(), tokens_.begin() + kGenerated));
 }
 
 TEST_P(DSparkSpeculative, SamplingNearZeroTemperatureIsGreedy) {

@@ -143,17 +143,20 @@ TEST_P(SpeculativeGreedy, ConfidenceThresholdStopsBlocksWithoutChangingTheOutput
   EXPECT_GE(s.accepted_at[2], s.rounds - 1);  // the last round may end at max_tokens
   EXPECT_EQ(s.accepted_at[3], 0);
 
-  // Above every confidence: each round is the anchor alone, still plain decoding's output.
+  // Above every confidence: each step is the anchor alone (a plain step, not a round), still
+  // plain decoding's output.
   Outcome none = generate(*model, *tokenizer, request, &drafter, 0.95f);
   ASSERT_EQ(ids(none.result), ids(plain.result));
   EXPECT_TRUE(same_state(*model, *none.state, *plain.state));
   EXPECT_EQ(none.result.stats.speculation.drafted, 0);
-  EXPECT_GT(none.result.stats.speculation.rounds, 0);
+  EXPECT_EQ(none.result.stats.speculation.rounds, 0);
+  EXPECT_GT(none.result.stats.speculation.draft_seconds, 0);
 
   // Refused: a threshold outside [0, 1], and one for a drafter without confidences.
   engine::Generator generator(*model, *tokenizer, kContext);
   EXPECT_THROW(generator.set_drafter(&drafter, 0, 0, 1.5f), Error);
   EXPECT_THROW(generator.set_drafter(&drafter, 0, 0, -0.1f), Error);
+  EXPECT_THROW(generator.set_drafter(&drafter, 0, 4, 0.5f), Error);  // with --force-accept
   OracleDrafter blind(truth, kBlock, model->vocab_size());
   EXPECT_THROW(generator.set_drafter(&blind, 0, 0, 0.5f), Error);
   EXPECT_NO_THROW(generator.set_drafter(&blind, 0, 0, 0.0f));

@@ -306,7 +306,9 @@ std::vector<float> DSparkDrafter::block_forward(int32_t anchor, Block& b) const 
   // and the block is causal: the rows before it do not see it, so it is not run.
   for (int64_t t = 0; t < b.rows; ++t) {
     const int32_t token = t == 0 ? anchor : static_cast<int32_t>(c.mask_token_id);
-    (void)kernels::row_to_f32(weights_.embed_tokens, token, b.x.data() + t * h);
+    if (!kernels::row_to_f32(weights_.embed_tokens, token, b.x.data() + t * h)) {
+      fail("DSpark: cannot read embedding rows stored as {}", weights_.embed_tokens.format_name());
+    }
   }
   for (int64_t l = 0; l < c.num_layers; ++l) {
     attention(l, anchor_position, b);

@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "base/error.h"
 #include "models/common/recording_binder.h"
@@ -23,6 +24,15 @@ kernels::WeightMatrix own_or_target(RecordingBinder& bind, const std::string& na
          name, rows, hidden);
   }
   return target;
+}
+
+// The block embeds its tokens by rows of the table: refused at load when its format has none.
+void check_embeddable(const kernels::WeightMatrix& table) {
+  std::vector<float> row(static_cast<std::size_t>(table.cols));
+  if (!kernels::row_to_f32(table, 0, row.data())) {
+    fail("{}: the embedding table is stored as {}, which cannot be read row by row", kFamily,
+         table.format_name());
+  }
 }
 
 // speculators' d2t: draft id d stands for target id d + d2t[d]; t2d (optional) marks the target
@@ -66,6 +76,7 @@ DSparkWeights bind_dspark_weights(const DSparkConfig& c, const Checkpoint& check
   RecordingBinder bind(checkpoint, kFamily, w.owned);
   const int64_t h = c.hidden_size, v = c.vocab_size, draft = c.draft_vocab_size;
   w.embed_tokens = own_or_target(bind, "embed_tokens.weight", v, h, target.embed_tokens);
+  check_embeddable(w.embed_tokens);
   if (draft != v) {
     // A reduced head is the drafter's own (speculators saves it); the target's has other rows.
     w.lm_head = kernels::WeightMatrix::of(bind.matrix("lm_head.weight", draft, h));
