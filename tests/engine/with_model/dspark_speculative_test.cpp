@@ -118,9 +118,10 @@ class DSparkSpeculative : public ::testing::TestWithParam<Pair> {
     std::vector<float> logits;
     model_->forward(*state, prompt, LogitRows::kLast, logits);
     drafter_->append_context(model_->last_taps(), static_cast<int64_t>(prompt.size()));
-    engine::ChoiceDecoder decoder(request_of(prompt, temperature), {},
-                                  static_cast<int32_t>(model_->vocab_size()), *tokenizer_, 1234,
-                                  kCapacity);
+    // The decoder keeps a reference to its request.
+    const engine::GenerationRequest request = request_of(prompt, temperature);
+    engine::ChoiceDecoder decoder(request, {}, static_cast<int32_t>(model_->vocab_size()),
+                                  *tokenizer_, 1234, kCapacity);
     engine::TokenOutcome outcome = decoder.next(logits, state->position());
     std::vector<int32_t> chosen{outcome.token.id};
     int64_t plain_steps = 0;
