@@ -145,15 +145,20 @@ TokenOutcome ChoiceDecoder::verify_draft(std::span<float> logits, int64_t positi
     }
     return 0.0;
   };
-  // q by id, sorted once (a drafter's q may cover the whole vocabulary or a few candidates:
-  // neither a scan per candidate of p nor a vocabulary-sized table per position).
-  std::vector<std::pair<int32_t, float>> q_by_id(q.begin(), q.end());
-  std::sort(q_by_id.begin(), q_by_id.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  // q by id, looked up by binary search (a drafter's q may cover the whole vocabulary or a few
+  // candidates: neither a scan per candidate of p nor a vocabulary-sized table per position). A
+  // whole-vocabulary q comes in id order already; only another order is sorted, in a copy.
+  auto by_id = [](const auto& a, const auto& b) { return a.first < b.first; };
+  std::vector<std::pair<int32_t, float>> sorted;
+  std::span<const std::pair<int32_t, float>> q_by_id = q;
+  if (!std::is_sorted(q.begin(), q.end(), by_id)) {
+    sorted.assign(q.begin(), q.end());
+    std::sort(sorted.begin(), sorted.end(), by_id);
+    q_by_id = sorted;
+  }
   auto q_at = [&](int32_t id) {
-    auto [first, last] =
-        std::equal_range(q_by_id.begin(), q_by_id.end(), std::pair<int32_t, float>{id, 0.0f},
-                         [](const auto& a, const auto& b) { return a.first < b.first; });
+    auto [first, last] = std::equal_range(q_by_id.begin(), q_by_id.end(),
+                                          std::pair<int32_t, float>{id, 0.0f}, by_id);
     double sum = 0;
     for (auto it = first; it != last; ++it) sum += it->second;
     return sum;

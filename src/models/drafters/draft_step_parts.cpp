@@ -8,34 +8,43 @@ namespace md::draft_step {
 
 using kernels::WeightMatrix;
 
-ContextRows context_rows(StepBuilder& b, std::vector<float>& k, std::vector<float>& v) {
-  return {.taps = b.buffer(nullptr),
+NewContextRows::NewContextRows(int64_t kv_dim)
+    : k_(static_cast<std::size_t>(kMaxNewContextRows * kv_dim)),
+      v_(static_cast<std::size_t>(kMaxNewContextRows * kv_dim)) {}
+
+const ContextRows& NewContextRows::bind(StepBuilder& b) {
+  ids_ = {.taps = b.buffer(nullptr),
           .features = b.buffer(nullptr),
-          .k = b.buffer(k),
-          .v = b.buffer(v),
+          .k = b.buffer(k_),
+          .v = b.buffer(v_),
           .count = 0};
+  return ids_;
 }
 
-RoundSpan begin_round(program::Program& program, const ContextRows& rows, DraftContext& context,
-                      int32_t anchor, int32_t mask, int64_t block_rows, const float* new_taps,
-                      int64_t new_rows, int64_t window_keys) {
+void NewContextRows::begin(program::Program& program, DraftContext& context, int32_t anchor,
+                           int32_t mask, int64_t block_rows, const float* new_taps,
+                           int64_t new_rows, int64_t window_keys) {
   if (new_rows < 0 || new_rows > kMaxNewContextRows) {
     fail("a draft round folds in 0..{} new context rows, not {}", kMaxNewContextRows, new_rows);
   }
-  const int64_t start = context.length() + new_rows;
-  context.prepare_keys(start - window_keys);  // the older positions: the program adds the new
-  RoundSpan span{context.extend(new_rows), start};
+  start_ = context.length() + new_rows;
+  context.prepare_keys(start_ - window_keys);  // the older positions: the program adds the new
+  context_ = &context;
+  first_new_ = context.extend(new_rows);
   std::vector<program::StepRow> block(static_cast<std::size_t>(block_rows));
   for (int64_t t = 0; t < block_rows; ++t) {
-    block[static_cast<std::size_t>(t)] = {t == 0 ? anchor : mask, start + t, &context};
+    block[static_cast<std::size_t>(t)] = {t == 0 ? anchor : mask, start_ + t, &context};
   }
   program.set_rows(block);
-  program.set_count(rows.count, new_rows);
+  program.set_count(ids_.count, new_rows);
   // The program reads the taps and writes the new features in the context's own storage (whose
   // address moves as the context grows); it never writes through the taps.
-  program.rebind(rows.taps, const_cast<float*>(new_taps));
-  program.rebind(rows.features, context.feature_row(span.first_new));
-  return span;
+  program.rebind(ids_.taps, const_cast<float*>(new_taps));
+  program.rebind(ids_.features, context.feature_row(first_new_));
+}
+
+void NewContextRows::finish() {
+  context_->mark_keys(first_new_, start_);
 }
 
 int32_t context_fc(StepBuilder& b, const DraftContextSpec& spec, const ContextRows& rows) {

@@ -26,21 +26,31 @@ struct ContextRows {
   program::RowCount count = 0;
 };
 
-// The buffers of a program's new context rows (taps and features rebound every round, keys and
-// values in `k` and `v`, [kMaxNewContextRows][kv_dim]), counted by count register 0.
-ContextRows context_rows(StepBuilder& b, std::vector<float>& k, std::vector<float>& v);
+// The context positions a round's program computes itself: their key and value storage
+// ([kMaxNewContextRows][kv_dim] each), the program's buffers for them (taps and features rebound
+// every round; counted by count register 0), and the round they were last set up for.
+class NewContextRows {
+ public:
+  explicit NewContextRows(int64_t kv_dim);
 
-// A round's inputs: the context extended by `new_rows` (<= kMaxNewContextRows) positions whose
-// taps `new_taps` holds (the program computes their features and K/V), after the K/V of the
-// older positions the window reaches — the `window_keys` before the block — were made present;
-// the block rows, `anchor` then `mask`, at the positions after them; the count register and the
-// taps and feature buffers rebound. Returns the first new position and the block's.
-struct RoundSpan {
-  int64_t first_new = 0, start = 0;
+  // Registers the buffers with the program being built; returns the ids its lowering reads.
+  const ContextRows& bind(StepBuilder& b);
+
+  // A round's inputs: the context extended by `new_rows` (<= kMaxNewContextRows) positions whose
+  // taps `new_taps` holds, after the K/V of the older positions the window reaches — the
+  // `window_keys` before the block — were made present; the block rows, `anchor` then `mask`, at
+  // the positions after them; the count register and the taps and feature buffers rebound.
+  void begin(program::Program& program, DraftContext& context, int32_t anchor, int32_t mask,
+             int64_t block_rows, const float* new_taps, int64_t new_rows, int64_t window_keys);
+  // After the program ran: records the new positions' K/V in the context's rings.
+  void finish();
+
+ private:
+  std::vector<float> k_, v_;
+  ContextRows ids_;
+  DraftContext* context_ = nullptr;
+  int64_t first_new_ = 0, start_ = 0;  // the last round's first new position and first block row
 };
-RoundSpan begin_round(program::Program& program, const ContextRows& rows, DraftContext& context,
-                      int32_t anchor, int32_t mask, int64_t block_rows, const float* new_taps,
-                      int64_t new_rows, int64_t window_keys);
 
 // fc tiles over the new rows' taps into their features; returns the instruction.
 int32_t context_fc(StepBuilder& b, const DraftContextSpec& spec, const ContextRows& rows);

@@ -46,8 +46,7 @@ class DFlash2Step::Builder {
             b_.buffer(s.k_),         b_.buffer(s.v_),      b_.buffer(s.attended_),
             b_.buffer(s.gate_),      b_.buffer(s.up_),     b_.buffer(s.logits_),
             b_.buffer(s.rho_)};
-    context_ = draft_step::context_rows(b_, s.context_k_, s.context_v_);
-    s.context_rows_ = context_;
+    context_ = s.new_rows_.bind(b_);
     context_fc_ = draft_step::context_fc(b_, spec_, context_);
     int32_t residual = b_.add({"embed",
                                c_.block_size,
@@ -199,7 +198,7 @@ class DFlash2Step::Builder {
 DFlash2Step::DFlash2Step(const DFlash2Config& config, const DFlash2Weights& weights,
                          const DraftContextSpec& context, const TargetView& target,
                          const kernels::Rope& rope, int workers)
-    : config_(config), weights_(weights), target_(target), rope_(rope) {
+    : config_(config), weights_(weights), target_(target), rope_(rope), new_rows_(config.kv_dim()) {
   const DFlash2Config& c = config;
   int64_t rows = c.block_size, drafts = rows - 1;
   auto buffer = [](int64_t n) { return std::vector<float>(size(n)); };
@@ -214,8 +213,6 @@ DFlash2Step::DFlash2Step(const DFlash2Config& config, const DFlash2Weights& weig
   attended_ = buffer(rows * c.q_dim());
   gate_ = buffer(rows * c.intermediate_size);
   up_ = buffer(rows * c.intermediate_size);
-  context_k_ = buffer(kMaxNewContextRows * c.kv_dim());
-  context_v_ = buffer(kMaxNewContextRows * c.kv_dim());
   logits_ = buffer(drafts * c.vocab_size);
   rho_ = buffer(drafts * c.selector_rank);
   top_k_.resize(size(drafts * c.selector_top_k));
@@ -230,14 +227,12 @@ void DFlash2Step::prepare(int32_t anchor, DraftContext& context, const float* ne
          config_.vocab_size);
   }
   // Block row t sees the context positions within the window before it (§11.5).
-  context_ = &context;
-  span_ = draft_step::begin_round(*program_, context_rows_, context, anchor,
-                                  static_cast<int32_t>(config_.mask_token_id), config_.block_size,
-                                  new_taps, new_rows, config_.sliding_window - 1);
+  new_rows_.begin(*program_, context, anchor, static_cast<int32_t>(config_.mask_token_id),
+                  config_.block_size, new_taps, new_rows, config_.sliding_window - 1);
 }
 
 void DFlash2Step::finish() {
-  context_->mark_keys(span_.first_new, span_.start);
+  new_rows_.finish();
   const int64_t stride = config_.selector_top_k;
   const auto k = static_cast<std::ptrdiff_t>(std::min(stride, config_.vocab_size));
   for (std::size_t row = 0; row < candidates_.size(); ++row) {

@@ -62,11 +62,7 @@ class DFlash2Step {
   const kernels::Rope& rope_;
   std::unique_ptr<program::Program> program_;
 
-  // The last run's context, its first new position and the anchor's (block row t sits at
-  // start + t); the new rows' buffers.
-  DraftContext* context_ = nullptr;
-  draft_step::RoundSpan span_;
-  draft_step::ContextRows context_rows_;
+  draft_step::NewContextRows new_rows_;  // the positions a round computes itself
 
   // Activations, f32 [rows][width]: block rows unless named otherwise.
   std::vector<float> hidden_;     // the residual stream
@@ -75,7 +71,6 @@ class DFlash2Step {
   std::vector<float> projected_;  // o_proj or down_proj output
   std::vector<float> coeffs_;     // the sub-layer's dynamic conv coefficients
   std::vector<float> q_, k_, v_, attended_, gate_, up_;
-  std::vector<float> context_k_, context_v_;  // [kMaxNewContextRows][kv_dim]
   std::vector<float> logits_, rho_;
   std::vector<kernels::Candidate> top_k_;  // [drafts][selector_top_k], the program's output
   std::vector<std::vector<dflash2::Candidate>> candidates_;

@@ -42,8 +42,7 @@ class DSparkStep::Builder {
     ids_ = {b_.buffer(s.hidden_), b_.buffer(s.normed_), b_.buffer(s.q_),
             b_.buffer(s.k_),      b_.buffer(s.v_),      b_.buffer(s.attended_),
             b_.buffer(s.gate_),   b_.buffer(s.up_),     b_.buffer(s.logits_)};
-    context_ = draft_step::context_rows(b_, s.context_k_, s.context_v_);
-    s.context_rows_ = context_;
+    context_ = s.new_rows_.bind(b_);
     context_fc_ = draft_step::context_fc(b_, spec_, context_);
     int32_t residual = b_.add(
         {"embed", c_.block_size - 1, program::EmbedOperands{w_.embed_tokens, ids_.hidden}, {}, {}});
@@ -145,7 +144,7 @@ class DSparkStep::Builder {
 
 DSparkStep::DSparkStep(const DSparkConfig& config, const DSparkWeights& weights,
                        const DraftContextSpec& context, const kernels::Rope& rope, int workers)
-    : config_(config), weights_(weights), rope_(rope) {
+    : config_(config), weights_(weights), rope_(rope), new_rows_(config.kv_dim()) {
   const DSparkConfig& c = config;
   const int64_t rows = c.block_size - 1;
   auto buffer = [](int64_t n) { return std::vector<float>(size(n)); };
@@ -157,8 +156,6 @@ DSparkStep::DSparkStep(const DSparkConfig& config, const DSparkWeights& weights,
   attended_ = buffer(rows * c.q_dim());
   gate_ = buffer(rows * c.intermediate_size);
   up_ = buffer(rows * c.intermediate_size);
-  context_k_ = buffer(kMaxNewContextRows * c.kv_dim());
-  context_v_ = buffer(kMaxNewContextRows * c.kv_dim());
   logits_ = buffer(rows * c.draft_vocab_size);
   program_ = Builder(*this, context, workers).build();
 }
@@ -166,14 +163,12 @@ DSparkStep::DSparkStep(const DSparkConfig& config, const DSparkWeights& weights,
 void DSparkStep::prepare(int32_t anchor, DraftContext& context, const float* new_taps,
                          int64_t new_rows) {
   // §13.4: the block sees [anchor − window, anchor).
-  context_ = &context;
-  span_ = draft_step::begin_round(
-      *program_, context_rows_, context, anchor, static_cast<int32_t>(config_.mask_token_id),
-      config_.block_size - 1, new_taps, new_rows, config_.sliding_window);
+  new_rows_.begin(*program_, context, anchor, static_cast<int32_t>(config_.mask_token_id),
+                  config_.block_size - 1, new_taps, new_rows, config_.sliding_window);
 }
 
 void DSparkStep::finish() {
-  context_->mark_keys(span_.first_new, span_.start);
+  new_rows_.finish();
 }
 
 }  // namespace md

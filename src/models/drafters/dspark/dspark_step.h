@@ -59,16 +59,12 @@ class DSparkStep {
   const kernels::Rope& rope_;
   std::unique_ptr<program::Program> program_;
 
-  // The last run's context, its first new position and the anchor's; the new rows' buffers.
-  DraftContext* context_ = nullptr;
-  draft_step::RoundSpan span_;
-  draft_step::ContextRows context_rows_;
+  draft_step::NewContextRows new_rows_;  // the positions a round computes itself
 
   // Activations, f32 [rows][width]: block rows unless named otherwise.
   std::vector<float> hidden_;  // the residual stream
   std::vector<float> normed_;  // the final norm's rows
   std::vector<float> q_, k_, v_, attended_, gate_, up_;
-  std::vector<float> context_k_, context_v_;  // [kMaxNewContextRows][kv_dim]
   std::vector<float> logits_;
 };
 
