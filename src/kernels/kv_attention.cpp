@@ -10,12 +10,6 @@ namespace {
 // Rows per task: a task's queries are its rows × the KV head's query heads.
 constexpr int64_t kRowsPerTask = 8;
 
-// Task k of `blocks` row blocks, in an order whose contiguous halves hold equal work: a causal
-// chunk's later rows see more keys, and the pool hands out contiguous ranges.
-int64_t interleaved_block(int64_t k, int64_t blocks) {
-  return k % 2 == 0 ? k / 2 : blocks - 1 - k / 2;
-}
-
 void attend_block(const RowsAttention& a, std::span<const AttentionRow> rows, int64_t g,
                   int64_t first, int64_t last) {
   thread_local std::vector<AttentionQuery> queries;
@@ -42,7 +36,7 @@ void attend_rows(const RowsAttention& a, std::span<const AttentionRow> rows, Thr
   const int64_t tasks = blocks * a.kv_heads;
   auto run = [&](int64_t begin, int64_t end) {
     for (int64_t k = begin; k < end; ++k) {
-      const int64_t block = interleaved_block(k / a.kv_heads, blocks);
+      const int64_t block = balanced_row_block(k / a.kv_heads, blocks);
       const int64_t first = block * kRowsPerTask;
       attend_block(a, rows, k % a.kv_heads, first, std::min(n, first + kRowsPerTask));
     }

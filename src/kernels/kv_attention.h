@@ -36,4 +36,10 @@ struct AttentionRow {
 // alone, whatever the pool's size.
 void attend_rows(const RowsAttention& a, std::span<const AttentionRow> rows, ThreadPool* pool);
 
+// Row block k of `blocks`, in an order whose contiguous halves hold equal work: a causal chunk's
+// later rows see more keys, and workers take contiguous ranges of tasks first.
+constexpr int64_t balanced_row_block(int64_t k, int64_t blocks) {
+  return k % 2 == 0 ? k / 2 : blocks - 1 - k / 2;
+}
+
 }  // namespace md::kernels

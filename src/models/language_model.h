@@ -36,6 +36,10 @@ struct ModelRunOptions {
   // where it cannot run (kernels::check_matmul_inputs).
   kernels::MatmulInputs matmul_inputs = kernels::MatmulInputs::kF32;
   DenseWeights dense_weights = DenseWeights::kAsStored;
+  // The most prompt tokens one fused prefill program run takes (llama.cpp's micro-batch): longer
+  // prompts run as chunks of this many, and the split changes no result. Families whose prefill
+  // is not a program yet ignore it.
+  int64_t prefill_rows = 256;
 };
 
 // Throws md::Error naming `model` when `options` ask for a dense-weight quantisation its family

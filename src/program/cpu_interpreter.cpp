@@ -9,6 +9,7 @@
 #include "kernels/block_conv.h"
 #include "kernels/gated_residual.h"
 #include "kernels/gguf_dequant.h"
+#include "kernels/kv_attention.h"
 #include "kernels/logit_softcap.h"
 #include "kernels/norms.h"
 #include "kernels/top_k.h"
@@ -55,7 +56,7 @@ void normalise_row(NormKind kind, const void* weight, float eps, const float* x,
 const float* input_rows(const RowInput& input, const Program& program,
                         const WorkerContext& context) {
   if (input.norm != NormKind::kNone) return context.normalised;
-  return program.buffer(input.buffer) + input.first_row * input.stride;
+  return program.buffer(input.buffer) + program.first_row(input) * input.stride;
 }
 
 // out[n][begin, end) (+)= W[begin, end) · x[n] for the input's rows, then the optional copy of
@@ -110,10 +111,10 @@ void projection(const ProjectionOperands& op, int64_t task, const Program& progr
   if (tile.extra_out == kNoBuffer || op.extra.buffer == kNoBuffer) return;
   const int64_t rows = program.input_rows(op.extra);
   if (rows <= 0) return;
-  kernels::weight_tile(tile.weight, tile.begin, tile.end,
-                       program.buffer(op.extra.buffer) + op.extra.first_row * op.extra.stride,
-                       op.extra.stride, rows,
-                       {program.buffer(tile.extra_out), tile.extra_stride, false});
+  kernels::weight_tile(
+      tile.weight, tile.begin, tile.end,
+      program.buffer(op.extra.buffer) + program.first_row(op.extra) * op.extra.stride,
+      op.extra.stride, rows, {program.buffer(tile.extra_out), tile.extra_stride, false});
 }
 
 void gate_up(const GateUpOperands& op, int64_t task, const Program& program,
@@ -154,6 +155,12 @@ void kv_append(const AttentionOperands& op, int64_t g, const Program& program) {
   }
 }
 
+void gate_output(const AttentionOperands& op, const float* query, float* o) {
+  if (!op.output_gate) return;
+  const float* gate = query + op.head_dim;
+  for (int64_t d = 0; d < op.head_dim; ++d) o[d] *= kernels::sigmoid(gate[d]);
+}
+
 void attention(const AttentionOperands& op, int64_t h, const Program& program) {
   const int64_t hd = op.head_dim, g = h / (op.heads / op.kv_heads);
   const int64_t q_width = op.output_gate ? 2 * hd : hd;
@@ -166,10 +173,43 @@ void attention(const AttentionOperands& op, int64_t h, const Program& program) {
     prepare_head(query, op.q_norm, op, row_angles(op, program, n));
     float* o = out + n * op.out_stride + h * hd;
     row.state->kv_cache(op.cache_slot).attend(g, row.position + 1, query, scale, o);
-    if (op.output_gate) {
-      const float* gate = query + hd;
-      for (int64_t d = 0; d < hd; ++d) o[d] *= kernels::sigmoid(gate[d]);
+    gate_output(op, query, o);
+  }
+}
+
+// A block of rows of KV head g (row_block mode): every query head of g's group over the block's
+// rows, the queries of consecutive rows of one sequence attending together so that each key tile
+// is loaded once for all of them.
+void attention_rows(const AttentionOperands& op, int64_t task, const Program& program) {
+  const int64_t g = task % op.kv_heads, group = op.heads / op.kv_heads;
+  const int64_t first =
+      kernels::balanced_row_block(task / op.kv_heads, op.row_blocks) * op.row_block;
+  const int64_t last = std::min(program.rows(), first + op.row_block);
+  const int64_t hd = op.head_dim, q_width = op.output_gate ? 2 * hd : hd;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  float* q = program.buffer(op.q);
+  float* out = program.buffer(op.out);
+  auto query = [&](int64_t n, int64_t h) { return q + n * op.q_stride + h * q_width; };
+  auto output = [&](int64_t n, int64_t h) { return out + n * op.out_stride + h * hd; };
+  for (int64_t n = first; n < last; ++n) {
+    for (int64_t h = g * group; h < (g + 1) * group; ++h) {
+      prepare_head(query(n, h), op.q_norm, op, row_angles(op, program, n));
     }
+  }
+  thread_local std::vector<kernels::AttentionQuery> queries;
+  for (int64_t n = first; n < last;) {
+    StepState* state = program.row(n).state;
+    queries.clear();
+    for (; n < last && program.row(n).state == state; ++n) {
+      for (int64_t h = g * group; h < (g + 1) * group; ++h) {
+        queries.push_back({query(n, h), program.row(n).position + 1, output(n, h)});
+      }
+    }
+    state->kv_cache(op.cache_slot).attend(g, queries, scale);
+  }
+  for (int64_t n = first; n < last; ++n) {
+    for (int64_t h = g * group; h < (g + 1) * group; ++h)
+      gate_output(op, query(n, h), output(n, h));
   }
 }
 
@@ -192,17 +232,18 @@ void lm_head(const LmHeadOperands& op, int64_t task, const Program& program,
         arg = static_cast<int32_t>(i);
       }
     }
-    op.tile_max[at(task * kMaxStepRows + n)] = best;
-    op.tile_arg[at(task * kMaxStepRows + n)] = arg;
+    op.tile_max[at(task * op.row_capacity + n)] = best;
+    op.tile_arg[at(task * op.row_capacity + n)] = arg;
   }
 }
 
 void argmax(const ArgmaxOperands& op, const Program& program) {
-  for (int64_t n = 0; n < program.rows(); ++n) {
+  const int64_t rows = program.rows() - resolved_first_row(op.first_row, program.rows());
+  for (int64_t n = 0; n < rows; ++n) {
     float best = 0;
     int32_t arg = 0;
     for (int64_t t = 0; t < op.tiles; ++t) {
-      const auto i = at(t * kMaxStepRows + n);
+      const auto i = at(t * op.row_capacity + n);
       if (t == 0 || op.tile_max[i] > best) {  // strict: the earlier tile (lower ids) wins ties
         best = op.tile_max[i];
         arg = op.tile_arg[i];
@@ -258,7 +299,7 @@ void run_prologue(const Instruction& ins, const Program& program, WorkerContext&
   const RowInput* input = row_input(ins);
   if (input == nullptr || input->norm == NormKind::kNone) return;
   const int64_t width = input->stride;
-  const float* x = program.buffer(input->buffer) + input->first_row * width;
+  const float* x = program.buffer(input->buffer) + program.first_row(*input) * width;
   for (int64_t n = 0; n < program.input_rows(*input); ++n) {
     normalise_row(input->norm, input->norm_weight, input->eps, x + n * width, width,
                   context.normalised + n * width);
@@ -283,9 +324,15 @@ void run_task(const Instruction& ins, int64_t task, const Program& program,
     case Opcode::kKvAppend:
       kv_append(std::get<KvAppendOperands>(ins.operands).attention, task, program);
       return;
-    case Opcode::kAttention:
-      attention(std::get<AttentionOperands>(ins.operands), task, program);
+    case Opcode::kAttention: {
+      const auto& op = std::get<AttentionOperands>(ins.operands);
+      if (op.row_block > 0) {
+        attention_rows(op, task, program);
+      } else {
+        attention(op, task, program);
+      }
       return;
+    }
     case Opcode::kDeltaNet:
       run_delta_net_key_head(std::get<DeltaNetOperands>(ins.operands), task, program,
                              context.scratch);

@@ -120,8 +120,11 @@ int64_t operand_tasks(const Instruction& ins) {
     }
     case Opcode::kKvAppend:
       return std::get<KvAppendOperands>(ins.operands).attention.kv_heads;
-    case Opcode::kAttention:
-      return std::get<AttentionOperands>(ins.operands).heads;
+    case Opcode::kAttention: {
+      const auto& op = std::get<AttentionOperands>(ins.operands);
+      if (op.row_block == 0) return op.heads;
+      return op.row_block > 0 && op.row_blocks > 0 ? op.kv_heads * op.row_blocks : -2;
+    }
     case Opcode::kDeltaNet:
       return std::get<DeltaNetOperands>(ins.operands).key_heads;
     case Opcode::kBlockConv: {

@@ -47,10 +47,12 @@ using RowCount = int8_t;
 inline constexpr RowCount kStepRows = -1;
 
 // The rows a projection multiplies: rows [first_row, count) of `buffer` (row stride `stride`),
-// `count` as `rows_from` says, first normalised into the worker's scratch when `norm` is not kNone
-// (once per worker and instruction, not per tile). Input row n (buffer row first_row + n) gives
-// output row n. With `publish` set, the worker that runs task 0 also copies the normalised rows
-// there, for a consumer that is not a tile (every worker normalised the same bits).
+// `count` as `rows_from` says — a negative first_row counts from the end (−1: the last row only,
+// as a prefill chunk's lm_head reads whatever the chunk's length) —, first normalised into the
+// worker's scratch when `norm` is not kNone (once per worker and instruction, not per tile). Input
+// row n (buffer row first_row + n) gives output row n. With `publish` set, the worker that runs
+// task 0 also copies the normalised rows there, for a consumer that is not a tile (every worker
+// normalised the same bits).
 struct RowInput {
   BufferId buffer = kNoBuffer;
   int64_t stride = 0;
@@ -61,6 +63,13 @@ struct RowInput {
   RowCount rows_from = kStepRows;
   BufferId publish = kNoBuffer;
 };
+
+// A first row as a run sees it, given the input's row count this run: a negative one counts back
+// from the end (and never before row 0).
+constexpr int64_t resolved_first_row(int64_t first_row, int64_t count) {
+  if (first_row >= 0) return first_row;
+  return count + first_row > 0 ? count + first_row : 0;
+}
 
 // One task of a projection: output rows [begin, end) of `weight` for every input row n, written at
 // out[n·out_stride + out_offset + r] (overwritten, or added to: a residual). With `copy_to` set,
@@ -116,7 +125,12 @@ struct GateUpOperands {
 // kKvAppend: one task per KV head g: every step row's key of head g is (normalised,) rotated and
 // cached with its value at the row's position. kAttention: one task per query head h, over every
 // step row: the query is (normalised,) rotated, attends over positions 0..position of its KV head
-// (verify rows see the earlier rows of the block: all were appended first), and is (gated).
+// (verify rows see the earlier rows of the block: all were appended first), and is (gated). With
+// `row_block` set (a prefill chunk's many rows), a task is instead one KV head g over a block of
+// row_block rows, every query head of g's group: the rows' queries share each key tile's load
+// (kernels::KvCache::attend of many queries), each bitwise what it gives alone; tasks are
+// [row block][KV head], the row blocks in an order whose contiguous halves hold equal causal work
+// (kernels::balanced_row_block).
 struct AttentionOperands {
   BufferId q = kNoBuffer, k = kNoBuffer, v = kNoBuffer, out = kNoBuffer;
   int64_t q_stride = 0, kv_stride = 0, out_stride = 0;  // per row
@@ -131,6 +145,9 @@ struct AttentionOperands {
   BufferId angles = kNoBuffer;  // kRopeAngles output; rope rotates q and k with them
   const kernels::Rope* rope = nullptr;
   int64_t cache_slot = 0;  // StepState::kv_cache(slot)
+  int64_t row_block = 0;   // 0: a task per query head; else rows per task (see above)
+  int64_t row_blocks =
+      0;  // with row_block: blocks the tasks cover (the program's rows / row_block)
 };
 
 struct KvAppendOperands {
@@ -486,9 +503,10 @@ struct LogitSoftcap {
 struct LmHeadOperands {
   RowInput input;
   std::vector<Tile> tiles;
-  float* tile_max = nullptr;    // [tiles][kMaxStepRows]
-  int32_t* tile_arg = nullptr;  // [tiles][kMaxStepRows]
+  float* tile_max = nullptr;    // [tiles][row_capacity]
+  int32_t* tile_arg = nullptr;  // [tiles][row_capacity]
   LogitSoftcap softcap;
+  int64_t row_capacity = kMaxStepRows;  // the most input rows a run has
 };
 
 // kArgmax: one task: the per-tile maxima reduced to the greedy token of every row (the earlier
@@ -497,7 +515,9 @@ struct ArgmaxOperands {
   const float* tile_max = nullptr;
   const int32_t* tile_arg = nullptr;
   int64_t tiles = 0;
-  int32_t* greedy = nullptr;  // [kMaxStepRows]
+  int32_t* greedy = nullptr;  // [row_capacity]
+  int64_t row_capacity = kMaxStepRows;
+  int64_t first_row = 0;  // of the step rows, as the lm_head input's (negative: from the end)
 };
 
 // kFamilyKernel: a family-specific body that the shared layer library does not express yet

@@ -107,6 +107,38 @@ Program::Program(std::vector<Instruction> instructions, std::vector<float*> buff
 
 Program::~Program() = default;
 
+namespace {
+
+// The most rows an instruction's operands hold (attention's row blocks, the lm_head's per-tile
+// maxima), and the most a run of a program of `max_rows` can give them; other opcodes take any.
+struct RowFit {
+  int64_t held = 0, needed = 0;
+};
+
+RowFit row_fit(const Instruction& ins, int64_t max_rows) {
+  // A negative first row reads the last rows only.
+  auto needed = [&](int64_t first_row) { return first_row < 0 ? -first_row : max_rows; };
+  switch (ins.opcode()) {
+    case Opcode::kAttention: {
+      const auto& op = std::get<AttentionOperands>(ins.operands);
+      if (op.row_block == 0) return {};
+      return {op.row_block * op.row_blocks, max_rows};
+    }
+    case Opcode::kLmHeadArgmax: {
+      const auto& op = std::get<LmHeadOperands>(ins.operands);
+      return {op.row_capacity, needed(op.input.first_row)};
+    }
+    case Opcode::kArgmax: {
+      const auto& op = std::get<ArgmaxOperands>(ins.operands);
+      return {op.row_capacity, needed(op.first_row)};
+    }
+    default:
+      return {};
+  }
+}
+
+}  // namespace
+
 void Program::validate() const {
   auto buffer_ok = [&](BufferId id) {
     return id == kNoBuffer || (id >= 0 && static_cast<std::size_t>(id) < buffers_.size());
@@ -150,6 +182,10 @@ void Program::validate() const {
       if (from < kStepRows || from >= kCounts)
         fail("program instruction '{}' reads count register {}, which does not exist", ins.name,
              from);
+    }
+    if (const RowFit fit = row_fit(ins, max_rows_); fit.held < fit.needed) {
+      fail("program instruction '{}' holds {} rows but a run may give it {}", ins.name, fit.held,
+           fit.needed);
     }
   }
 }

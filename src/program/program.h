@@ -102,9 +102,13 @@ class Program {
   int64_t count(RowCount from) const {
     return from == kStepRows ? rows_ : counts_[static_cast<std::size_t>(from)];
   }
-  // How many rows an input has this run: its count minus its first row.
+  // An input's first row this run (a negative first_row counts back from its count), and how many
+  // rows it has: its count minus its first row.
+  int64_t first_row(const RowInput& input) const {
+    return resolved_first_row(input.first_row, count(input.rows_from));
+  }
   int64_t input_rows(const RowInput& input) const {
-    return count(input.rows_from) - input.first_row;
+    return count(input.rows_from) - first_row(input);
   }
 
   // Executors: begin_step() before the workers start (returns the step's number), then every

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <functional>
@@ -346,6 +347,62 @@ TEST(Program, RefusesMalformedPrograms) {
     list.push_back(family("a", 1, noop));
     EXPECT_THROW(Program(std::move(list), {}, 1, 1, 0), Error) << "a program of no rows";
   }
+}
+
+// Operands that hold a bounded number of rows (attention's row blocks, the lm_head's per-tile
+// maxima) must hold every row a run of the program may give them.
+TEST(Program, RefusesOperandsThatHoldFewerRowsThanARun) {
+  auto attention = [](int64_t row_block, int64_t row_blocks) {
+    AttentionOperands op{.q = 0,
+                         .k = 0,
+                         .v = 0,
+                         .out = 0,
+                         .heads = 2,
+                         .kv_heads = 1,
+                         .head_dim = 4,
+                         .row_block = row_block,
+                         .row_blocks = row_blocks};
+    Instruction ins;
+    ins.name = "attention";
+    ins.tasks = std::max<int64_t>(1, row_blocks);
+    ins.operands = op;
+    std::vector<Instruction> list;
+    list.push_back(std::move(ins));
+    return list;
+  };
+  EXPECT_NO_THROW(Program(attention(8, 3), {nullptr}, 1, 1, 24));
+  EXPECT_THROW(Program(attention(8, 3), {nullptr}, 1, 1, 25), Error) << "24 rows of 25";
+  EXPECT_THROW(Program(attention(8, 0), {nullptr}, 1, 1, 8), Error) << "no row blocks";
+  auto argmax = [](int64_t capacity, int64_t first_row) {
+    Instruction ins;
+    ins.name = "argmax";
+    ins.tasks = 1;
+    ins.operands = ArgmaxOperands{.row_capacity = capacity, .first_row = first_row};
+    std::vector<Instruction> list;
+    list.push_back(std::move(ins));
+    return list;
+  };
+  EXPECT_NO_THROW(Program(argmax(1, -1), {}, 1, 1, 256)) << "the last row of 256";
+  EXPECT_NO_THROW(Program(argmax(256, 0), {}, 1, 1, 256));
+  EXPECT_THROW(Program(argmax(8, 0), {}, 1, 1, 256), Error) << "8 of 256 rows";
+  EXPECT_THROW(Program(argmax(1, -2), {}, 1, 1, 256), Error) << "the last 2 rows in 1";
+}
+
+// A negative first row counts back from the input's row count.
+TEST(Program, ANegativeFirstRowCountsFromTheEnd) {
+  std::vector<Instruction> list;
+  list.push_back(family("a", 1, [](int64_t, WorkerContext&) {}));
+  Program program(std::move(list), {}, 1, 1, 12);
+  program.set_rows(std::vector<StepRow>(5));
+  RowInput input;
+  input.first_row = -1;
+  EXPECT_EQ(program.first_row(input), 4);
+  EXPECT_EQ(program.input_rows(input), 1);
+  input.first_row = -7;
+  EXPECT_EQ(program.first_row(input), 0);
+  EXPECT_EQ(program.input_rows(input), 5);
+  EXPECT_EQ(resolved_first_row(-2, 9), 7);
+  EXPECT_EQ(resolved_first_row(3, 9), 3);
 }
 
 // Step rows and count registers stay within the program's row bound; a bad value changes nothing.

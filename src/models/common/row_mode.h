@@ -7,6 +7,9 @@ namespace md {
 // consecutive tokens of one sequence, each row seeing the rows before it, the sequence's state
 // kept so that any prefix can be committed (speculative decoding: Qwen3.8 snapshots its
 // delta-net state after every row; attention-only families just move the position back).
-enum class RowMode { kIndependent, kVerify };
+// Prefill rows: a prompt chunk, many consecutive tokens of one sequence, each row seeing the rows
+// before it, the sequence simply advanced past them (no snapshots); only the rows whose logits
+// are asked for go through the lm_head.
+enum class RowMode { kIndependent, kVerify, kPrefill };
 
 }  // namespace md

@@ -117,14 +117,23 @@ int32_t StepBuilder::attention(std::string name, const program::AttentionOperand
   }
   int32_t append = add({name + ".kv_append", op.kv_heads, program::KvAppendOperands{op}, waits,
                         std::move(append_waits)});
-  // Query head h reads the tiles of its query (and gate) and its KV head's append.
-  std::vector<std::vector<Dependency>> head_waits;
-  for (int64_t h = 0; h < op.heads; ++h) {
-    std::vector<Dependency> reads = tiles_writing(qkv, op.q, h * q_width, (h + 1) * q_width);
-    reads.push_back({append, h / group, h / group + 1});
-    head_waits.push_back(std::move(reads));
+  // Query head h reads the tiles of its query (and gate) and its KV head's append; a row block of
+  // KV head g (row_block mode) those of every query head of g's group.
+  auto head_reads = [&](int64_t first_head, int64_t heads) {
+    std::vector<Dependency> reads =
+        tiles_writing(qkv, op.q, first_head * q_width, (first_head + heads) * q_width);
+    reads.push_back({append, first_head / group, first_head / group + 1});
+    return reads;
+  };
+  std::vector<std::vector<Dependency>> task_waits;
+  if (op.row_block == 0) {
+    for (int64_t h = 0; h < op.heads; ++h) task_waits.push_back(head_reads(h, 1));
+  } else {
+    for (int64_t t = 0; t < op.row_blocks * op.kv_heads; ++t)
+      task_waits.push_back(head_reads(t % op.kv_heads * group, group));
   }
-  return add({std::move(name), op.heads, op, std::move(waits), std::move(head_waits)});
+  const auto tasks = static_cast<int64_t>(task_waits.size());
+  return add({std::move(name), tasks, op, std::move(waits), std::move(task_waits)});
 }
 
 int32_t StepBuilder::delta_net(std::string name, const program::DeltaNetOperands& op,
@@ -208,18 +217,19 @@ int32_t StepBuilder::lm_head_argmax(program::RowInput input, const kernels::Weig
                                     program::BufferId logits, int64_t min_tile,
                                     std::vector<float>& tile_max, std::vector<int32_t>& tile_arg,
                                     int32_t* greedy, std::vector<Dependency> waits,
-                                    const program::LogitSoftcap& softcap) {
-  program::LmHeadOperands op{input, {}, nullptr, nullptr, softcap};
+                                    const program::LogitSoftcap& softcap, int64_t row_capacity) {
+  program::LmHeadOperands op{input, {}, nullptr, nullptr, softcap, row_capacity};
   add_tiles(op.tiles, w, logits, 0, w.rows, false, min_tile);
   const auto tiles = static_cast<int64_t>(op.tiles.size());
-  tile_max.assign(static_cast<std::size_t>(tiles * program::kMaxStepRows), 0.0f);
-  tile_arg.assign(static_cast<std::size_t>(tiles * program::kMaxStepRows), 0);
+  tile_max.assign(static_cast<std::size_t>(tiles * row_capacity), 0.0f);
+  tile_arg.assign(static_cast<std::size_t>(tiles * row_capacity), 0);
   op.tile_max = tile_max.data();
   op.tile_arg = tile_arg.data();
   int32_t head = add({"lm_head+argmax", tiles, std::move(op), std::move(waits), {}});
   return add({"argmax",
               1,
-              program::ArgmaxOperands{tile_max.data(), tile_arg.data(), tiles, greedy},
+              program::ArgmaxOperands{tile_max.data(), tile_arg.data(), tiles, greedy, row_capacity,
+                                      input.first_row},
               {all(head)},
               {}});
 }

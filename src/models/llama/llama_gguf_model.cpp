@@ -63,7 +63,11 @@ LlamaGgufModel::LlamaGgufModel(const std::string& path, std::shared_ptr<const Gg
       rope_(config_.head_dim, config_.rope_theta, kernels::RopePairing::kAdjacent),
       pool_(std::make_unique<ThreadPool>(options.threads)),
       executor_(options.executor),
+      prefill_rows_(options.prefill_rows),
       executors_(pool_->size()) {
+  if (prefill_rows_ < 1 || prefill_rows_ > LlamaStep::kMaxPrefillRows) {
+    fail("prefill rows {} is outside 1..{}", prefill_rows_, LlamaStep::kMaxPrefillRows);
+  }
   kernels::check_matmul_inputs(options.matmul_inputs);
   set_matmul_inputs(weights_, options.matmul_inputs);
 }
@@ -239,10 +243,32 @@ void LlamaGgufModel::forward(SequenceState& sequence, std::span<const int32_t> t
         state.position(), n, state.capacity());
   }
   check_tokens(tokens);
+  if (executor_ != ExecutorKind::kReference) {
+    prefill(state, tokens, which, logits);
+    return;
+  }
   std::vector<Row> rows;
   for (int64_t t = 0; t < n; ++t) rows.push_back({&state, state.position() + t});
   run(rows, tokens, which == LogitRows::kAll ? 0 : n - 1, logits);
   state.advance(n);
+}
+
+void LlamaGgufModel::prefill(LlamaState& state, std::span<const int32_t> tokens, LogitRows which,
+                             std::vector<float>& logits) {
+  const auto n = static_cast<int64_t>(tokens.size());
+  const int64_t vocab = config_.vocab_size, chunk = prefill_rows_;
+  LlamaStep& built = step(RowMode::kPrefill, chunk, which);
+  logits.resize(static_cast<std::size_t>((which == LogitRows::kAll ? n : 1) * vocab));
+  LlamaState* const states[] = {&state};
+  for (int64_t first = 0; first < n; first += chunk) {
+    float* out = logits.data() + (which == LogitRows::kAll ? first * vocab : 0);
+    built.prepare(states,
+                  tokens.subspan(static_cast<std::size_t>(first),
+                                 static_cast<std::size_t>(std::min(chunk, n - first))),
+                  out);
+    executors_.get(executor_).run(built.program());
+    built.finish();
+  }
 }
 
 std::vector<LlamaState*> LlamaGgufModel::decode_rows(std::span<SequenceState* const> states,
@@ -266,24 +292,26 @@ std::vector<LlamaState*> LlamaGgufModel::decode_rows(std::span<SequenceState* co
   return rows;
 }
 
-LlamaStep& LlamaGgufModel::step(int64_t rows) {
+LlamaStep& LlamaGgufModel::step(RowMode mode, int64_t rows, LogitRows logits) {
+  if (mode != RowMode::kPrefill) logits = LogitRows::kAll;
   for (auto& built : steps_) {
-    if (built->max_rows() == rows) return *built;
+    if (built->mode() == mode && built->max_rows() == rows && built->logit_rows() == logits)
+      return *built;
   }
-  steps_.push_back(std::make_unique<LlamaStep>(config_, weights_, rope_, rows, pool_->size(),
-                                               config_.max_position_embeddings));
+  steps_.push_back(std::make_unique<LlamaStep>(config_, weights_, rope_, mode, rows, logits,
+                                               pool_->size(), config_.max_position_embeddings));
   return *steps_.back();
 }
 
 program::Program* LlamaGgufModel::decode_program(int64_t rows) {
   if (rows < 1 || rows > LlamaStep::kMaxRows) return nullptr;
-  return &step(rows).program();
+  return &step(RowMode::kIndependent, rows).program();
 }
 
 void LlamaGgufModel::run_step(std::span<LlamaState* const> rows, std::span<const int32_t> tokens,
                               float* logits) {
   const auto n = static_cast<int64_t>(rows.size());
-  LlamaStep* built = &step(n);
+  LlamaStep* built = &step(RowMode::kIndependent, n);
   built->prepare(rows, tokens, logits);
   executors_.get(executor_).run(built->program());
   built->finish();

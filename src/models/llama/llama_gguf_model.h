@@ -88,8 +88,13 @@ class LlamaGgufModel final : public LanguageModel {
   // The decode rows, checked (distinct sequences with room for one more token) before any change.
   std::vector<LlamaState*> decode_rows(std::span<SequenceState* const> states,
                                        std::span<const int32_t> tokens) const;
-  // The step program for `rows` rows, built on first use.
-  LlamaStep& step(int64_t rows);
+  // The step program for `rows` rows of `mode` (prefill: with logits of `logits`), built on first
+  // use.
+  LlamaStep& step(RowMode mode, int64_t rows, LogitRows logits = LogitRows::kAll);
+  // A prompt's tokens through the prefill program in chunks of up to prefill_rows_ rows (a chunk's
+  // split changes no result); logits as forward() says.
+  void prefill(LlamaState& state, std::span<const int32_t> tokens, LogitRows which,
+               std::vector<float>& logits);
   // Runs the rows through the step program for their count, writing their logits to `logits`.
   void run_step(std::span<LlamaState* const> rows, std::span<const int32_t> tokens, float* logits);
   // Runs the rows through the model; writes logits of rows [first_logit_row, rows).
@@ -121,8 +126,9 @@ class LlamaGgufModel final : public LanguageModel {
   kernels::Rope rope_;  // adjacent pairs: llama.cpp's converter permuted q and k rows so
   std::unique_ptr<ThreadPool> pool_;
   ExecutorKind executor_;
+  int64_t prefill_rows_;
   program::Executors executors_;
-  std::vector<std::unique_ptr<LlamaStep>> steps_;  // built on first use, per row count
+  std::vector<std::unique_ptr<LlamaStep>> steps_;  // built on first use, per mode and row count
   std::vector<int32_t> last_greedy_;
   Activations activations_;
 };

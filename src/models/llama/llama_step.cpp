@@ -18,6 +18,9 @@ constexpr int64_t kRowGrain = 16;
 // lm_head tiles are larger: the vocabulary has hundreds of them even so, and the per-tile argmax
 // results the final reduction reads stay few.
 constexpr int64_t kMinVocabTile = 256;
+// A prefill chunk's attention tasks: a KV head over this many rows (every query head of its
+// group), whose queries share each key tile's load.
+constexpr int64_t kAttentionRowBlock = 8;
 
 std::size_t size(int64_t n) {
   return static_cast<std::size_t>(n);
@@ -26,14 +29,19 @@ std::size_t size(int64_t n) {
 }  // namespace
 
 LlamaStep::LlamaStep(const LlamaConfig& config, const LlamaGgufWeights& weights,
-                     const kernels::Rope& rope, int64_t max_rows, int workers, int64_t max_context)
+                     const kernels::Rope& rope, RowMode mode, int64_t max_rows, LogitRows logits,
+                     int workers, int64_t max_context)
     : config_(config),
       weights_(weights),
       rope_(rope),
+      mode_(mode),
       max_rows_(max_rows),
+      logit_rows_(mode == RowMode::kPrefill ? logits : LogitRows::kAll),
       max_context_(max_context) {
-  if (max_rows < 1 || max_rows > kMaxRows)
-    fail("a step takes 1..{} rows, not {}", kMaxRows, max_rows);
+  if (mode != RowMode::kIndependent && mode != RowMode::kPrefill)
+    fail("a Llama step has independent or prefill rows");
+  const int64_t most = mode == RowMode::kPrefill ? kMaxPrefillRows : kMaxRows;
+  if (max_rows < 1 || max_rows > most) fail("a step takes 1..{} rows, not {}", most, max_rows);
   build(workers);
 }
 
@@ -50,6 +58,10 @@ void LlamaStep::build(int workers) {
                                 {&angles_, c.head_dim}}) {
     storage->assign(size(R * width), 0.0f);
   }
+  // The lm_head reads every row, or the last one only.
+  const bool last_only = logit_rows_ == LogitRows::kLast;
+  const int64_t logit_rows = last_only ? 1 : R;
+  greedy_.assign(size(logit_rows), 0);
   StepBuilder b(workers, kRowGrain);
   ids_ = {b.buffer(hidden_), b.buffer(q_),        b.buffer(k_),
           b.buffer(v_),      b.buffer(attended_), b.buffer(gate_),
@@ -64,13 +76,14 @@ void LlamaStep::build(int workers) {
   int32_t angles = b.add({"rope_angles", R, program::RopeOperands{&rope_, ids_.angles}, {}, {}});
   for (int64_t layer = 0; layer < c.num_layers; ++layer)
     residual = add_layer(b, layer, residual, angles);
-  b.lm_head_argmax(
+  program::RowInput final_rows =
       StepBuilder::normalised(ids_.hidden, H, NormKind::kF32Plain, weights_.output_norm.data(),
-                              static_cast<float>(c.rms_norm_eps)),
-      WeightMatrix::of(weights_.output), ids_.logits, kMinVocabTile, tile_max_, tile_arg_,
-      greedy_.data(), {b.all(residual)});
+                              static_cast<float>(c.rms_norm_eps));
+  if (last_only) final_rows.first_row = -1;
+  b.lm_head_argmax(final_rows, WeightMatrix::of(weights_.output), ids_.logits, kMinVocabTile,
+                   tile_max_, tile_arg_, greedy_.data(), {b.all(residual)}, {}, logit_rows);
   // No worker scratch: attention keeps its scores itself (kernels/attention.h).
-  program_ = b.build(0);
+  program_ = b.build(0, R);
 }
 
 // One decoder layer; returns the instruction after which the residual stream is complete.
@@ -80,6 +93,8 @@ int32_t LlamaStep::add_layer(StepBuilder& b, int64_t layer, int32_t residual, in
   const int64_t H = c.hidden_size;
   const auto eps = static_cast<float>(c.rms_norm_eps);
   const std::string tag = fmt::format("L{}.", layer);
+  const bool prefill = mode_ == RowMode::kPrefill;
+  const int64_t row_blocks = (max_rows_ + kAttentionRowBlock - 1) / kAttentionRowBlock;
 
   std::vector<program::Tile> qkv;
   b.add_tiles(qkv, WeightMatrix::of(w.q), ids_.q, 0, c.q_dim(), false);
@@ -102,7 +117,9 @@ int32_t LlamaStep::add_layer(StepBuilder& b, int64_t layer, int32_t residual, in
                                              .head_dim = c.head_dim,
                                              .angles = ids_.angles,
                                              .rope = &rope_,
-                                             .cache_slot = layer};
+                                             .cache_slot = layer,
+                                             .row_block = prefill ? kAttentionRowBlock : 0,
+                                             .row_blocks = prefill ? row_blocks : 0};
   int32_t attended = b.attention(tag + "attention", attention, qkv_at, {b.all(angles)});
 
   std::vector<program::Tile> o;
@@ -121,36 +138,47 @@ int32_t LlamaStep::add_layer(StepBuilder& b, int64_t layer, int32_t residual, in
                       std::move(down), {b.all(gate_up)});
 }
 
-void LlamaStep::prepare(std::span<LlamaState* const> states, std::span<const int32_t> tokens,
-                        float* logits) {
+void LlamaStep::lay_out_rows(std::span<LlamaState* const> states, std::span<const int32_t> tokens) {
   const auto rows = static_cast<int64_t>(tokens.size());
-  if (rows < 1 || rows > max_rows_ || states.size() != tokens.size()) {
+  const bool prefill = mode_ == RowMode::kPrefill;
+  if (rows < 1 || rows > max_rows_ || states.size() != (prefill ? 1 : tokens.size())) {
     fail("a step of {} rows was given {} sequences and {} tokens", max_rows_, states.size(),
          tokens.size());
   }
-  std::array<program::StepRow, kMaxRows> step_rows{};
-  for (int64_t r = 0; r < rows; ++r) {
-    const int32_t token = tokens[size(r)];
+  for (int32_t token : tokens) {
     if (token < 0 || token >= config_.vocab_size) {
       fail("token id {} is outside the vocabulary (0..{})", token, config_.vocab_size - 1);
     }
-    LlamaState* state = states[size(r)];
-    if (state->position() >= state->capacity() || state->position() >= max_context_) {
+  }
+  for (std::size_t s = 0; s < states.size(); ++s) {
+    const LlamaState* state = states[s];
+    const int64_t end = state->position() + (prefill ? rows : 1);
+    if (end > state->capacity() || end > max_context_) {
       fail("context full: {} tokens already in a sequence of context {} (raise --context)",
            state->position(), state->capacity());
     }
-    for (int64_t s = 0; s < r; ++s) {
-      if (states[size(s)] == state) fail("decode: the same sequence appears twice in one step");
+    for (std::size_t t = 0; t < s; ++t) {
+      if (states[t] == state) fail("decode: the same sequence appears twice in one step");
     }
-    step_rows[size(r)] = {token, state->position(), state};
   }
-  std::copy(states.begin(), states.end(), states_.begin());
-  program_->set_rows(std::span(step_rows).first(size(rows)));
+  step_rows_.clear();
+  for (int64_t r = 0; r < rows; ++r) {
+    LlamaState* state = states[prefill ? 0 : size(r)];
+    step_rows_.push_back({tokens[size(r)], state->position() + (prefill ? r : 0), state});
+  }
+  states_.assign(states.begin(), states.end());
+}
+
+void LlamaStep::prepare(std::span<LlamaState* const> states, std::span<const int32_t> tokens,
+                        float* logits) {
+  lay_out_rows(states, tokens);
+  program_->set_rows(step_rows_);
   program_->rebind(ids_.logits, logits);
 }
 
 void LlamaStep::finish() {
-  for (int64_t r = 0; r < rows(); ++r) states_[size(r)]->advance(1);
+  const int64_t advance = mode_ == RowMode::kPrefill ? rows() : 1;
+  for (LlamaState* state : states_) state->advance(advance);
 }
 
 }  // namespace md
