@@ -15,5 +15,11 @@ namespace md::kernels {
 // checkpoints, as llama.cpp's GGUF stores it). x, y: [rows][channels]. Allocates nothing.
 void causal_conv(float* state, const float* w, int64_t channels, int64_t kernel, const float* x,
                  int64_t rows, float* y, Activation act = Activation::kSilu);
+// The same over channels that are a slice of wider rows: x's rows are x_stride floats apart, y's
+// y_stride (a key head's channels of a prefill chunk). Each channel's result is bitwise the one
+// above.
+void causal_conv_strided(float* state, const float* w, int64_t channels, int64_t kernel,
+                         const float* x, int64_t x_stride, int64_t rows, float* y, int64_t y_stride,
+                         Activation act = Activation::kSilu);
 
 }  // namespace md::kernels

@@ -85,10 +85,60 @@ void key_head_row(const DeltaNetOperands& op, int64_t kh, const RecurrentState& 
   }
 }
 
+// Every row of key head kh at once (prefill rows, one sequence): the conv over all rows into
+// `scratch` ([rows][q | k | v of its value heads]), q/k normalisation, then per value head its
+// gates per row, the chunked delta rule (the recurrence for one row) and the gated norms. The
+// same functions in the same order per value as the reference prefill's, so the same bits.
+void key_head_rows(const DeltaNetOperands& op, int64_t kh, const RecurrentState& state,
+                   const float* in, float* out, int64_t rows, float* scratch) {
+  const int64_t dk = op.key_dim, dv = op.value_dim, history = op.conv_kernel - 1;
+  const int64_t width = 2 * dk + op.group() * dv;
+  float* conv_out = scratch;
+  float* beta = conv_out + rows * width;
+  float* g = beta + rows;
+  int64_t at_channel = 0;
+  for_each_channel_run(op, kh, [&](int64_t first, int64_t count) {
+    kernels::causal_conv_strided(state.conv + first * history,
+                                 op.conv_weight + first * op.conv_kernel, count, op.conv_kernel,
+                                 in + first, op.in_stride, rows, conv_out + at_channel, width,
+                                 op.conv_activation);
+    at_channel += count;
+  });
+  for (int64_t n = 0; n < rows; ++n)
+    kernels::delta_net_query_key(conv_out + n * width, conv_out + n * width + dk, dk);
+  for (int64_t m = 0; m < op.group(); ++m) {
+    const int64_t j = op.value_head(kh, m);
+    for (int64_t n = 0; n < rows; ++n) {
+      const float* row = in + n * op.in_stride;
+      kernels::delta_net_gates(op.decay_factor[at(j)], op.dt_bias[at(j)], row[op.b_offset() + j],
+                               row[op.a_offset() + j], beta[n], g[n]);
+    }
+    const kernels::DeltaRuleRows head{
+        conv_out, conv_out + dk, conv_out + 2 * dk + m * dv, width, width, beta, g, rows};
+    float* o = out + j * dv;
+    float* s = state.recurrent + j * dv * dk;
+    if (rows > 1) {
+      kernels::gated_delta_chunked(s, dv, dk, head, o, op.out_stride, op.chunk);
+    } else {
+      kernels::gated_delta_recurrent(s, dv, dk, head, o, op.out_stride);
+    }
+    for (int64_t n = 0; n < rows; ++n) {
+      float* on = o + n * op.out_stride;
+      kernels::gated_rms_norm(on, in + n * op.in_stride + op.z_offset() + j * dv, op.norm, dv,
+                              op.norm_eps, on);
+    }
+  }
+}
+
 }  // namespace
 
 void run_delta_net_key_head(const DeltaNetOperands& op, int64_t kh, const Program& program,
                             float* scratch) {
+  if (op.chunk > 0) {
+    key_head_rows(op, kh, program.row(0).state->recurrent_state(op.state_slot),
+                  program.buffer(op.in), program.buffer(op.out), program.rows(), scratch);
+    return;
+  }
   const bool snapshots = op.snapshot_conv != nullptr;
   const float* in = program.buffer(op.in);
   float* out = program.buffer(op.out);

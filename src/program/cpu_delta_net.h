@@ -9,7 +9,7 @@
 namespace md::program {
 
 // Key head `kh` for every step row in order (verify rows chain through the one sequence's state
-// and write its snapshots). `scratch` holds DeltaNetOperands::scratch_floats().
+// and write its snapshots). `scratch` holds DeltaNetOperands::scratch_floats(rows).
 void run_delta_net_key_head(const DeltaNetOperands& op, int64_t kh, const Program& program,
                             float* scratch);
 

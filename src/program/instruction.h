@@ -180,6 +180,10 @@ struct DeltaNetOperands {
   // heads' rows, channels and columns so.
   bool tiled_value_heads = false;
   kernels::Activation conv_activation = kernels::Activation::kSilu;  // after the causal conv
+  // Prefill rows (a prompt chunk of one sequence): the head's conv over all rows at once, then
+  // the delta rule chunk by chunk (kernels::gated_delta_chunked with chunks of this many rows;
+  // a run of one row takes the recurrence), as the reference prefill does. 0: row by row.
+  int64_t chunk = 0;
 
   int64_t group() const { return value_heads / key_heads; }
   // The m-th value head (m < group()) of key head kh.
@@ -192,8 +196,12 @@ struct DeltaNetOperands {
   int64_t z_offset() const { return conv_channels(); }
   int64_t b_offset() const { return z_offset() + value_heads * value_dim; }
   int64_t a_offset() const { return b_offset() + value_heads; }
-  // Worker scratch one task needs: the head's conv outputs.
-  int64_t scratch_floats() const { return 2 * key_dim + group() * value_dim; }
+  // Worker scratch one task needs with `rows` rows: the head's conv outputs (one row at a time,
+  // or, chunked, every row's, then each value head's β and g per row).
+  int64_t scratch_floats(int64_t rows) const {
+    const int64_t conv_out = 2 * key_dim + group() * value_dim;
+    return chunk == 0 ? conv_out : rows * (conv_out + 2 * group());
+  }
 };
 
 // kNormRows: one task per row r < the rows `rows_from` counts (tasks beyond it do nothing): row r

@@ -1,6 +1,8 @@
 // What the rows of a fused step are (every family's step programs).
 #pragma once
 
+#include <cstdint>
+
 namespace md {
 
 // Independent rows: B different sequences, one token each at its own position. Verify rows: B
@@ -11,5 +13,8 @@ namespace md {
 // before it, the sequence simply advanced past them (no snapshots); only the rows whose logits
 // are asked for go through the lm_head.
 enum class RowMode { kIndependent, kVerify, kPrefill };
+
+// The most rows a prefill program takes (ModelRunOptions::prefill_rows is at most this).
+inline constexpr int64_t kMaxPrefillRows = 1024;
 
 }  // namespace md

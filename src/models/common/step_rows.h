@@ -1,12 +1,13 @@
 // A fused step's rows for the tokens it was given, as every family's step lays them out:
-// independent rows take one sequence state per token at that state's position, verify rows one
-// state at its next positions (program::StepRow). Families add their own checks (a token's id, the
-// context) and their state's preparation.
+// independent rows take one sequence state per token at that state's position, verify and
+// prefill rows one state at its next positions (program::StepRow). Families add their own checks (a
+// token's id, the context) and their state's preparation.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 
 #include "base/error.h"
 #include "models/common/row_mode.h"
@@ -14,19 +15,21 @@
 
 namespace md {
 
-// Fills rows[0, n) and row_states[0, n) (the state each row extends) for n = tokens.size(), and
-// returns n; md::Error when n is outside 1..max_rows or the states do not match the mode.
+// Fills rows[0, n) and row_states[0, n) (the state each row extends; both at least max_rows long)
+// for n = tokens.size(), and returns n; md::Error when n is outside 1..max_rows or the states do
+// not match the mode.
 template <typename State>
 int64_t lay_out_step_rows(RowMode mode, int64_t max_rows, std::span<State* const> states,
-                          std::span<const int32_t> tokens,
-                          std::array<program::StepRow, program::kMaxStepRows>& rows,
-                          std::array<State*, program::kMaxStepRows>& row_states) {
+                          std::span<const int32_t> tokens, std::span<program::StepRow> rows,
+                          std::type_identity_t<std::span<State*>> row_states) {
   const auto n = static_cast<int64_t>(tokens.size());
-  const bool verify = mode == RowMode::kVerify;
+  const bool verify = mode != RowMode::kIndependent;
   if (n < 1 || n > max_rows) fail("a step of {} rows was given {} tokens", max_rows, n);
   if (static_cast<int64_t>(states.size()) != (verify ? 1 : n)) {
-    fail("a {} step needs {} sequence state(s), got {}", verify ? "verify" : "decode",
-         verify ? 1 : n, states.size());
+    const char* kind = mode == RowMode::kVerify    ? "verify"
+                       : mode == RowMode::kPrefill ? "prefill"
+                                                   : "decode";
+    fail("a {} step needs {} sequence state(s), got {}", kind, verify ? 1 : n, states.size());
   }
   for (int64_t r = 0; r < n; ++r) {
     const auto at = static_cast<std::size_t>(r);

@@ -65,8 +65,8 @@ LlamaGgufModel::LlamaGgufModel(const std::string& path, std::shared_ptr<const Gg
       executor_(options.executor),
       prefill_rows_(options.prefill_rows),
       executors_(pool_->size()) {
-  if (prefill_rows_ < 1 || prefill_rows_ > LlamaStep::kMaxPrefillRows) {
-    fail("prefill rows {} is outside 1..{}", prefill_rows_, LlamaStep::kMaxPrefillRows);
+  if (prefill_rows_ < 1 || prefill_rows_ > kMaxPrefillRows) {
+    fail("prefill rows {} is outside 1..{}", prefill_rows_, kMaxPrefillRows);
   }
   kernels::check_matmul_inputs(options.matmul_inputs);
   set_matmul_inputs(weights_, options.matmul_inputs);

@@ -30,8 +30,6 @@ class StepBuilder;
 class LlamaStep {
  public:
   static constexpr int64_t kMaxRows = program::kMaxStepRows;
-  // A prefill program's most rows (ModelRunOptions::prefill_rows).
-  static constexpr int64_t kMaxPrefillRows = 1024;
 
   // `mode`: kIndependent (max_rows ≤ kMaxRows, logits of every row) or kPrefill (max_rows ≤
   // kMaxPrefillRows, logits of the rows `logits` says). `max_context`: the longest sequence a row

@@ -60,7 +60,7 @@ Qwen38Model::Qwen38Model(const std::string& directory, const ModelRunOptions& ru
       pool_(std::make_unique<ThreadPool>(run_options.threads)),
       threads_(pool_->size()),
       executors_(std::make_unique<program::Executors>(threads_)) {
-  apply_matmul_inputs();
+  apply_run_options();
 }
 
 Qwen38Model::Qwen38Model(std::string name, Qwen38Config config, Qwen38Weights weights,
@@ -74,10 +74,13 @@ Qwen38Model::Qwen38Model(std::string name, Qwen38Config config, Qwen38Weights we
       pool_(std::make_unique<ThreadPool>(run_options.threads)),
       threads_(pool_->size()),
       executors_(std::make_unique<program::Executors>(threads_)) {
-  apply_matmul_inputs();
+  apply_run_options();
 }
 
-void Qwen38Model::apply_matmul_inputs() {
+void Qwen38Model::apply_run_options() {
+  if (run_options_.prefill_rows < 1 || run_options_.prefill_rows > kMaxPrefillRows) {
+    fail("prefill rows {} is outside 1..{}", run_options_.prefill_rows, kMaxPrefillRows);
+  }
   kernels::check_matmul_inputs(run_options_.matmul_inputs);
   if (run_options_.matmul_inputs == kernels::MatmulInputs::kQ8 && !has_q8_matrices(weights_)) {
     throw Error(
@@ -265,10 +268,49 @@ TargetView Qwen38Model::target_view() const {
                     run_options_.matmul_inputs};
 }
 
+// A prompt longer than prefill_rows runs as chunks of that many on every executor: the chunked
+// delta rule's bits depend on where its chunks start, so the reference and the programs split
+// alike (and the engine's chunks are no longer than this by default).
 void Qwen38Model::forward(SequenceState& sequence, std::span<const int32_t> tokens, LogitRows which,
                           std::vector<float>& logits) {
   check_tokens(sequence, tokens);
   auto& state = dynamic_cast<Qwen38State&>(sequence);
+  const auto n = static_cast<int64_t>(tokens.size());
+  const int64_t chunk = run_options_.prefill_rows, vocab = config_.vocab_size;
+  logits.resize(static_cast<std::size_t>((which == LogitRows::kAll ? n : 1) * vocab));
+  std::vector<float> taps;
+  for (int64_t first = 0; first < n; first += chunk) {
+    const auto piece = tokens.subspan(static_cast<std::size_t>(first),
+                                      static_cast<std::size_t>(std::min(chunk, n - first)));
+    float* out = logits.data() + (which == LogitRows::kAll ? first * vocab : 0);
+    if (prefills_by_program()) {
+      prefill_program(state, piece, which, out);
+    } else {
+      forward_reference(state, piece, which, out);
+    }
+    taps.insert(taps.end(), last_taps_.begin(), last_taps_.end());
+  }
+  last_taps_ = std::move(taps);
+}
+
+bool Qwen38Model::prefills_by_program() const {
+  return run_options_.executor != ExecutorKind::kReference && !config_.is_moe() &&
+         options_.ablation == testing::Qwen38Ablation{};
+}
+
+void Qwen38Model::prefill_program(Qwen38State& state, std::span<const int32_t> tokens,
+                                  LogitRows which, float* logits) {
+  Qwen38Step& built = step(run_options_.prefill_rows, RowMode::kPrefill, which);
+  Qwen38State* const states[] = {&state};
+  built.prepare(states, tokens, logits);
+  executors_->get(run_options_.executor).run(built.program());
+  built.finish();
+  const auto taps = static_cast<int64_t>(tap_layers_.size()) * config_.hidden_size;
+  last_taps_.assign(built.taps(), built.taps() + built.rows() * taps);
+}
+
+void Qwen38Model::forward_reference(Qwen38State& state, std::span<const int32_t> tokens,
+                                    LogitRows which, float* logits) {
   int64_t rows = static_cast<int64_t>(tokens.size());
   int64_t width = config_.hidden_size;
   Buffer hidden = buffer(rows * width);
@@ -285,16 +327,22 @@ void Qwen38Model::forward(SequenceState& sequence, std::span<const int32_t> toke
   Buffer normed = buffer(out_rows * width);
   normalise_rows(hidden.data() + first * width, weights_.norm, out_rows, width,
                  static_cast<float>(config_.rms_norm_eps), normed.data());
-  logits.resize(static_cast<std::size_t>(out_rows * config_.vocab_size));
-  kernels::matmul(weights_.lm_head, normed.data(), out_rows, logits.data(), pool_.get());
+  kernels::matmul(weights_.lm_head, normed.data(), out_rows, logits, pool_.get());
 }
 
-Qwen38Step& Qwen38Model::step(int64_t rows, RowMode mode) {
+Qwen38Step& Qwen38Model::step(int64_t rows, RowMode mode, LogitRows logits) {
+  if (mode != RowMode::kPrefill) logits = LogitRows::kAll;
+  // options() may change between runs (tests): a prefill program is kept per chunk too.
+  const int64_t chunk =
+      mode == RowMode::kPrefill && options_.chunked_delta_rule ? options_.delta_rule_chunk : 0;
   for (auto& built : steps_) {
-    if (built->max_rows() == rows && built->mode() == mode) return *built;
+    if (built->max_rows() == rows && built->mode() == mode && built->logit_rows() == logits &&
+        built->delta_rule_chunk() == chunk)
+      return *built;
   }
   steps_.push_back(std::make_unique<Qwen38Step>(config_, weights_, rope_, rows, mode, threads_,
-                                                config_.max_position_embeddings, tap_layers_));
+                                                config_.max_position_embeddings, tap_layers_,
+                                                logits, chunk));
   return *steps_.back();
 }
 

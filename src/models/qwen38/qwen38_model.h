@@ -77,8 +77,9 @@ class Qwen38Model final : public LanguageModel {
   Qwen38Options& options() { return options_; }
 
  private:
-  // Refuses a bf16-input mode this process cannot run, then tags the weights with the mode.
-  void apply_matmul_inputs();
+  // Refuses prefill rows out of range and a bf16-input mode this process cannot run, then tags
+  // the weights with the mode.
+  void apply_run_options();
   void check_tokens(const SequenceState& state, std::span<const int32_t> tokens) const;
   void run_layers(class Qwen38State& state, std::span<const int32_t> tokens, float* hidden);
   void mlp(const struct Qwen38LayerWeights& layer, const float* x, int64_t rows, float* out);
@@ -93,7 +94,18 @@ class Qwen38Model final : public LanguageModel {
   kernels::Rope rope_;
   std::unique_ptr<ThreadPool> pool_;
 
-  Qwen38Step& step(int64_t rows, RowMode mode);
+  Qwen38Step& step(int64_t rows, RowMode mode, LogitRows logits = LogitRows::kAll);
+  // Whether prompts run as prefill programs: on the fused or op executor, for dense models (the
+  // MoE instructions take at most a decode step's rows) without a test ablation (only the
+  // reference forward honours those).
+  bool prefills_by_program() const;
+  // One chunk of a prompt (at most prefill_rows tokens, checked), by the prefill program or the
+  // reference forward; the logits of the rows `which` says go to `logits`, its taps to
+  // last_taps_.
+  void prefill_program(Qwen38State& state, std::span<const int32_t> tokens, LogitRows which,
+                       float* logits);
+  void forward_reference(Qwen38State& state, std::span<const int32_t> tokens, LogitRows which,
+                         float* logits);
   void run_step(Qwen38Step& step, std::vector<float>& logits);
   int threads_ = 1;
   // The persistent team (idle workers sleep) and the op-by-op twin; the drafter shares the team.

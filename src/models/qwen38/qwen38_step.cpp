@@ -26,6 +26,9 @@ using program::NormKind;
 
 // lm_head tiles are at least this large: the per-tile argmax results stay few.
 constexpr int64_t kMinVocabTile = 256;
+// A prefill chunk's attention tasks: a KV head over this many rows, its queries sharing each key
+// tile's load.
+constexpr int64_t kAttentionRowBlock = 8;
 
 std::size_t size(int64_t n) {
   return static_cast<std::size_t>(n);
@@ -42,17 +45,22 @@ void with_bias(std::vector<program::Tile>& tiles, const std::vector<float>& bias
 
 Qwen38Step::Qwen38Step(const Qwen38Config& config, const Qwen38Weights& weights,
                        const kernels::Rope& rope, int64_t max_rows, RowMode mode, int workers,
-                       int64_t max_context, std::vector<int64_t> tap_layers)
+                       int64_t max_context, std::vector<int64_t> tap_layers, LogitRows logits,
+                       int64_t delta_rule_chunk)
     : config_(config),
       weights_(weights),
       rope_(rope),
       max_rows_(max_rows),
       mode_(mode),
+      logit_rows_(mode == RowMode::kPrefill ? logits : LogitRows::kAll),
+      delta_rule_chunk_(mode == RowMode::kPrefill ? delta_rule_chunk : 0),
       vocab_(config.vocab_size),
       max_context_(max_context),
       tap_layers_(std::move(tap_layers)) {
-  if (max_rows < 1 || max_rows > kMaxRows)
-    fail("a step takes 1..{} rows, not {}", kMaxRows, max_rows);
+  const int64_t most = mode == RowMode::kPrefill ? kMaxPrefillRows : kMaxRows;
+  if (max_rows < 1 || max_rows > most) fail("a step takes 1..{} rows, not {}", most, max_rows);
+  if (mode == RowMode::kPrefill && config.is_moe())
+    fail("prefill programs do not cover MoE layers yet");
   build(workers);
 }
 
@@ -72,13 +80,18 @@ void Qwen38Step::build(int workers) {
                                 {&gate_, I},
                                 {&up_, I},
                                 {&angles_, c.rotary_dim()},
-                                {&logits_, vocab_},
+                                // Prefill writes the caller's logits (prepare() rebinds them).
+                                {&logits_, mode_ == RowMode::kPrefill ? 0 : vocab_},
                                 {&taps_, n_taps * H},
                                 {&router_, c.is_moe() ? c.moe.experts + 1 : 0},
                                 {&moe_in_, c.is_moe() ? H : 0}}) {
     storage->assign(size(R * width), 0.0f);
   }
   expert_act_.assign(size(moe_slots() * kMaxRows * c.moe.intermediate), 0.0f);
+  // The lm_head reads every row, or the last one only.
+  const bool last_only = logit_rows_ == LogitRows::kLast;
+  const int64_t logit_rows = last_only ? 1 : R;
+  greedy_.assign(size(logit_rows), 0);
   StepBuilder b(workers);
   ids_ = {b.buffer(hidden_), b.buffer(gdn_proj_), b.buffer(gdn_core_),  b.buffer(attn_q_),
           b.buffer(attn_k_), b.buffer(attn_v_),   b.buffer(attn_out_),  b.buffer(gate_),
@@ -94,16 +107,15 @@ void Qwen38Step::build(int workers) {
                                           : add_delta_net(b, layer, residual);
     residual = c.is_moe() ? add_moe(b, layer, residual) : add_mlp(b, layer, residual);
   }
-  b.lm_head_argmax(
+  program::RowInput final_rows =
       StepBuilder::normalised(ids_.hidden, H, NormKind::kF32Plain, weights_.norm.data(),
-                              static_cast<float>(c.rms_norm_eps)),
-      weights_.lm_head, ids_.logits, kMinVocabTile, tile_max_, tile_arg_, greedy_.data(),
-      {b.all(residual)});
-  // Worker scratch: a delta-net key head's conv outputs (attention keeps its scores itself; the
-  // MoE instructions declare theirs to the builder).
-  const int64_t conv_floats =
-      2 * c.linear_key_head_dim + c.linear_head_group() * c.linear_value_head_dim;
-  program_ = b.build(size(conv_floats));
+                              static_cast<float>(c.rms_norm_eps));
+  if (last_only) final_rows.first_row = -1;
+  b.lm_head_argmax(final_rows, weights_.lm_head, ids_.logits, kMinVocabTile, tile_max_, tile_arg_,
+                   greedy_.data(), {b.all(residual)}, {}, logit_rows);
+  // Worker scratch: what a delta-net key head needs (attention keeps its scores itself; the MoE
+  // instructions declare theirs to the builder).
+  program_ = b.build(size(delta_net_scratch_), R);
 }
 
 int32_t Qwen38Step::add_delta_net(StepBuilder& b, int64_t layer, int32_t residual) {
@@ -151,6 +163,8 @@ int32_t Qwen38Step::add_delta_net(StepBuilder& b, int64_t layer, int32_t residua
     op.snapshot_conv = snaps.conv.data();
     op.snapshot_recurrent = snaps.recurrent.data();
   }
+  op.chunk = delta_rule_chunk_;
+  delta_net_scratch_ = std::max(delta_net_scratch_, op.scratch_floats(max_rows_));
   int32_t core = b.delta_net(tag + "delta_net", op, in_proj, {});
 
   std::vector<program::Tile> out;
@@ -166,6 +180,8 @@ int32_t Qwen38Step::add_attention(StepBuilder& b, int64_t layer, int32_t residua
   const int64_t H = c.hidden_size;
   const auto eps = static_cast<float>(c.rms_norm_eps);
   const std::string tag = fmt::format("L{}.", layer);
+  const bool prefill = mode_ == RowMode::kPrefill;
+  const int64_t row_blocks = (max_rows_ + kAttentionRowBlock - 1) / kAttentionRowBlock;
 
   std::vector<program::Tile> tiles;
   for (auto [matrix, bias, out, width] : {std::tuple{&w.q_proj, &w.q_bias, ids_.q, c.q_proj_dim()},
@@ -198,7 +214,9 @@ int32_t Qwen38Step::add_attention(StepBuilder& b, int64_t layer, int32_t residua
                                       .norm_eps = eps,
                                       .angles = ids_.angles,
                                       .rope = &rope_,
-                                      .cache_slot = c.full_attention_ordinal(layer)};
+                                      .cache_slot = c.full_attention_ordinal(layer),
+                                      .row_block = prefill ? kAttentionRowBlock : 0,
+                                      .row_blocks = prefill ? row_blocks : 0};
   int32_t attended = b.attention(tag + "attention", op, qkv, {b.all(angles)});
 
   std::vector<program::Tile> out;
@@ -299,13 +317,18 @@ int32_t Qwen38Step::add_moe(StepBuilder& b, int64_t layer, int32_t residual) {
   return b.moe(tag + "moe", route, experts, down, router, shared);
 }
 
-void Qwen38Step::prepare(std::span<Qwen38State* const> states, std::span<const int32_t> tokens) {
-  std::array<program::StepRow, kMaxRows> step_rows{};
+void Qwen38Step::prepare(std::span<Qwen38State* const> states, std::span<const int32_t> tokens,
+                         float* logits) {
+  if ((mode_ == RowMode::kPrefill) != (logits != nullptr))
+    fail("a prefill step writes the caller's logits; the others their own");
+  std::vector<program::StepRow> step_rows(size(max_rows_));
   // The rows' states are kept (states_) only once every row passed: commit() finds the step by
   // its last state.
-  std::array<Qwen38State*, kMaxRows> row_states{};
-  const int64_t rows = lay_out_step_rows(mode_, max_rows_, states, tokens, step_rows, row_states);
-  const bool verify = mode_ == RowMode::kVerify;
+  std::vector<Qwen38State*> row_states(size(max_rows_));
+  const int64_t rows =
+      lay_out_step_rows(mode_, max_rows_, states, tokens, std::span<program::StepRow>(step_rows),
+                        std::span<Qwen38State*>(row_states));
+  const bool verify = mode_ != RowMode::kIndependent;
   for (int64_t r = 0; r < rows; ++r) {
     const program::StepRow& row = step_rows[static_cast<std::size_t>(r)];
     if (row.token < 0 || row.token >= vocab_)
@@ -321,13 +344,14 @@ void Qwen38Step::prepare(std::span<Qwen38State* const> states, std::span<const i
       }
     }
   }
-  states_ = row_states;
+  states_ = std::move(row_states);
   program_->set_rows(std::span(step_rows).first(static_cast<std::size_t>(rows)));
+  program_->rebind(ids_.logits, logits != nullptr ? logits : logits_.data());
   verify_start_ = states[0]->position();
 }
 
 void Qwen38Step::finish() {
-  if (mode_ == RowMode::kVerify) {
+  if (mode_ != RowMode::kIndependent) {
     states_[0]->advance(rows());
     return;
   }
@@ -336,7 +360,7 @@ void Qwen38Step::finish() {
 
 void Qwen38Step::commit(Qwen38State& state, int64_t rows_kept) {
   if (mode_ != RowMode::kVerify) fail("commit needs a verify step");
-  if (&state != states_[0] || rows_kept < 0 || rows_kept > rows()) {
+  if (&state != last_state() || rows_kept < 0 || rows_kept > rows()) {
     fail("commit of {} rows does not match the last verify run ({} rows)", rows_kept, rows());
   }
   for (std::size_t ordinal = 0; ordinal < snapshots_.size(); ++ordinal) {

@@ -8,7 +8,9 @@
 // gate|up tiles, the routing, each chosen expert's gate|up once for all rows that chose it, and
 // down tiles that sum the experts and the shared expert into the residual); then the lm_head
 // tiles with per-tile argmax and the argmax reduction. Built once per (rows, row
-// mode) and run for every step.
+// mode) and run for every step. Prefill rows (a prompt chunk of one sequence, dense models) run
+// each delta-net key head's conv over all rows and the chunked delta rule as the reference
+// prefill does, attention in row blocks, and the lm_head over the last row or every row.
 #pragma once
 
 #include <array>
@@ -18,6 +20,7 @@
 
 #include "kernels/rope.h"
 #include "models/common/row_mode.h"
+#include "models/language_model.h"
 #include "models/qwen38/qwen38_config.h"
 #include "models/qwen38/qwen38_state.h"
 #include "models/qwen38/qwen38_weights.h"
@@ -32,24 +35,31 @@ class Qwen38Step {
   static constexpr int64_t kMaxRows = program::kMaxStepRows;
 
   // `tap_layers`: 0-based layers whose post-layer residual (after the MLP add) every run copies
-  // out for a speculative drafter, [rows][tap_layers.size() * H].
+  // out for a speculative drafter, [rows][tap_layers.size() * H]. Prefill mode (up to
+  // kMaxPrefillRows rows): `logits` says which rows go through the lm_head, `delta_rule_chunk` the
+  // chunked delta rule's chunk (0: the recurrence, row by row).
   Qwen38Step(const Qwen38Config& config, const Qwen38Weights& weights, const kernels::Rope& rope,
              int64_t max_rows, RowMode mode, int workers, int64_t max_context,
-             std::vector<int64_t> tap_layers = {});
+             std::vector<int64_t> tap_layers = {}, LogitRows logits = LogitRows::kAll,
+             int64_t delta_rule_chunk = 0);
 
   program::Program& program() { return *program_; }
   int64_t max_rows() const { return max_rows_; }
   RowMode mode() const { return mode_; }
+  LogitRows logit_rows() const { return logit_rows_; }
+  int64_t delta_rule_chunk() const { return delta_rule_chunk_; }
 
-  // Sets the inputs of the next run. Independent: one state per token. Verify: one state, the
-  // tokens at its next positions. Throws md::Error (before any change) when a token is outside
-  // the vocabulary or a sequence lacks room.
-  void prepare(std::span<Qwen38State* const> states, std::span<const int32_t> tokens);
+  // Sets the inputs of the next run. Independent: one state per token. Verify and prefill: one
+  // state, the tokens at its next positions. Prefill writes its logits to `logits` (rows with
+  // logits × vocab), the others to their own buffer (logits()). Throws md::Error (before any
+  // change) when a token is outside the vocabulary or a sequence lacks room.
+  void prepare(std::span<Qwen38State* const> states, std::span<const int32_t> tokens,
+               float* logits = nullptr);
   // After the executor ran: advances the positions (verify: by all rows, until commit).
   void finish();
 
   int64_t rows() const { return program_->rows(); }
-  const SequenceState* last_state() const { return states_[0]; }
+  const SequenceState* last_state() const { return states_.empty() ? nullptr : states_[0]; }
   const float* logits(int64_t row) const { return logits_.data() + row * vocab_; }
   int32_t greedy(int64_t row) const { return greedy_[static_cast<std::size_t>(row)]; }
   const std::vector<int64_t>& tap_layers() const { return tap_layers_; }
@@ -85,6 +95,8 @@ class Qwen38Step {
   const kernels::Rope& rope_;
   int64_t max_rows_;
   RowMode mode_;
+  LogitRows logit_rows_;
+  int64_t delta_rule_chunk_;
   int64_t vocab_;
   int64_t max_context_;
   std::vector<int64_t> tap_layers_;
@@ -92,7 +104,7 @@ class Qwen38Step {
 
   Buffers ids_{};
   // The states of the last run's rows (positions advance in finish() and commit()).
-  std::array<Qwen38State*, kMaxRows> states_{};
+  std::vector<Qwen38State*> states_;
   int64_t verify_start_ = 0;
 
   // Activations (f32, [rows][width]).
@@ -105,9 +117,10 @@ class Qwen38Step {
   std::vector<float> router_, moe_in_, expert_act_;
   std::vector<std::unique_ptr<program::MoePlan>> moe_plans_;
   std::vector<float> taps_;
+  int64_t delta_net_scratch_ = 0;  // the most worker scratch a delta-net task needs
   std::vector<float> tile_max_;    // [lm_head tiles][rows]
   std::vector<int32_t> tile_arg_;  // [lm_head tiles][rows]
-  std::array<int32_t, kMaxRows> greedy_{};
+  std::vector<int32_t> greedy_;    // [rows with logits]
   // Verify snapshots per delta-net layer: the state before the block (0) and after each row,
   // [snapshot 0..max_rows][state floats] (DeltaNetOperands' snapshot layout).
   struct DeltaNetSnapshots {
