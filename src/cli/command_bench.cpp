@@ -49,9 +49,10 @@ struct BenchOptions {
   std::vector<int64_t> prefill_tokens = {128};  // prompt lengths, each its own figure
   int64_t context = 1024;
   bool json = false;
-  std::string draft;                    // speculative figures with this drafter
-  std::string draft_executor = "mega";  // how its rounds run
-  int64_t spec_tokens = 96;             // tokens generated per acceptance length
+  std::string draft;                      // speculative figures with this drafter
+  std::string draft_executor = "mega";    // how its rounds run
+  std::string prefill_executor = "mega";  // how the prefill figures' prompts run
+  int64_t spec_tokens = 96;               // tokens generated per acceptance length
   std::string matmul_inputs = "f32";
   std::string dense_weights = "as-stored";
   bool verbose = false;  // list the 1-row step program
@@ -439,11 +440,15 @@ int run_bench(BenchOptions options) {
         fmt::format("profile: {} executor, {} row(s)\n{}", executor, rows,
                     format_profile(*program, bandwidth, series.total().step_ms() / 1e3)));
   }
-  // Prefill and verify run on the fused executor where the family has one.
-  const char* main_executor = model->set_executor(ExecutorKind::kMega) ? "mega" : "reference";
+  // Prefill runs as --prefill-executor says (its fused programs by default), verify on the fused
+  // executor, where the family has them.
+  const std::string prefill_executor = model->set_executor(parse_executor(options.prefill_executor))
+                                           ? options.prefill_executor
+                                           : "reference";
   std::unique_ptr<SequenceState> prefilled;
   const std::vector<PrefillFigure> prefills =
       measure_prefills(*model, options.prefill_tokens, prefilled);
+  const char* main_executor = model->set_executor(ExecutorKind::kMega) ? "mega" : "reference";
   const std::optional<MatrixTileFigure> tiles =
       measure_matrix_tiles(*model, threads, options.seconds / 2);
   const std::optional<VerifyFigure> verify =
@@ -467,7 +472,7 @@ int run_bench(BenchOptions options) {
                                {"live_state_bytes", prefilled->bytes()}};
     nlohmann::ordered_json prefill = nlohmann::ordered_json::array();
     for (const PrefillFigure& f : prefills) {
-      prefill.push_back({{"executor", main_executor},
+      prefill.push_back({{"executor", prefill_executor},
                          {"tokens", f.tokens},
                          {"seconds", f.seconds},
                          {"tokens_per_s", f.tokens_per_second()}});
@@ -571,8 +576,8 @@ int run_bench(BenchOptions options) {
         verify->rows, verify->verify_seconds * 1e3, verify->ratio(), verify->decode_seconds * 1e3,
         main_executor);
   }
-  fmt::print("\nprefill    (chunks of {} tokens, as the engine runs a prompt)\n",
-             engine::Generator::kPrefillChunk);
+  fmt::print("\nprefill    (chunks of {} tokens, as the engine runs a prompt; {})\n",
+             engine::Generator::kPrefillChunk, prefill_executor);
   for (const PrefillFigure& f : prefills) {
     fmt::print("  {:>6} tokens {:>10.1f} ms {:>10.1f} tok/s\n", f.tokens, f.seconds * 1e3,
                f.tokens_per_second());
@@ -646,6 +651,11 @@ CommandAction add_bench_command(CLI::App& app) {
   sub->add_option("--draft-executor", options->draft_executor,
                   "How the drafter's rounds run: mega (fused program), ops (the same program, a "
                   "barrier per operation) or reference (its plain forward)")
+      ->check(CLI::IsMember({"mega", "ops", "reference"}));
+  sub->add_option("--prefill-executor", options->prefill_executor,
+                  "How the prefill figures' prompts run: mega (fused prefill programs where the "
+                  "family has them), ops (the same programs, a barrier per operation) or "
+                  "reference (the plain forward)")
       ->check(CLI::IsMember({"mega", "ops", "reference"}));
   sub->add_option("--spec-tokens", options->spec_tokens,
                   "Tokens generated per speculative measurement")

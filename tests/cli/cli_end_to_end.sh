@@ -32,6 +32,8 @@ check bench-json 0 '"fraction_of_bandwidth"' '' -- "$bin" bench --synthetic qwen
 [ -n "$sanitized" ] || check bench-header 0 'kernels +(avx512|avx2|scalar) path, weights bf16; executors mega' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega --seconds 0.05 --prefill-tokens 8
 check bench-profile 0 'gate_up_silu +norm>gate\|up\+silu +8 +64 .*' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega,ops --seconds 0.05 --prefill-tokens 8 --profile
 check bench-verbose 0 'delta_net +L0\.delta_net +2 +0 +#2 per task' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega --seconds 0.05 --prefill-tokens 8 -v
+check bench-prefill-executor 0 'prefill +\(chunks of 256 tokens, as the engine runs a prompt; reference\)' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega --seconds 0.05 --prefill-tokens 8 --prefill-executor reference
+check bench-prefill-executor-bad 2 '' 'prefill-executor' -- "$bin" bench --synthetic qwen38-tiny --prefill-executor fast
 # Issue 19's many-row figures: rows vs one row, a verify step vs a decode step, the tiles' share of
 # the fma peak measured in the same run (text and JSON; one run of each).
 if [ -z "$sanitized" ]; then
