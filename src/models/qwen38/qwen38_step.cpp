@@ -321,10 +321,12 @@ void Qwen38Step::prepare(std::span<Qwen38State* const> states, std::span<const i
                          float* logits) {
   if ((mode_ == RowMode::kPrefill) != (logits != nullptr))
     fail("a prefill step writes the caller's logits; the others their own");
-  std::vector<program::StepRow> step_rows(size(max_rows_));
   // The rows' states are kept (states_) only once every row passed: commit() finds the step by
-  // its last state.
-  std::vector<Qwen38State*> row_states(size(max_rows_));
+  // its last state. Both lists keep their storage between runs (no allocation per step).
+  std::vector<program::StepRow>& step_rows = step_rows_;
+  std::vector<Qwen38State*>& row_states = row_states_;
+  step_rows.resize(size(max_rows_));
+  row_states.resize(size(max_rows_));
   const int64_t rows =
       lay_out_step_rows(mode_, max_rows_, states, tokens, std::span<program::StepRow>(step_rows),
                         std::span<Qwen38State*>(row_states));
@@ -344,7 +346,7 @@ void Qwen38Step::prepare(std::span<Qwen38State* const> states, std::span<const i
       }
     }
   }
-  states_ = std::move(row_states);
+  states_.assign(row_states.begin(), row_states.begin() + rows);
   program_->set_rows(std::span(step_rows).first(static_cast<std::size_t>(rows)));
   program_->rebind(ids_.logits, logits != nullptr ? logits : logits_.data());
   verify_start_ = states[0]->position();

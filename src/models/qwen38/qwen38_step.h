@@ -105,6 +105,9 @@ class Qwen38Step {
   Buffers ids_{};
   // The states of the last run's rows (positions advance in finish() and commit()).
   std::vector<Qwen38State*> states_;
+  // prepare()'s lists of the rows being laid out.
+  std::vector<program::StepRow> step_rows_;
+  std::vector<Qwen38State*> row_states_;
   int64_t verify_start_ = 0;
 
   // Activations (f32, [rows][width]).
