@@ -352,35 +352,32 @@ TEST(Program, RefusesMalformedPrograms) {
 // Operands that hold a bounded number of rows (attention's row blocks, the lm_head's per-tile
 // maxima) must hold every row a run of the program may give them.
 TEST(Program, RefusesOperandsThatHoldFewerRowsThanARun) {
-  auto attention = [](int64_t row_block, int64_t row_blocks) {
-    AttentionOperands op{.q = 0,
-                         .k = 0,
-                         .v = 0,
-                         .out = 0,
-                         .heads = 2,
-                         .kv_heads = 1,
-                         .head_dim = 4,
-                         .row_block = row_block,
-                         .row_blocks = row_blocks};
+  auto single = [](const char* name, int64_t tasks, Operands operands) {
     Instruction ins;
-    ins.name = "attention";
-    ins.tasks = std::max<int64_t>(1, row_blocks);
-    ins.operands = op;
+    ins.name = name;
+    ins.tasks = tasks;
+    ins.operands = std::move(operands);
     std::vector<Instruction> list;
     list.push_back(std::move(ins));
     return list;
   };
+  auto attention = [&](int64_t row_block, int64_t row_blocks) {
+    return single("attention", std::max<int64_t>(1, row_blocks),
+                  AttentionOperands{.q = 0,
+                                    .k = 0,
+                                    .v = 0,
+                                    .out = 0,
+                                    .heads = 2,
+                                    .kv_heads = 1,
+                                    .head_dim = 4,
+                                    .row_block = row_block,
+                                    .row_blocks = row_blocks});
+  };
   EXPECT_NO_THROW(Program(attention(8, 3), {nullptr}, 1, 1, 24));
   EXPECT_THROW(Program(attention(8, 3), {nullptr}, 1, 1, 25), Error) << "24 rows of 25";
   EXPECT_THROW(Program(attention(8, 0), {nullptr}, 1, 1, 8), Error) << "no row blocks";
-  auto argmax = [](int64_t capacity, int64_t first_row) {
-    Instruction ins;
-    ins.name = "argmax";
-    ins.tasks = 1;
-    ins.operands = ArgmaxOperands{.row_capacity = capacity, .first_row = first_row};
-    std::vector<Instruction> list;
-    list.push_back(std::move(ins));
-    return list;
+  auto argmax = [&](int64_t capacity, int64_t first_row) {
+    return single("argmax", 1, ArgmaxOperands{.row_capacity = capacity, .first_row = first_row});
   };
   EXPECT_NO_THROW(Program(argmax(1, -1), {}, 1, 1, 256)) << "the last row of 256";
   EXPECT_NO_THROW(Program(argmax(256, 0), {}, 1, 1, 256));
