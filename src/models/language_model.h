@@ -37,8 +37,9 @@ struct ModelRunOptions {
   kernels::MatmulInputs matmul_inputs = kernels::MatmulInputs::kF32;
   DenseWeights dense_weights = DenseWeights::kAsStored;
   // The most prompt tokens one fused prefill program run takes (llama.cpp's micro-batch): longer
-  // prompts run as chunks of this many, and the split changes no result. Families whose prefill
-  // is not a program yet ignore it.
+  // prompts run as chunks of this many. Llama's results do not depend on it; Qwen's chunked delta
+  // rule rounds by where its chunks start, so Qwen splits prompts at it on every executor (the
+  // reference included) to keep them equal. Families whose prefill is not a program ignore it.
   int64_t prefill_rows = 256;
 };
 

@@ -181,9 +181,12 @@ void attention(const AttentionOperands& op, int64_t h, const Program& program) {
 // rows, the queries of consecutive rows of one sequence attending together so that each key tile
 // is loaded once for all of them.
 void attention_rows(const AttentionOperands& op, int64_t task, const Program& program) {
+  // The run's blocks are dealt over the first tasks (a short chunk leaves the rest idle), in the
+  // order that balances causal work between contiguous halves.
+  const int64_t blocks = (program.rows() + op.row_block - 1) / op.row_block;
+  if (task / op.kv_heads >= blocks) return;
   const int64_t g = task % op.kv_heads, group = op.heads / op.kv_heads;
-  const int64_t first =
-      kernels::balanced_row_block(task / op.kv_heads, op.row_blocks) * op.row_block;
+  const int64_t first = kernels::balanced_row_block(task / op.kv_heads, blocks) * op.row_block;
   const int64_t last = std::min(program.rows(), first + op.row_block);
   const int64_t hd = op.head_dim, q_width = op.output_gate ? 2 * hd : hd;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <vector>
 
 #include "kernels/activations.h"
 #include "kernels/expert_mix.h"
@@ -39,7 +40,9 @@ void choose(const MoeRouteOperands& op, const float* row, float* scratch,
 void run_moe_route(const MoeRouteOperands& op, const Program& program, float* scratch) {
   MoePlan& plan = *op.plan;
   const float* logits = program.buffer(op.logits);
-  std::array<Routed, kMaxStepRows * kernels::kMaxExpertsPerToken> routed{};
+  // The step's (expert, row) pairs; the one task runs on one worker at a time.
+  thread_local std::vector<Routed> routed;
+  routed.resize(at(program.rows() * op.experts_per_token));
   std::array<kernels::ExpertChoice, kernels::kMaxExpertsPerToken> choices{};
   int64_t count = 0;
   for (int64_t n = 0; n < program.rows(); ++n) {
@@ -57,20 +60,22 @@ void run_moe_route(const MoeRouteOperands& op, const Program& program, float* sc
   std::sort(routed.begin(), routed.begin() + count, [](const Routed& a, const Routed& b) {
     return a.expert != b.expert ? a.expert < b.expert : a.row < b.row;
   });
+  // Entry i of the sorted pairs is entry i of the plan: each slot's entries are contiguous.
   plan.used = 0;
   for (int64_t i = 0; i < count; ++i) {
     const Routed& r = routed[at(i)];
     if (plan.used == 0 || plan.expert[at(plan.used - 1)] != r.expert) {
       plan.expert[at(plan.used)] = r.expert;
       plan.row_count[at(plan.used)] = 0;
+      plan.first[at(plan.used)] = static_cast<int32_t>(i);
       ++plan.used;
     }
     const auto slot = at(plan.used - 1);
-    const auto j = at(plan.row_count[slot]++);
-    plan.rows[slot][j] = r.row;
-    plan.weights[slot][j] = r.weight;
-    plan.choices[at(r.row)][at(r.rank)] = {static_cast<int32_t>(slot), static_cast<int32_t>(j),
-                                           r.weight};
+    const int32_t j = plan.row_count[slot]++;
+    plan.rows[at(i)] = r.row;
+    plan.weights[at(i)] = r.weight;
+    plan.choices[at(r.row * kernels::kMaxExpertsPerToken + r.rank)] = {static_cast<int32_t>(slot),
+                                                                       j, r.weight};
   }
 }
 
@@ -83,20 +88,19 @@ void run_moe_experts_task(const MoeExpertsOperands& op, int64_t task, const Prog
   const int64_t r1 = std::min(op.intermediate, r0 + op.tile_rows);
   const auto e = at(plan.expert[at(slot)]);
   const int64_t rows = plan.row_count[at(slot)];
-  const auto& row_ids = plan.rows[at(slot)];
   const float* input = program.buffer(op.input);
-  float* up = scratch + kMaxStepRows * op.hidden;
+  float* up = scratch + plan.max_rows * op.hidden;
   // The expert's rows side by side, so that one pass over its weights serves them all: read in
   // place when they already are (one row, as in every single-sequence step), else gathered.
-  const float* x = input + row_ids[0] * op.hidden;
-  if (row_ids[at(rows - 1)] - row_ids[0] != rows - 1) {
+  const float* x = input + plan.row(slot, 0) * op.hidden;
+  if (plan.row(slot, rows - 1) - plan.row(slot, 0) != rows - 1) {
     for (int64_t j = 0; j < rows; ++j) {
-      const float* row = input + row_ids[at(j)] * op.hidden;
+      const float* row = input + plan.row(slot, j) * op.hidden;
       std::copy(row, row + op.hidden, scratch + j * op.hidden);
     }
     x = scratch;
   }
-  float* act = program.buffer(op.act) + slot * kMaxStepRows * op.intermediate;
+  float* act = program.buffer(op.act) + plan.first[at(slot)] * op.intermediate;
   kernels::weight_tile(op.experts->gate[e], r0, r1, x, op.hidden, rows,
                        {act, op.intermediate, false});
   kernels::weight_tile(op.experts->up[e], r0, r1, x, op.hidden, rows, {up, op.intermediate, false});
@@ -113,26 +117,26 @@ void run_moe_down_task(const MoeDownOperands& op, int64_t task, const Program& p
   const MoePlan& plan = *op.plan;
   if (op.each != kNoBuffer) {
     for (int64_t slot = 0; slot < plan.used; ++slot) {
-      kernels::weight_tile(
-          op.experts->down[at(plan.expert[at(slot)])], h0, h1,
-          program.buffer(op.act) + slot * kMaxStepRows * op.intermediate, op.intermediate,
-          plan.row_count[at(slot)],
-          {program.buffer(op.each) + slot * kMaxStepRows * op.hidden, op.hidden, false});
+      const int64_t first = plan.first[at(slot)];
+      kernels::weight_tile(op.experts->down[at(plan.expert[at(slot)])], h0, h1,
+                           program.buffer(op.act) + first * op.intermediate, op.intermediate,
+                           plan.row_count[at(slot)],
+                           {program.buffer(op.each) + first * op.hidden, op.hidden, false});
     }
     return;
   }
-  float* product = scratch;                         // [rows][hidden], columns [h0, h1) used
-  float* sum = scratch + kMaxStepRows * op.hidden;  // [rows][width]
+  float* product = scratch;                          // [rows][hidden], columns [h0, h1) used
+  float* sum = scratch + plan.max_rows * op.hidden;  // [rows][width]
   std::fill(sum, sum + program.rows() * width, 0.0f);
   const float* act = program.buffer(op.act);
   for (int64_t slot = 0; slot < plan.used; ++slot) {
     const int64_t rows = plan.row_count[at(slot)];
     kernels::weight_tile(op.experts->down[at(plan.expert[at(slot)])], h0, h1,
-                         act + slot * kMaxStepRows * op.intermediate, op.intermediate, rows,
+                         act + plan.first[at(slot)] * op.intermediate, op.intermediate, rows,
                          {product, op.hidden, false});
     for (int64_t j = 0; j < rows; ++j) {
-      float* s = sum + plan.rows[at(slot)][at(j)] * width;
-      const float w = plan.weights[at(slot)][at(j)];
+      float* s = sum + plan.row(slot, j) * width;
+      const float w = plan.weight(slot, j);
       for (int64_t r = h0; r < h1; ++r) s[r - h0] += product[j * op.hidden + r] * w;
     }
   }
@@ -161,8 +165,8 @@ void run_moe_mix_row(const MoeMixOperands& op, int64_t row, const Program& progr
   std::fill(out, out + op.width, 0.0f);
   float* each = program.buffer(op.each);
   for (int64_t i = 0; i < op.experts_per_token; ++i) {
-    const RowChoice& choice = op.plan->choices[at(row)][at(i)];
-    float* o = each + (choice.slot * kMaxStepRows + choice.entry) * op.width;
+    const RowChoice& choice = op.plan->choice(row, i);
+    float* o = each + static_cast<int64_t>(op.plan->entry(choice.slot, choice.entry)) * op.width;
     if (!op.normalise) {
       for (int64_t c = 0; c < op.width; ++c) out[c] += o[c] * choice.weight;
       continue;

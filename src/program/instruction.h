@@ -129,8 +129,8 @@ struct GateUpOperands {
 // `row_block` set (a prefill chunk's many rows), a task is instead one KV head g over a block of
 // row_block rows, every query head of g's group: the rows' queries share each key tile's load
 // (kernels::KvCache::attend of many queries), each bitwise what it gives alone; tasks are
-// [row block][KV head], the row blocks in an order whose contiguous halves hold equal causal work
-// (kernels::balanced_row_block).
+// [row block][KV head]: the run's blocks over the first tasks, in an order whose contiguous halves
+// hold equal causal work (kernels::balanced_row_block).
 struct AttentionOperands {
   BufferId q = kNoBuffer, k = kNoBuffer, v = kNoBuffer, out = kNoBuffer;
   int64_t q_stride = 0, kv_stride = 0, out_stride = 0;  // per row
@@ -306,23 +306,44 @@ struct RowChoice {
 // kMoeDown: slot u holds the u-th distinct expert the step's rows chose (ascending ids), the
 // rows that chose it (ascending) and their routing weights; shared_scale[n] is σ(shared gate) of
 // row n; choices[n] lists row n's experts in the router's order (kMoeMix sums in that order).
-// Sized once for the program's most rows; rewritten every step.
+// The (expert, row) entries are packed in that order: slot u's j-th entry is entry first[u] + j
+// of the step, so per-entry buffers (the experts' activations and products) hold rows ×
+// experts_per_token entries however the rows chose. Sized once for the program's most rows (a
+// decode step's 8 or a prefill chunk's hundreds); rewritten every step.
 struct MoePlan {
-  explicit MoePlan(int64_t slots)
-      : expert(static_cast<std::size_t>(slots)),
+  MoePlan(int64_t slots, int64_t most_rows, int64_t experts_per_token)
+      : max_rows(most_rows),
+        expert(static_cast<std::size_t>(slots)),
         row_count(static_cast<std::size_t>(slots)),
-        rows(static_cast<std::size_t>(slots)),
-        weights(static_cast<std::size_t>(slots)) {}
+        first(static_cast<std::size_t>(slots)),
+        rows(static_cast<std::size_t>(most_rows * experts_per_token)),
+        weights(static_cast<std::size_t>(most_rows * experts_per_token)),
+        shared_scale(static_cast<std::size_t>(most_rows)),
+        choices(static_cast<std::size_t>(most_rows * kernels::kMaxExpertsPerToken)) {}
 
   int64_t slots() const { return static_cast<int64_t>(expert.size()); }
+  // The step's (expert, row) entries at most: per-entry buffers hold this many.
+  int64_t max_entries() const { return static_cast<int64_t>(rows.size()); }
+  // Slot u's j-th row and weight.
+  int32_t row(int64_t u, int64_t j) const { return rows[entry(u, j)]; }
+  float weight(int64_t u, int64_t j) const { return weights[entry(u, j)]; }
+  std::size_t entry(int64_t u, int64_t j) const {
+    return static_cast<std::size_t>(first[static_cast<std::size_t>(u)] + j);
+  }
+  // Row n's i-th choice in the router's order.
+  const RowChoice& choice(int64_t n, int64_t i) const {
+    return choices[static_cast<std::size_t>(n * kernels::kMaxExpertsPerToken + i)];
+  }
 
+  int64_t max_rows = 0;
   int64_t used = 0;
   std::vector<int32_t> expert;
   std::vector<int32_t> row_count;
-  std::vector<std::array<int32_t, kMaxStepRows>> rows;
-  std::vector<std::array<float, kMaxStepRows>> weights;
-  std::array<float, kMaxStepRows> shared_scale{};
-  std::array<std::array<RowChoice, kernels::kMaxExpertsPerToken>, kMaxStepRows> choices{};
+  std::vector<int32_t> first;       // [slots]: slot u's first entry
+  std::vector<int32_t> rows;        // [entries]
+  std::vector<float> weights;       // [entries]
+  std::vector<float> shared_scale;  // [max_rows]
+  std::vector<RowChoice> choices;   // [max_rows][kMaxExpertsPerToken]
 };
 
 // kMoeRoute: one task: each step row's router logits (row n at logits[n·stride], `experts` wide,
@@ -347,9 +368,9 @@ struct MoeRouteOperands {
 
 // kMoeExperts: task u·tiles_per_expert() + t: output rows [t·tile_rows, …) of the gate and up
 // matrices of the plan's slot-u expert (nothing when the step used fewer experts) over that
-// expert's rows of `input` ([rows][hidden], normalised), silu(gate)·up into act[u][j] for its j-th
-// row ([slots][kMaxStepRows][intermediate]). One pass over the expert's weights serves every row
-// that chose it.
+// expert's rows of `input` ([rows][hidden], normalised), silu(gate)·up into act[e] for its entry e
+// (MoePlan::entry; [plan's max entries][intermediate]). One pass over the expert's weights serves
+// every row that chose it.
 struct MoeExpertsOperands {
   BufferId input = kNoBuffer;
   int64_t hidden = 0;
@@ -360,17 +381,17 @@ struct MoeExpertsOperands {
   kernels::GatedActivation activation = kernels::Activation::kSilu;
 
   int64_t tiles_per_expert() const { return (intermediate + tile_rows - 1) / tile_rows; }
-  // Worker scratch a task needs: the expert's rows gathered and the up half of its tile.
-  int64_t scratch_floats() const { return kMaxStepRows * (hidden + intermediate); }
+  // Worker scratch a task needs: the expert's rows gathered and the up half of its tile (an
+  // expert may serve every row of the step).
+  int64_t scratch_floats() const { return plan->max_rows * (hidden + intermediate); }
 };
 
 // kMoeDown: one task per output-row tile [t·tile_rows, …) of the hidden size: for every step row,
 // Σ over the plan's slots in order (ascending experts) of weight · down_e · act, then
 // + shared_scale · shared_down · shared_act, added into out[n·out_stride + r] (the residual
 // stream), then copied to copy_to (a drafter's tap) when set. With `each` set instead, every
-// expert's product for each of its rows is written as it is, at
-// each[(slot·kMaxStepRows + j)·hidden + r] for its j-th row, for kMoeMix to combine (no shared
-// expert, nothing added to `out`).
+// expert's product for each of its rows is written as it is, at each[e·hidden + r] for its entry
+// e (MoePlan::entry), for kMoeMix to combine (no shared expert, nothing added to `out`).
 struct MoeDownOperands {
   const kernels::ExpertMatrices* experts = nullptr;
   BufferId act = kNoBuffer;
@@ -382,11 +403,11 @@ struct MoeDownOperands {
   BufferId copy_to = kNoBuffer;
   int64_t copy_offset = 0, copy_stride = 0;
   const MoePlan* plan = nullptr;
-  BufferId each = kNoBuffer;  // [slots][kMaxStepRows][hidden]
+  BufferId each = kNoBuffer;  // [plan's max entries][hidden]
 
   int64_t tiles() const { return (hidden + tile_rows - 1) / tile_rows; }
   // Worker scratch: one product [rows][hidden] and the tile's sums [rows][tile_rows].
-  int64_t scratch_floats() const { return kMaxStepRows * (hidden + tile_rows); }
+  int64_t scratch_floats() const { return plan->max_rows * (hidden + tile_rows); }
 };
 
 // kMoeMix: one task per step row n: Σ over the row's choices in the router's order of

@@ -110,7 +110,8 @@ Program::~Program() = default;
 namespace {
 
 // The most rows an instruction's operands hold (attention's row blocks, the lm_head's per-tile
-// maxima), and the most a run of a program of `max_rows` can give them; other opcodes take any.
+// maxima, a MoE plan's rows and entries), and the most a run of a program of `max_rows` can give
+// them; other opcodes take any.
 struct RowFit {
   int64_t held = 0, needed = 0;
 };
@@ -131,6 +132,11 @@ RowFit row_fit(const Instruction& ins, int64_t max_rows) {
     case Opcode::kArgmax: {
       const auto& op = std::get<ArgmaxOperands>(ins.operands);
       return {op.row_capacity, needed(op.first_row)};
+    }
+    case Opcode::kMoeRoute: {
+      const auto& op = std::get<MoeRouteOperands>(ins.operands);
+      if (op.plan == nullptr || op.experts_per_token < 1) return {0, 1};
+      return {std::min(op.plan->max_rows, op.plan->max_entries() / op.experts_per_token), max_rows};
     }
     default:
       return {};

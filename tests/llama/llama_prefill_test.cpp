@@ -4,6 +4,7 @@
 // last row or every row, whatever the chunk split (ModelRunOptions::prefill_rows, and how the
 // caller splits the prompt), the thread count, or a prompt that starts after earlier tokens; decode
 // steps after it agree.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -53,11 +54,13 @@ class LlamaPrefillTest : public ::testing::Test {
       GTEST_SKIP() << smollm2_path() << " is absent: run scripts/setup";
     }
   }
-  static std::unique_ptr<LlamaGgufModel> open(int threads, ExecutorKind executor,
-                                              int64_t prefill_rows) {
+  static std::unique_ptr<LlamaGgufModel> open(
+      int threads, ExecutorKind executor, int64_t prefill_rows,
+      kernels::MatmulInputs inputs = kernels::MatmulInputs::kF32) {
     ModelRunOptions options{threads};
     options.executor = executor;
     options.prefill_rows = prefill_rows;
+    options.matmul_inputs = inputs;
     return std::make_unique<LlamaGgufModel>(smollm2_path(), options);
   }
   // `tokens` fed in calls of `split` tokens each (the rest in the last), then one decode step.
@@ -83,16 +86,25 @@ class LlamaPrefillTest : public ::testing::Test {
 };
 
 // Chunks of 16 rows over a 45-token prompt (three chunks, the last ragged): every row's logits,
-// the cache and the next step equal the reference forward's, on both program executors.
+// the cache and the next step equal the reference forward's, on both program executors, with f32
+// and q8 matmul inputs; the programs did run (three of them), the reference ran none.
 TEST_F(LlamaPrefillTest, ProgramsEqualTheReferenceForwardBitwise) {
   const std::vector<int32_t> tokens = prompt(45);
-  Prefilled expected = run(*open(2, ExecutorKind::kReference, 16), tokens, LogitRows::kAll);
-  ASSERT_EQ(expected.logits.size(), 45u * 49152u);
-  for (ExecutorKind kind : {ExecutorKind::kMega, ExecutorKind::kOps}) {
-    Prefilled got = run(*open(2, kind, 16), tokens, LogitRows::kAll);
-    EXPECT_TRUE(bitwise_equal(got.logits, expected.logits)) << static_cast<int>(kind);
-    EXPECT_TRUE(bitwise_equal(got.kv, expected.kv)) << static_cast<int>(kind);
-    EXPECT_TRUE(bitwise_equal(got.next, expected.next)) << static_cast<int>(kind);
+  for (kernels::MatmulInputs inputs : {kernels::MatmulInputs::kF32, kernels::MatmulInputs::kQ8}) {
+    const int mode = static_cast<int>(inputs);
+    std::unique_ptr<LlamaGgufModel> reference = open(2, ExecutorKind::kReference, 16, inputs);
+    Prefilled expected = run(*reference, tokens, LogitRows::kAll);
+    ASSERT_EQ(expected.logits.size(), 45u * 49152u);
+    EXPECT_EQ(reference->prefill_program_runs(), 0);
+    for (ExecutorKind kind : {ExecutorKind::kMega, ExecutorKind::kOps}) {
+      std::unique_ptr<LlamaGgufModel> model = open(2, kind, 16, inputs);
+      Prefilled got = run(*model, tokens, LogitRows::kAll);
+      const std::string what = fmt::format("executor {}, inputs {}", static_cast<int>(kind), mode);
+      EXPECT_EQ(model->prefill_program_runs(), 3) << what;
+      EXPECT_TRUE(bitwise_equal(got.logits, expected.logits)) << what;
+      EXPECT_TRUE(bitwise_equal(got.kv, expected.kv)) << what;
+      EXPECT_TRUE(bitwise_equal(got.next, expected.next)) << what;
+    }
   }
 }
 

@@ -120,6 +120,17 @@ TEST_P(Qwen35GgufBf16, DecodeStepsMatchTheReference) {
   expect_same_decode_bits(*mega, *reference, GetParam());
 }
 
+// So are its prefill programs (the chunked delta rule over tiled value heads included): every
+// golden prompt's every row, bitwise.
+TEST_P(Qwen35GgufBf16, PrefillProgramsMatchTheReference) {
+  const std::string path = gguf_path(GetParam(), "BF16");
+  auto mega = load_gguf(path);
+  auto reference = load_gguf(path, {}, ExecutorKind::kReference);
+  const std::vector<GoldenPrompt> goldens = load_goldens(GetParam());
+  EXPECT_TRUE(same_bits(prompt_logits(*mega, goldens), prompt_logits(*reference, goldens)));
+  EXPECT_EQ(mega->prefill_program_runs(), static_cast<int64_t>(goldens.size()));
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, Qwen35GgufBf16,
                          ::testing::Values("tiny-qwen38", "tiny-qwen35-tied",
                                            "tiny-qwen35-interval", "tiny-qwen35-layers",

@@ -1,8 +1,8 @@
 // Qwen3.8 / Qwen3.5 prompts as fused prefill programs (Qwen38Step in RowMode::kPrefill): on every
-// dense fixture, a prompt run by the programs (mega, ops, any thread count) gives bitwise the
-// reference forward's logits (every row or the last), state, drafter taps and next decode step,
-// with the chunked delta rule (whose chunks start where the reference's do) and with the
-// recurrence; a MoE model keeps the reference forward.
+// fixture (dense and MoE), a prompt run by the programs (mega, ops, any thread count) gives
+// bitwise the reference forward's logits (every row or the last), state, drafter taps and next
+// decode step, with the chunked delta rule (whose chunks start where the reference's do) and with
+// the recurrence.
 #include <gtest/gtest.h>
 
 #include "qwen38_test_util.h"
@@ -18,10 +18,11 @@ std::vector<int32_t> prompt_of(int64_t length, int seed) {
 }
 
 std::unique_ptr<Qwen38Model> open(const std::string& fixture, ExecutorKind executor,
-                                  bool chunked = true, int threads = 2) {
+                                  bool chunked = true, int threads = 2,
+                                  KvCacheType kv = KvCacheType::kF32) {
   ModelRunOptions run;
   run.threads = threads;
-  run.kv_cache = KvCacheType::kF32;
+  run.kv_cache = kv;
   run.executor = executor;
   run.prefill_rows = 16;  // a 45-token prompt is three chunks, the last ragged
   Qwen38Options options;
@@ -64,13 +65,7 @@ void expect_same(Qwen38Model& model, const Prefilled& got, const Prefilled& want
   EXPECT_TRUE(same_bits(got.next, want.next)) << what << ": next step";
 }
 
-class Qwen38PrefillProgram : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    if (load_fixture(GetParam(), KvCacheType::kF32)->config().is_moe())
-      GTEST_SKIP() << "MoE models prefill through the reference forward";
-  }
-};
+class Qwen38PrefillProgram : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Qwen38PrefillProgram, EqualsTheReferenceForwardBitwise) {
   const std::vector<int32_t> ids = prompt_of(45, 1);
@@ -84,13 +79,28 @@ TEST_P(Qwen38PrefillProgram, EqualsTheReferenceForwardBitwise) {
                 static_cast<std::size_t>(45 * 2 * reference->config().hidden_size));
       for (ExecutorKind kind : {ExecutorKind::kMega, ExecutorKind::kOps}) {
         auto model = open(GetParam(), kind, chunked);
-        expect_same(*model, run(*model, ids, rows), want,
-                    std::string(chunked ? "chunked" : "recurrent") +
-                        (rows == LogitRows::kAll ? ", every row" : ", last row") + ", executor " +
-                        std::to_string(static_cast<int>(kind)));
+        const std::string what = std::string(chunked ? "chunked" : "recurrent") +
+                                 (rows == LogitRows::kAll ? ", every row" : ", last row") +
+                                 ", executor " + std::to_string(static_cast<int>(kind));
+        expect_same(*model, run(*model, ids, rows), want, what);
+        EXPECT_EQ(model->prefill_program_runs(), 3) << what;  // 16 + 16 + 13 rows
       }
     }
+    EXPECT_EQ(reference->prefill_program_runs(), 0);
   }
+}
+
+// With a bf16 KV cache (the default) the programs round and store keys as the reference does.
+TEST_P(Qwen38PrefillProgram, Bf16CacheEqualsTheReferenceBitwise) {
+  const std::vector<int32_t> ids = prompt_of(45, 3);
+  auto reference = open(GetParam(), ExecutorKind::kReference, true, 2, KvCacheType::kBf16);
+  auto model = open(GetParam(), ExecutorKind::kMega, true, 2, KvCacheType::kBf16);
+  Prefilled want = run(*reference, ids, LogitRows::kLast);
+  Prefilled got = run(*model, ids, LogitRows::kLast);
+  EXPECT_TRUE(same_bits(got.logits, want.logits));
+  EXPECT_TRUE(same_bits(got.taps, want.taps));
+  EXPECT_TRUE(same_bits(got.next, want.next));
+  EXPECT_EQ(model->prefill_program_runs(), 3);
 }
 
 // The caller's split (1 + 20 + 24 tokens) and the thread count change nothing either.

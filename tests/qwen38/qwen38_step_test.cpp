@@ -120,8 +120,7 @@ TEST(Qwen38Step, MoeRowsShareOnePassPerChosenExpert) {
                   plan.expert[static_cast<std::size_t>(u)]);
       }
       for (int32_t j = 0; j < plan.row_count[static_cast<std::size_t>(u)]; ++j) {
-        ++per_row[static_cast<std::size_t>(
-            plan.rows[static_cast<std::size_t>(u)][static_cast<std::size_t>(j)])];
+        ++per_row[static_cast<std::size_t>(plan.row(u, j))];
       }
     }
     EXPECT_LT(plan.used, 8 * c.moe.experts_per_token) << "no two rows shared an expert";

@@ -4,6 +4,7 @@
 // token's id, the context) and their state's preparation.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <span>
@@ -25,6 +26,8 @@ int64_t lay_out_step_rows(RowMode mode, int64_t max_rows, std::span<State* const
   const auto n = static_cast<int64_t>(tokens.size());
   const bool verify = mode != RowMode::kIndependent;
   if (n < 1 || n > max_rows) fail("a step of {} rows was given {} tokens", max_rows, n);
+  if (static_cast<int64_t>(rows.size()) < n || static_cast<int64_t>(row_states.size()) < n)
+    fail("step rows laid out into room for {} of {}", std::min(rows.size(), row_states.size()), n);
   if (static_cast<int64_t>(states.size()) != (verify ? 1 : n)) {
     const char* kind = mode == RowMode::kVerify    ? "verify"
                        : mode == RowMode::kPrefill ? "prefill"

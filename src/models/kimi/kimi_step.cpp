@@ -99,8 +99,10 @@ void KimiStep::build(int workers) {
     storage->assign(size(R * width), 0.0f);
   }
   blocks_.assign(size(c.num_residual_blocks() * R * H), 0.0f);
-  expert_act_.assign(size(moe_slots() * kMaxRows * c.moe_intermediate_size), 0.0f);
-  expert_each_.assign(size(moe_slots() * kMaxRows * c.routed_expert_hidden_size), 0.0f);
+  // One entry per (expert, row) pair a step can have (program::MoePlan).
+  const int64_t entries = R * c.num_experts_per_token;
+  expert_act_.assign(size(entries * c.moe_intermediate_size), 0.0f);
+  expert_each_.assign(size(entries * c.routed_expert_hidden_size), 0.0f);
   StepBuilder b(workers);
   ids_ = {b.buffer(stream_),    b.buffer(sub_),    b.buffer(mixed_),      b.buffer(blocks_),
           b.buffer(kda_in_),    b.buffer(fa_),     b.buffer(kda_out_),    b.buffer(cq_),
@@ -310,7 +312,8 @@ std::vector<Dependency> KimiStep::add_ffn(StepBuilder& b, int64_t layer, int32_t
   b.add_tiles(tiles, w.latent_down, ids_.latent, 0, latent, false);
   const int32_t pre =
       b.projection(tag + "norm>router|latent_down", input, std::move(tiles), {b.all(mix)});
-  moe_plans_.push_back(std::make_unique<program::MoePlan>(moe_slots()));
+  moe_plans_.push_back(
+      std::make_unique<program::MoePlan>(moe_slots(), max_rows_, c.num_experts_per_token));
   const program::MoeRouteOperands route{.logits = ids_.router,
                                         .stride = E,
                                         .experts = E,

@@ -268,6 +268,7 @@ void LlamaGgufModel::prefill(LlamaState& state, std::span<const int32_t> tokens,
                   out);
     executors_.get(executor_).run(built.program());
     built.finish();
+    ++prefill_program_runs_;
   }
 }
 

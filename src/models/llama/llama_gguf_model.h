@@ -52,6 +52,9 @@ class LlamaGgufModel final : public LanguageModel {
   // unless the executor is the reference.
   void decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
               std::vector<float>& logits) override;
+  // Prefill program runs so far (each a chunk of up to prefill_rows tokens): how tests tell that
+  // a prompt ran as programs rather than through the reference forward.
+  int64_t prefill_program_runs() const { return prefill_program_runs_; }
   // Greedy tokens of the last decode run by a step program (computed inside the step).
   const std::vector<int32_t>& last_greedy() const { return last_greedy_; }
   // Every row's arithmetic is its own, in one order whatever the rows beside it (prefill chunk,
@@ -127,6 +130,7 @@ class LlamaGgufModel final : public LanguageModel {
   std::unique_ptr<ThreadPool> pool_;
   ExecutorKind executor_;
   int64_t prefill_rows_;
+  int64_t prefill_program_runs_ = 0;
   program::Executors executors_;
   std::vector<std::unique_ptr<LlamaStep>> steps_;  // built on first use, per mode and row count
   std::vector<int32_t> last_greedy_;

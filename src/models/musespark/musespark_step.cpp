@@ -67,8 +67,10 @@ void MuseStep::build(int workers) {
                                 {&taps_, n_taps * H}}) {
     storage->assign(size(R * width), 0.0f);
   }
-  expert_act_.assign(size(moe_slots() * kMaxRows * c.moe_intermediate_size), 0.0f);
-  expert_each_.assign(size(moe_slots() * kMaxRows * hm), 0.0f);
+  // One entry per (expert, row) pair a step can have (program::MoePlan).
+  const int64_t entries = R * c.num_experts_per_token;
+  expert_act_.assign(size(entries * c.moe_intermediate_size), 0.0f);
+  expert_each_.assign(size(entries * hm), 0.0f);
   StepBuilder b(workers);
   ids_ = {b.buffer(stream_), b.buffer(q_),          b.buffer(k_),           b.buffer(v_),
           b.buffer(gate_),   b.buffer(attended_),   b.buffer(branch_),      b.buffer(latent_),
@@ -199,7 +201,8 @@ int32_t MuseStep::add_moe(StepBuilder& b, int64_t layer, int32_t residual) {
              b.tiles_writing(pre, ids_.latent, 0, hm),
              {}});
 
-  moe_plans_.push_back(std::make_unique<program::MoePlan>(moe_slots()));
+  moe_plans_.push_back(
+      std::make_unique<program::MoePlan>(moe_slots(), max_rows_, c.num_experts_per_token));
   const program::MoeRouteOperands route{.logits = ids_.router,
                                         .stride = E,
                                         .experts = E,

@@ -278,6 +278,8 @@ void Qwen38Model::forward(SequenceState& sequence, std::span<const int32_t> toke
   const auto n = static_cast<int64_t>(tokens.size());
   const int64_t chunk = run_options_.prefill_rows, vocab = config_.vocab_size;
   logits.resize(static_cast<std::size_t>((which == LogitRows::kAll ? n : 1) * vocab));
+  // Each chunk leaves its rows' taps; a prompt of several gathers them (one keeps its own).
+  const bool chunks = n > chunk;
   std::vector<float> taps;
   for (int64_t first = 0; first < n; first += chunk) {
     const auto piece = tokens.subspan(static_cast<std::size_t>(first),
@@ -288,13 +290,13 @@ void Qwen38Model::forward(SequenceState& sequence, std::span<const int32_t> toke
     } else {
       forward_reference(state, piece, which, out);
     }
-    taps.insert(taps.end(), last_taps_.begin(), last_taps_.end());
+    if (chunks) taps.insert(taps.end(), last_taps_.begin(), last_taps_.end());
   }
-  last_taps_ = std::move(taps);
+  if (chunks) last_taps_ = std::move(taps);
 }
 
 bool Qwen38Model::prefills_by_program() const {
-  return run_options_.executor != ExecutorKind::kReference && !config_.is_moe() &&
+  return run_options_.executor != ExecutorKind::kReference &&
          options_.ablation == testing::Qwen38Ablation{};
 }
 
@@ -305,6 +307,7 @@ void Qwen38Model::prefill_program(Qwen38State& state, std::span<const int32_t> t
   built.prepare(states, tokens, logits);
   executors_->get(run_options_.executor).run(built.program());
   built.finish();
+  ++prefill_program_runs_;
   const auto taps = static_cast<int64_t>(tap_layers_.size()) * config_.hidden_size;
   last_taps_.assign(built.taps(), built.taps() + built.rows() * taps);
 }

@@ -75,6 +75,9 @@ class Qwen38Model final : public LanguageModel {
     return true;
   }
   Qwen38Options& options() { return options_; }
+  // Prefill program runs so far (each a chunk of up to prefill_rows tokens): how tests tell that
+  // a prompt ran as programs rather than through the reference forward.
+  int64_t prefill_program_runs() const { return prefill_program_runs_; }
 
  private:
   // Refuses prefill rows out of range and a bf16-input mode this process cannot run, then tags
@@ -95,9 +98,8 @@ class Qwen38Model final : public LanguageModel {
   std::unique_ptr<ThreadPool> pool_;
 
   Qwen38Step& step(int64_t rows, RowMode mode, LogitRows logits = LogitRows::kAll);
-  // Whether prompts run as prefill programs: on the fused or op executor, for dense models (the
-  // MoE instructions take at most a decode step's rows) without a test ablation (only the
-  // reference forward honours those).
+  // Whether prompts run as prefill programs: on the fused or op executor, without a test ablation
+  // (only the reference forward honours those).
   bool prefills_by_program() const;
   // One chunk of a prompt (at most prefill_rows tokens, checked), by the prefill program or the
   // reference forward; the logits of the rows `which` says go to `logits`, its taps to
@@ -121,6 +123,7 @@ class Qwen38Model final : public LanguageModel {
   std::vector<int32_t> last_greedy_;
   std::vector<int64_t> tap_layers_;
   std::vector<float> last_taps_;
+  int64_t prefill_program_runs_ = 0;
 };
 
 }  // namespace md

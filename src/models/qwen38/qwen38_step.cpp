@@ -59,8 +59,6 @@ Qwen38Step::Qwen38Step(const Qwen38Config& config, const Qwen38Weights& weights,
       tap_layers_(std::move(tap_layers)) {
   const int64_t most = mode == RowMode::kPrefill ? kMaxPrefillRows : kMaxRows;
   if (max_rows < 1 || max_rows > most) fail("a step takes 1..{} rows, not {}", most, max_rows);
-  if (mode == RowMode::kPrefill && config.is_moe())
-    fail("prefill programs do not cover MoE layers yet");
   build(workers);
 }
 
@@ -87,7 +85,8 @@ void Qwen38Step::build(int workers) {
                                 {&moe_in_, c.is_moe() ? H : 0}}) {
     storage->assign(size(R * width), 0.0f);
   }
-  expert_act_.assign(size(moe_slots() * kMaxRows * c.moe.intermediate), 0.0f);
+  // One entry per (expert, row) pair a step can have (program::MoePlan).
+  expert_act_.assign(size(R * c.moe.experts_per_token * c.moe.intermediate), 0.0f);
   // The lm_head reads every row, or the last one only.
   const bool last_only = logit_rows_ == LogitRows::kLast;
   const int64_t logit_rows = last_only ? 1 : R;
@@ -288,7 +287,8 @@ int32_t Qwen38Step::add_moe(StepBuilder& b, int64_t layer, int32_t residual) {
       b.gate_up_silu(tag + "norm>shared_gate|up+silu", normed, w.shared_gate_proj, w.shared_up_proj,
                      ids_.gate, ids_.up, {b.all(residual)}, c.hidden_act);
 
-  moe_plans_.push_back(std::make_unique<program::MoePlan>(moe_slots()));
+  moe_plans_.push_back(
+      std::make_unique<program::MoePlan>(moe_slots(), max_rows_, c.moe.experts_per_token));
   const program::MoeRouteOperands route{.logits = ids_.router,
                                         .stride = E + 1,
                                         .experts = E,
