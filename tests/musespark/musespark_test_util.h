@@ -32,9 +32,10 @@ inline std::string musespark_golden_path(const std::string& name) {
 inline std::unique_ptr<MuseSparkModel> load_muse(
     const std::string& name, KvCacheType kv = KvCacheType::kF32,
     md::testing::MuseAblation ablation = md::testing::MuseAblation::kNone, int threads = 1,
-    DenseWeights dense = DenseWeights::kAsStored) {
+    DenseWeights dense = DenseWeights::kAsStored, int64_t prefill_rows = 256) {
   ModelRunOptions run{threads, kv};
   run.dense_weights = dense;
+  run.prefill_rows = prefill_rows;
   return std::make_unique<MuseSparkModel>(musespark_fixture_dir(name), run,
                                           MuseSparkOptions{ablation});
 }

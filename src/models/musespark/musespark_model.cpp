@@ -77,6 +77,9 @@ void MuseSparkModel::check_run_options(const ModelRunOptions& run_options,
   if (run_options.matmul_inputs != kernels::MatmulInputs::kF32) {
     fail("{}: muse_spark runs its matrices with f32 inputs only for now", name);
   }
+  if (run_options.prefill_rows < 1 || run_options.prefill_rows > kMaxPrefillRows) {
+    fail("prefill rows {} is outside 1..{}", run_options.prefill_rows, kMaxPrefillRows);
+  }
 }
 
 void MuseSparkModel::apply_run_options() {
@@ -242,6 +245,10 @@ void MuseSparkModel::forward(SequenceState& base, std::span<const int32_t> token
                              std::vector<float>& logits) {
   check_append(base, tokens, config_.vocab_size);
   auto& state = dynamic_cast<MuseSparkState&>(base);
+  if (fused()) {
+    prefill(state, tokens, rows, logits);
+    return;
+  }
   const auto n = static_cast<int64_t>(tokens.size());
   const int64_t h = config_.hidden_size;
   std::vector<Row> step;
@@ -260,13 +267,38 @@ bool MuseSparkModel::fused() const {
          options_.ablation == testing::MuseAblation::kNone && options_.probe == nullptr;
 }
 
-MuseStep& MuseSparkModel::step(int64_t rows, RowMode mode) {
+MuseStep& MuseSparkModel::step(int64_t rows, RowMode mode, LogitRows logits) {
+  if (mode != RowMode::kPrefill) logits = LogitRows::kAll;
   for (auto& built : steps_) {
-    if (built->max_rows() == rows && built->mode() == mode) return *built;
+    if (built->max_rows() == rows && built->mode() == mode && built->logit_rows() == logits)
+      return *built;
   }
   steps_.push_back(std::make_unique<MuseStep>(config_, weights_, experts_, rope_, rows, mode,
-                                              pool_->size(), tap_layers_));
+                                              pool_->size(), tap_layers_, logits));
   return *steps_.back();
+}
+
+// Every row is its own arithmetic (no chunked recurrence), so the chunks change no result.
+void MuseSparkModel::prefill(MuseSparkState& state, std::span<const int32_t> tokens,
+                             LogitRows which, std::vector<float>& logits) {
+  const auto n = static_cast<int64_t>(tokens.size());
+  const int64_t vocab = config_.vocab_size, chunk = run_options_.prefill_rows;
+  const int64_t taps = static_cast<int64_t>(tap_layers_.size()) * config_.hidden_size;
+  MuseStep& built = step(chunk, RowMode::kPrefill, which);
+  logits.resize(static_cast<std::size_t>((which == LogitRows::kAll ? n : 1) * vocab));
+  last_taps_.clear();
+  MuseSparkState* const states[] = {&state};
+  for (int64_t first = 0; first < n; first += chunk) {
+    float* out = logits.data() + (which == LogitRows::kAll ? first * vocab : 0);
+    built.prepare(states,
+                  tokens.subspan(static_cast<std::size_t>(first),
+                                 static_cast<std::size_t>(std::min(chunk, n - first))),
+                  out);
+    executors_->get(run_options_.executor).run(built.program());
+    built.finish();
+    ++prefill_program_runs_;
+    last_taps_.insert(last_taps_.end(), built.taps(), built.taps() + built.rows() * taps);
+  }
 }
 
 program::Program* MuseSparkModel::decode_program(int64_t rows) {

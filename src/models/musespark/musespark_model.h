@@ -98,6 +98,9 @@ class MuseSparkModel final : public LanguageModel {
   std::size_t last_step_weight_bytes() const override;
 
   const MuseSparkConfig& config() const { return config_; }
+  // Prefill program runs so far (each a chunk of up to prefill_rows tokens): how tests tell that
+  // a prompt ran as programs rather than through the reference forward.
+  int64_t prefill_program_runs() const { return prefill_program_runs_; }
   const MuseSparkWeights& weights() const { return weights_; }
 
  private:
@@ -135,8 +138,11 @@ class MuseSparkModel final : public LanguageModel {
   // Whether decode and verify steps run the fused program: a program executor is chosen and no
   // test hook asks for the reference (ablations and routing probes exist there only).
   bool fused() const;
-  // The fused steps, built on first use per (rows, row mode), and what runs them.
-  MuseStep& step(int64_t rows, RowMode mode);
+  // The fused steps, built on first use per (rows, row mode, logit rows), and what runs them.
+  MuseStep& step(int64_t rows, RowMode mode, LogitRows logits = LogitRows::kAll);
+  // A prompt's tokens (checked) through the prefill program in chunks of up to prefill_rows.
+  void prefill(class MuseSparkState& state, std::span<const int32_t> tokens, LogitRows which,
+               std::vector<float>& logits);
   // Runs `built` (prepared) and copies its logits, greedy tokens, taps and expert counts out.
   void run_step(MuseStep& built, std::vector<float>& logits);
   std::unique_ptr<program::Executors> executors_;
@@ -144,6 +150,7 @@ class MuseSparkModel final : public LanguageModel {
   std::vector<int32_t> last_greedy_;
   std::vector<int64_t> experts_run_;  // per layer, the last fused step's distinct experts
   bool last_step_fused_ = false;
+  int64_t prefill_program_runs_ = 0;
 };
 
 }  // namespace md

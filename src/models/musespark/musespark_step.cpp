@@ -26,16 +26,18 @@ std::size_t size(int64_t n) {
 
 MuseStep::MuseStep(const MuseSparkConfig& config, const MuseSparkWeights& weights,
                    const std::vector<kernels::ExpertMatrices>& experts, const kernels::Rope& rope,
-                   int64_t max_rows, RowMode mode, int workers, std::vector<int64_t> tap_layers)
+                   int64_t max_rows, RowMode mode, int workers, std::vector<int64_t> tap_layers,
+                   LogitRows logits)
     : config_(config),
       weights_(weights),
       experts_(experts),
       rope_(rope),
       max_rows_(max_rows),
       mode_(mode),
+      logit_rows_(mode == RowMode::kPrefill ? logits : LogitRows::kAll),
       tap_layers_(std::move(tap_layers)) {
-  if (max_rows < 1 || max_rows > kMaxRows)
-    fail("a step takes 1..{} rows, not {}", kMaxRows, max_rows);
+  const int64_t most = mode == RowMode::kPrefill ? kMaxPrefillRows : kMaxRows;
+  if (max_rows < 1 || max_rows > most) fail("a step takes 1..{} rows, not {}", most, max_rows);
   build(workers);
 }
 
@@ -63,10 +65,17 @@ void MuseStep::build(int workers) {
                                 {&router_, c.num_experts},
                                 {&mixed_, hm},
                                 {&angles_, c.head_dim},
-                                {&logits_, c.vocab_size},
+                                // Prefill writes the caller's logits (prepare() rebinds them).
+                                {&logits_, mode_ == RowMode::kPrefill ? 0 : c.vocab_size},
                                 {&taps_, n_taps * H}}) {
     storage->assign(size(R * width), 0.0f);
   }
+  // The lm_head reads every row, or the last one only.
+  const bool last_only = logit_rows_ == LogitRows::kLast;
+  const int64_t logit_rows = last_only ? 1 : R;
+  greedy_.assign(size(logit_rows), 0);
+  states_.assign(size(R), nullptr);
+  step_rows_.assign(size(R), {});
   // One entry per (expert, row) pair a step can have (program::MoePlan).
   const int64_t entries = R * c.num_experts_per_token;
   expert_act_.assign(size(entries * c.moe_intermediate_size), 0.0f);
@@ -94,13 +103,15 @@ void MuseStep::build(int workers) {
     residual = add_attention(b, layer, residual, angles);
     residual = add_moe(b, layer, residual);
   }
-  b.lm_head_argmax(
+  program::RowInput final_rows =
       StepBuilder::normalised(ids_.stream, H, NormKind::kF32Plain, weights_.final_norm.data(),
-                              static_cast<float>(c.rms_norm_eps)),
-      weights_.lm_head, ids_.logits, kMinVocabTile, tile_max_, tile_arg_, greedy_.data(),
-      {b.all(residual)},
-      {static_cast<float>(c.final_logit_softcapping), static_cast<float>(c.output_multiplier),
-       c.vocab_used});
+                              static_cast<float>(c.rms_norm_eps));
+  if (last_only) final_rows.first_row = -1;
+  b.lm_head_argmax(final_rows, weights_.lm_head, ids_.logits, kMinVocabTile, tile_max_, tile_arg_,
+                   greedy_.data(), {b.all(residual)},
+                   {static_cast<float>(c.final_logit_softcapping),
+                    static_cast<float>(c.output_multiplier), c.vocab_used},
+                   logit_rows);
   program_ = b.build(0, max_rows_);
 }
 
@@ -257,9 +268,14 @@ void MuseStep::experts_run(std::vector<int64_t>& out) const {
   for (const auto& plan : moe_plans_) out.push_back(plan->used);
 }
 
-void MuseStep::prepare(std::span<MuseSparkState* const> states, std::span<const int32_t> tokens) {
-  std::array<program::StepRow, kMaxRows> step_rows{};
-  const int64_t rows = lay_out_step_rows(mode_, max_rows_, states, tokens, step_rows, states_);
+void MuseStep::prepare(std::span<MuseSparkState* const> states, std::span<const int32_t> tokens,
+                       float* logits) {
+  if ((mode_ == RowMode::kPrefill) != (logits != nullptr))
+    fail("a prefill step writes the caller's logits; the others their own");
+  std::vector<program::StepRow>& step_rows = step_rows_;
+  const int64_t rows =
+      lay_out_step_rows(mode_, max_rows_, states, tokens, std::span<program::StepRow>(step_rows),
+                        std::span<MuseSparkState*>(states_));
   // Room for each row's keys in every layer now: the attention tasks write heads of a row at
   // once and must not grow the storage under each other.
   for (int64_t r = 0; r < rows; ++r) {
@@ -268,12 +284,14 @@ void MuseStep::prepare(std::span<MuseSparkState* const> states, std::span<const 
     }
   }
   program_->set_rows(std::span(step_rows).first(size(rows)));
+  program_->rebind(ids_.logits, logits != nullptr ? logits : logits_.data());
 }
 
 void MuseStep::finish() {
-  if (mode_ == RowMode::kVerify) {
+  if (mode_ != RowMode::kIndependent) {
+    // Verify rows are held until commit; a prompt's are committed at once.
     states_[0]->advance(rows());
-    states_[0]->hold_verified(rows());
+    states_[0]->hold_verified(mode_ == RowMode::kVerify ? rows() : 0);
     return;
   }
   for (int64_t r = 0; r < rows(); ++r) {

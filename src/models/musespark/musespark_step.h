@@ -20,6 +20,7 @@
 #include "kernels/moe_routing.h"
 #include "kernels/rope.h"
 #include "models/common/row_mode.h"
+#include "models/language_model.h"
 #include "models/musespark/musespark_config.h"
 #include "models/musespark/musespark_state.h"
 #include "models/musespark/musespark_weights.h"
@@ -35,22 +36,29 @@ class MuseStep {
 
   // `experts`: each layer's expert matrices (the model's views). `tap_layers`: layers whose
   // post-layer residual every run copies out for a drafter, [rows][tap_layers.size() · H].
+  // Prefill mode (up to kMaxPrefillRows rows): `logits` says which rows go through the lm_head.
   MuseStep(const MuseSparkConfig& config, const MuseSparkWeights& weights,
            const std::vector<kernels::ExpertMatrices>& experts, const kernels::Rope& rope,
-           int64_t max_rows, RowMode mode, int workers, std::vector<int64_t> tap_layers = {});
+           int64_t max_rows, RowMode mode, int workers, std::vector<int64_t> tap_layers = {},
+           LogitRows logits = LogitRows::kAll);
 
   program::Program& program() { return *program_; }
   int64_t max_rows() const { return max_rows_; }
   RowMode mode() const { return mode_; }
+  LogitRows logit_rows() const { return logit_rows_; }
 
   // Sets the inputs of the next run and makes room for its positions in every layer's keys.
-  // Independent: one state per token. Verify: one state, the tokens at its next positions. The
-  // caller has checked the tokens and the room (LanguageModel::check_append).
-  void prepare(std::span<MuseSparkState* const> states, std::span<const int32_t> tokens);
+  // Independent: one state per token. Verify and prefill: one state, the tokens at its next
+  // positions; prefill writes its logits to `logits` (rows with logits × vocab), the others to
+  // their own buffer (logits()). The caller has checked the tokens and the room
+  // (LanguageModel::check_append).
+  void prepare(std::span<MuseSparkState* const> states, std::span<const int32_t> tokens,
+               float* logits = nullptr);
   // After the executor ran: advances the positions (verify: by all rows, held until commit).
   void finish();
 
   int64_t rows() const { return program_->rows(); }
+  // Not for prefill steps, whose logits are the caller's.
   const float* logits(int64_t row) const { return logits_.data() + row * config_.vocab_size; }
   int32_t greedy(int64_t row) const { return greedy_[static_cast<std::size_t>(row)]; }
   const std::vector<int64_t>& tap_layers() const { return tap_layers_; }
@@ -77,20 +85,22 @@ class MuseStep {
   const kernels::Rope& rope_;
   int64_t max_rows_;
   RowMode mode_;
+  LogitRows logit_rows_;
   std::vector<int64_t> tap_layers_;
   std::unique_ptr<program::Program> program_;
 
   Buffers ids_{};
-  std::array<MuseSparkState*, kMaxRows> states_{};
+  std::vector<MuseSparkState*> states_;      // [max_rows]: each row's sequence
+  std::vector<program::StepRow> step_rows_;  // prepare()'s rows (storage kept between runs)
 
-  // Activations (f32, [rows][width]); the experts' silu(gate)·up [slots][kMaxRows][intermediate]
-  // and down products [slots][kMaxRows][latent]; a routing plan per layer.
+  // Activations (f32, [rows][width]); the experts' silu(gate)·up [entries][intermediate] and down
+  // products [entries][latent] (program::MoePlan's entries); a routing plan per layer.
   std::vector<float> stream_, q_, k_, v_, gate_, attended_, branch_, latent_, router_, mixed_;
   std::vector<float> expert_act_, expert_each_, angles_, logits_, taps_;
   std::vector<std::unique_ptr<program::MoePlan>> moe_plans_;
   std::vector<float> tile_max_;
   std::vector<int32_t> tile_arg_;
-  std::array<int32_t, kMaxRows> greedy_{};
+  std::vector<int32_t> greedy_;  // [rows with logits]
 };
 
 }  // namespace md
