@@ -44,9 +44,52 @@ void copy_head_state(const KdaOperands& op, int64_t head, const RecurrentState& 
   std::copy(s, s + d * d, to.recurrent + head * d * d);
 }
 
+// Every row of `head` at once (prefill rows of one sequence): per row the short convs, the q/k
+// norms and the log-decays into `scratch` ([rows][q | k | v | g], then β per row), the chunked
+// delta rule over all rows, then the gated norms: the reference prefill's functions in its order.
+void kda_head_rows(const KdaOperands& op, int64_t head, const Program& program, float* scratch) {
+  const int64_t d = op.head_dim, channels = op.channels(), kernel = op.conv_kernel;
+  const int64_t first = head * d, rows = program.rows(), width = 4 * d;
+  const RecurrentState state = program.row(0).state->recurrent_state(op.state_slot);
+  float* beta = scratch + rows * width;
+  const auto q_scale = 1.0f / std::sqrt(static_cast<float>(d));
+  for (int64_t n = 0; n < rows; ++n) {
+    const float* in = program.buffer(op.in) + n * op.in_stride;
+    float* row = scratch + n * width;
+    for (int i = 0; i < 3; ++i) {
+      short_conv(state.conv + i * (kernel - 1) * channels, op.conv_weight[i], in + i * channels,
+                 channels, kernel, first, d, row + i * d);
+    }
+    kernels::l2_normalize(row, d, kernels::kDeltaNetL2Eps, q_scale);
+    kernels::l2_normalize(row + d, d, kernels::kDeltaNetL2Eps, 1.0f);
+    const float* f = in + op.f_offset();
+    for (int64_t c = first; c < first + d; ++c) {
+      row[3 * d + c - first] =
+          kernels::kda_lower_bound_gate(op.exp_a_log[head], f[c], op.dt_bias[c], op.lower_bound);
+    }
+    beta[n] = kernels::sigmoid(in[op.b_offset() + head]);
+  }
+  kernels::KdaRows all;
+  all.q = scratch, all.k = scratch + d, all.v = scratch + 2 * d;
+  all.qk_stride = width, all.v_stride = width;
+  all.beta = beta, all.g = scratch + 3 * d, all.g_stride = width, all.rows = rows;
+  float* y = program.buffer(op.out) + first;
+  kernels::kda_chunked(state.recurrent + head * d * d, d, d, all, y, op.out_stride, op.chunk);
+  for (int64_t n = 0; n < rows; ++n) {
+    const float* in = program.buffer(op.in) + n * op.in_stride;
+    float* yn = y + n * op.out_stride;
+    kernels::gated_rms_norm(yn, in + op.gate_offset() + first, op.norm, d, op.norm_eps, yn,
+                            kernels::Activation::kSigmoid);
+  }
+}
+
 }  // namespace
 
 void run_kda_head(const KdaOperands& op, int64_t head, const Program& program, float* scratch) {
+  if (op.chunk > 0) {
+    kda_head_rows(op, head, program, scratch);
+    return;
+  }
   const int64_t d = op.head_dim, channels = op.channels(), kernel = op.conv_kernel;
   const int64_t first = head * d;
   float* q = scratch;

@@ -465,13 +465,20 @@ struct KdaOperands {
   float norm_eps = 0;
   int64_t state_slot = 0;
   bool snapshots = false;
+  // Prefill rows (a prompt chunk of one sequence): the delta rule over all the run's rows chunk by
+  // chunk (kernels::kda_chunked with chunks of this many rows, even for one row), as the reference
+  // prefill does. 0: row by row.
+  int64_t chunk = 0;
 
   int64_t channels() const { return heads * head_dim; }
   int64_t f_offset() const { return 3 * channels(); }
   int64_t gate_offset() const { return 4 * channels(); }
   int64_t b_offset() const { return 5 * channels(); }
-  // Worker scratch one task needs: the head's conv outputs and log-decays.
-  int64_t scratch_floats() const { return 4 * head_dim; }
+  // Worker scratch one task needs with `rows` rows: the head's conv outputs and log-decays (and,
+  // chunked, every row's, with its β).
+  int64_t scratch_floats(int64_t rows = 1) const {
+    return chunk == 0 ? 4 * head_dim : rows * (4 * head_dim + 1);
+  }
 };
 
 // The latent cache rows of one MLA layer of one sequence ([positions][width], f32 or bf16: one of

@@ -9,10 +9,6 @@ namespace md {
 
 namespace {
 
-// Prompt tokens the reference takes at once: bounds the per-token activations it keeps (each
-// piece runs KDA chunked, in chunks of KimiReferenceOptions::kda_chunk).
-constexpr int64_t kPrefillPiece = 256;
-
 std::size_t matrix_bytes(const kernels::WeightMatrix& m) {
   return m.bytes(0, m.rows);
 }
@@ -34,6 +30,7 @@ KimiModel::KimiModel(const std::string& directory, const ModelRunOptions& run_op
       pool_(std::make_unique<ThreadPool>(run_options.threads)),
       reference_(config_, weights_, with_cache_type(reference_options, run_options), pool_.get()),
       executor_(run_options.executor),
+      prefill_rows_(run_options.prefill_rows),
       executors_(std::make_unique<program::Executors>(pool_->size())) {
   check_run_options(run_options, directory_);
 }
@@ -47,6 +44,7 @@ KimiModel::KimiModel(std::string name, KimiK3Config config, KimiK3Weights weight
       pool_(std::make_unique<ThreadPool>(run_options.threads)),
       reference_(config_, weights_, with_cache_type({}, run_options), pool_.get()),
       executor_(run_options.executor),
+      prefill_rows_(run_options.prefill_rows),
       executors_(std::make_unique<program::Executors>(pool_->size())) {
   check_run_options(run_options, directory_);
 }
@@ -55,6 +53,9 @@ void KimiModel::check_run_options(const ModelRunOptions& run_options, const std:
   require_stored_dense_weights(run_options, name);
   if (run_options.matmul_inputs != kernels::MatmulInputs::kF32) {
     fail("{}: kimi_k3 runs its matrices with f32 inputs only for now", name);
+  }
+  if (run_options.prefill_rows < 1 || run_options.prefill_rows > kMaxPrefillRows) {
+    fail("prefill rows {} is outside 1..{}", run_options.prefill_rows, kMaxPrefillRows);
   }
 }
 
@@ -104,12 +105,14 @@ float* KimiModel::tap_row(float* taps, int64_t row) const {
   return taps != nullptr ? taps + row * tap_width() : nullptr;
 }
 
-// A single token runs the decode form, several the chunked prefill form, in pieces.
+// A single token runs the decode form, several the chunked prefill form, in pieces of
+// prefill_rows (bounding the per-token activations the reference keeps; each piece runs KDA
+// chunked, in chunks of KimiReferenceOptions::kda_chunk, as the prefill programs do).
 void KimiModel::run_tokens(KimiState& state, const int32_t* ids, int64_t n, float* logits,
                            int64_t logit_rows, float* taps) const {
   const int64_t vocab = config_.vocab_size, first_logit = n - logit_rows;
-  for (int64_t begin = 0; begin < n; begin += kPrefillPiece) {
-    const int64_t end = std::min(n, begin + kPrefillPiece);
+  for (int64_t begin = 0; begin < n; begin += prefill_rows_) {
+    const int64_t end = std::min(n, begin + prefill_rows_);
     const int64_t from = std::max(begin, first_logit);
     const int64_t rows = std::max<int64_t>(0, end - from);
     reference_.run(ids + begin, end - begin, state.data(), /*chunked=*/n > 1,
@@ -125,9 +128,37 @@ void KimiModel::forward(SequenceState& base, std::span<const int32_t> tokens, Lo
   auto& state = dynamic_cast<KimiState&>(base);
   state.keep_all();
   const auto n = static_cast<int64_t>(tokens.size());
+  // One token runs the decode form (the reference's recurrence), several the chunked form.
+  if (fused() && n > 1) {
+    prefill(state, tokens, rows, logits);
+    return;
+  }
   const int64_t out_rows = rows == LogitRows::kAll ? n : 1;
   logits.resize(static_cast<std::size_t>(out_rows * config_.vocab_size));
   run_tokens(state, tokens.data(), n, logits.data(), out_rows, taps_for(n));
+}
+
+// The chunks are run_tokens' pieces, so KDA's chunks start where the reference's do.
+void KimiModel::prefill(KimiState& state, std::span<const int32_t> tokens, LogitRows which,
+                        std::vector<float>& logits) {
+  const auto n = static_cast<int64_t>(tokens.size());
+  const int64_t vocab = config_.vocab_size;
+  KimiStep& built = step(prefill_rows_, RowMode::kPrefill, which);
+  logits.resize(static_cast<std::size_t>((which == LogitRows::kAll ? n : 1) * vocab));
+  float* taps = taps_for(n);
+  KimiState* const states[] = {&state};
+  for (int64_t first = 0; first < n; first += prefill_rows_) {
+    const int64_t count = std::min(prefill_rows_, n - first);
+    built.prepare(states,
+                  tokens.subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(count)),
+                  logits.data() + (which == LogitRows::kAll ? first * vocab : 0));
+    executors_->get(executor_).run(built.program());
+    built.finish();
+    ++prefill_program_runs_;
+    if (taps != nullptr) {
+      std::copy(built.taps(), built.taps() + count * tap_width(), tap_row(taps, first));
+    }
+  }
 }
 
 void KimiModel::decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
@@ -223,12 +254,14 @@ bool KimiModel::fused() const {
          o.absorbed_mla && o.latent_cache_perturbation == 0;
 }
 
-KimiStep& KimiModel::step(int64_t rows, RowMode mode) {
+KimiStep& KimiModel::step(int64_t rows, RowMode mode, LogitRows logits) {
+  if (mode != RowMode::kPrefill) logits = LogitRows::kAll;
   for (auto& built : steps_) {
-    if (built->max_rows() == rows && built->mode() == mode) return *built;
+    if (built->max_rows() == rows && built->mode() == mode && built->logit_rows() == logits)
+      return *built;
   }
   steps_.push_back(std::make_unique<KimiStep>(config_, weights_, reference_, rows, mode,
-                                              pool_->size(), tap_layers_));
+                                              pool_->size(), tap_layers_, logits));
   return *steps_.back();
 }
 

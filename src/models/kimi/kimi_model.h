@@ -87,6 +87,9 @@ class KimiModel final : public LanguageModel {
   std::size_t last_step_weight_bytes() const override;
 
   const KimiK3Config& config() const { return config_; }
+  // Prefill program runs so far (each a chunk of up to prefill_rows tokens): how tests tell that
+  // a prompt ran as programs rather than through the reference forward.
+  int64_t prefill_program_runs() const { return prefill_program_runs_; }
   const KimiK3Weights& weights() const { return weights_; }
 
  private:
@@ -115,11 +118,17 @@ class KimiModel final : public LanguageModel {
   // Whether decode and verify steps run the fused program: a program executor is chosen and the
   // reference options are the engine's (ablations and cache perturbations exist there only).
   bool fused() const;
-  // The fused steps, built on first use per (rows, row mode), and what runs them.
-  KimiStep& step(int64_t rows, RowMode mode);
+  // The fused steps, built on first use per (rows, row mode, logit rows), and what runs them.
+  KimiStep& step(int64_t rows, RowMode mode, LogitRows logits = LogitRows::kAll);
+  // A prompt of several tokens (checked) through the prefill program in chunks of up to
+  // prefill_rows, KDA chunked in each as the reference prefill runs it.
+  void prefill(KimiState& state, std::span<const int32_t> tokens, LogitRows which,
+               std::vector<float>& logits);
   // Runs `built` (prepared) and copies its logits, greedy tokens and taps out.
   void run_step(KimiStep& built, std::vector<float>& logits);
   ExecutorKind executor_ = ExecutorKind::kMega;
+  int64_t prefill_rows_ = 256;
+  int64_t prefill_program_runs_ = 0;
   std::unique_ptr<program::Executors> executors_;
   std::vector<std::unique_ptr<KimiStep>> steps_;
   std::vector<int32_t> last_greedy_;

@@ -39,15 +39,16 @@ void append(std::vector<Dependency>& to, const std::vector<Dependency>& more) {
 
 KimiStep::KimiStep(const KimiK3Config& config, const KimiK3Weights& weights,
                    const KimiReference& reference, int64_t max_rows, RowMode mode, int workers,
-                   std::vector<int64_t> tap_layers)
+                   std::vector<int64_t> tap_layers, LogitRows logits)
     : config_(config),
       weights_(weights),
       reference_(reference),
       max_rows_(max_rows),
       mode_(mode),
+      logit_rows_(mode == RowMode::kPrefill ? logits : LogitRows::kAll),
       tap_layers_(std::move(tap_layers)) {
-  if (max_rows < 1 || max_rows > kMaxRows)
-    fail("a step takes 1..{} rows, not {}", kMaxRows, max_rows);
+  const int64_t most = mode == RowMode::kPrefill ? kMaxPrefillRows : kMaxRows;
+  if (max_rows < 1 || max_rows > most) fail("a step takes 1..{} rows, not {}", most, max_rows);
   if (config.num_residual_blocks() + 1 > program::kMaxResidualCandidates) {
     fail("kimi_k3: {} attention-residual blocks exceed the fused step's {}",
          config.num_residual_blocks(), program::kMaxResidualCandidates - 1);
@@ -94,7 +95,8 @@ void KimiStep::build(int workers) {
                                 {&router_, c.num_experts},
                                 {&latent_, c.routed_expert_hidden_size},
                                 {&moe_mixed_, c.routed_expert_hidden_size},
-                                {&logits_, c.vocab_size},
+                                // Prefill writes the caller's logits (prepare() rebinds them).
+                                {&logits_, mode_ == RowMode::kPrefill ? 0 : c.vocab_size},
                                 {&taps_, n_taps * H}}) {
     storage->assign(size(R * width), 0.0f);
   }
@@ -103,6 +105,12 @@ void KimiStep::build(int workers) {
   const int64_t entries = R * c.num_experts_per_token;
   expert_act_.assign(size(entries * c.moe_intermediate_size), 0.0f);
   expert_each_.assign(size(entries * c.routed_expert_hidden_size), 0.0f);
+  // The lm_head reads every row, or the last one only.
+  const bool last_only = logit_rows_ == LogitRows::kLast;
+  const int64_t logit_rows = last_only ? 1 : R;
+  greedy_.assign(size(logit_rows), 0);
+  states_.assign(size(R), nullptr);
+  step_rows_.assign(size(R), {});
   StepBuilder b(workers);
   ids_ = {b.buffer(stream_),    b.buffer(sub_),    b.buffer(mixed_),      b.buffer(blocks_),
           b.buffer(kda_in_),    b.buffer(fa_),     b.buffer(kda_out_),    b.buffer(cq_),
@@ -135,11 +143,12 @@ void KimiStep::build(int workers) {
   const int32_t output_mix = add_mix(b, "output_mix", PrefixUpdate::kAdd, std::move(sub_ready),
                                      kernels::final_mix_blocks(c.num_layers, B), -1,
                                      weights_.output_mix, c.num_layers - 1);
-  b.lm_head_argmax(
+  program::RowInput final_rows =
       StepBuilder::normalised(ids_.mixed, H, NormKind::kF32Plain, weights_.final_norm.data(),
-                              static_cast<float>(c.rms_norm_eps)),
-      weights_.lm_head, ids_.logits, kMinVocabTile, tile_max_, tile_arg_, greedy_.data(),
-      {b.all(output_mix)});
+                              static_cast<float>(c.rms_norm_eps));
+  if (last_only) final_rows.first_row = -1;
+  b.lm_head_argmax(final_rows, weights_.lm_head, ids_.logits, kMinVocabTile, tile_max_, tile_arg_,
+                   greedy_.data(), {b.all(output_mix)}, {}, logit_rows);
   program_ = b.build(0, max_rows_);
 }
 
@@ -172,21 +181,23 @@ int32_t KimiStep::add_kda(StepBuilder& b, int64_t layer, int32_t mix) {
   const KimiLayerWeights& lw = weights_.layers[size(layer)];
   const KimiKdaWeights& w = lw.kda;
   const int64_t H = c.hidden_size, C = c.kda_channels(), d = c.kda_head_dim;
-  const program::KdaOperands op{.in = ids_.kda_in,
-                                .out = ids_.kda_out,
-                                .in_stride = 5 * C + c.kda_num_heads,
-                                .out_stride = C,
-                                .heads = c.kda_num_heads,
-                                .head_dim = d,
-                                .conv_kernel = c.short_conv_kernel,
-                                .conv_weight = {w.q_conv.data(), w.k_conv.data(), w.v_conv.data()},
-                                .exp_a_log = w.exp_a_log.data(),
-                                .dt_bias = w.dt_bias.data(),
-                                .lower_bound = static_cast<float>(c.gate_lower_bound),
-                                .norm = w.o_norm.data(),
-                                .norm_eps = kKdaOutputNormEps,
-                                .state_slot = c.kda_slot(layer),
-                                .snapshots = mode_ == RowMode::kVerify};
+  const program::KdaOperands op{
+      .in = ids_.kda_in,
+      .out = ids_.kda_out,
+      .in_stride = 5 * C + c.kda_num_heads,
+      .out_stride = C,
+      .heads = c.kda_num_heads,
+      .head_dim = d,
+      .conv_kernel = c.short_conv_kernel,
+      .conv_weight = {w.q_conv.data(), w.k_conv.data(), w.v_conv.data()},
+      .exp_a_log = w.exp_a_log.data(),
+      .dt_bias = w.dt_bias.data(),
+      .lower_bound = static_cast<float>(c.gate_lower_bound),
+      .norm = w.o_norm.data(),
+      .norm_eps = kKdaOutputNormEps,
+      .state_slot = c.kda_slot(layer),
+      .snapshots = mode_ == RowMode::kVerify,
+      .chunk = mode_ == RowMode::kPrefill ? reference_.options().kda_chunk : 0};
   const std::string tag = fmt::format("L{}.", layer);
   std::vector<program::Tile> tiles;
   b.add_tiles(tiles, w.q_proj, ids_.kda_in, 0, op.in_stride, false);
@@ -217,7 +228,7 @@ int32_t KimiStep::add_kda(StepBuilder& b, int64_t layer, int32_t mix) {
            b.tiles_writing(f, ids_.kda_in, op.f_offset() + h * d, op.f_offset() + (h + 1) * d));
     head_waits.push_back(std::move(reads));
   }
-  b.need_scratch(op.scratch_floats());
+  b.need_scratch(op.scratch_floats(max_rows_));
   const int32_t kda = b.add({tag + "kda", c.kda_num_heads, op, {}, std::move(head_waits)});
   std::vector<program::Tile> out;
   b.add_tiles(out, lw.o_proj, ids_.sub, 0, H, false);
@@ -376,11 +387,19 @@ void KimiStep::experts_run(std::vector<int64_t>& out) const {
   for (const auto& plan : moe_plans_) out.push_back(plan->used);
 }
 
-void KimiStep::prepare(std::span<KimiState* const> states, std::span<const int32_t> tokens) {
-  std::array<program::StepRow, kMaxRows> step_rows{};
-  const int64_t rows = lay_out_step_rows(mode_, max_rows_, states, tokens, step_rows, states_);
+void KimiStep::prepare(std::span<KimiState* const> states, std::span<const int32_t> tokens,
+                       float* logits) {
+  if ((mode_ == RowMode::kPrefill) != (logits != nullptr))
+    fail("a prefill step writes the caller's logits; the others their own");
+  std::vector<program::StepRow>& step_rows = step_rows_;
+  const int64_t rows =
+      lay_out_step_rows(mode_, max_rows_, states, tokens, std::span<program::StepRow>(step_rows),
+                        std::span<KimiState*>(states_));
   if (mode_ == RowMode::kVerify) {
     states_[0]->begin_verify_rows(rows);
+    states_[0]->reserve_latent_rows(states_[0]->position() + rows);
+  } else if (mode_ == RowMode::kPrefill) {
+    states_[0]->keep_all();
     states_[0]->reserve_latent_rows(states_[0]->position() + rows);
   } else {
     for (int64_t r = 0; r < rows; ++r) {
@@ -389,13 +408,14 @@ void KimiStep::prepare(std::span<KimiState* const> states, std::span<const int32
     }
   }
   program_->set_rows(std::span(step_rows).first(size(rows)));
+  program_->rebind(ids_.logits, logits != nullptr ? logits : logits_.data());
 }
 
 void KimiStep::finish() {
-  if (mode_ == RowMode::kVerify) {
+  if (mode_ != RowMode::kIndependent) {
     states_[0]->data().position += rows();
     states_[0]->sync_position();
-    states_[0]->end_verify(rows());
+    if (mode_ == RowMode::kVerify) states_[0]->end_verify(rows());
     return;
   }
   for (int64_t r = 0; r < rows(); ++r) {

@@ -23,6 +23,7 @@
 #include "models/kimi/kimi_reference.h"
 #include "models/kimi/kimi_state.h"
 #include "models/kimi/kimi_weights.h"
+#include "models/language_model.h"
 #include "program/program.h"
 
 namespace md {
@@ -36,21 +37,29 @@ class KimiStep {
   // `reference`: the model's reference forward, whose absorbed key matrices the MLA tasks read.
   // `tap_layers`: layers whose post-layer prefix every run copies out for a drafter,
   // [rows][tap_layers.size() · H].
+  // Prefill mode (up to kMaxPrefillRows rows): `logits` says which rows go through the lm_head,
+  // and KDA runs chunked (the reference options' kda_chunk) as the reference prefill does.
   KimiStep(const KimiK3Config& config, const KimiK3Weights& weights, const KimiReference& reference,
-           int64_t max_rows, RowMode mode, int workers, std::vector<int64_t> tap_layers = {});
+           int64_t max_rows, RowMode mode, int workers, std::vector<int64_t> tap_layers = {},
+           LogitRows logits = LogitRows::kAll);
 
   program::Program& program() { return *program_; }
   int64_t max_rows() const { return max_rows_; }
   RowMode mode() const { return mode_; }
+  LogitRows logit_rows() const { return logit_rows_; }
 
   // Sets the inputs of the next run: room in the latent caches for its positions and, for verify
-  // rows, the KDA snapshots. Independent: one state per token. Verify: one state, the tokens at
-  // its next positions. The caller has checked the tokens and the room.
-  void prepare(std::span<KimiState* const> states, std::span<const int32_t> tokens);
+  // rows, the KDA snapshots. Independent: one state per token. Verify and prefill: one state, the
+  // tokens at its next positions; prefill writes its logits to `logits` (rows with logits ×
+  // vocab), the others to their own buffer (logits()). The caller has checked the tokens and the
+  // room.
+  void prepare(std::span<KimiState* const> states, std::span<const int32_t> tokens,
+               float* logits = nullptr);
   // After the executor ran: advances the positions (verify: by all rows, held until commit).
   void finish();
 
   int64_t rows() const { return program_->rows(); }
+  // Not for prefill steps, whose logits are the caller's.
   const float* logits(int64_t row) const { return logits_.data() + row * config_.vocab_size; }
   int32_t greedy(int64_t row) const { return greedy_[static_cast<std::size_t>(row)]; }
   // The taps of the last run's rows, [rows()][tap_layers.size() · H].
@@ -82,11 +91,13 @@ class KimiStep {
   const KimiReference& reference_;
   int64_t max_rows_;
   RowMode mode_;
+  LogitRows logit_rows_;
   std::vector<int64_t> tap_layers_;
   std::unique_ptr<program::Program> program_;
 
   Buffers ids_{};
-  std::array<KimiState*, kMaxRows> states_{};
+  std::vector<KimiState*> states_;           // [max_rows]: each row's sequence
+  std::vector<program::StepRow> step_rows_;  // prepare()'s rows (storage kept between runs)
 
   std::vector<float> stream_, sub_, mixed_, blocks_, kda_in_, fa_, kda_out_, cq_, q_, ckv_,
       mla_gate_, mla_out_, act_, up_, shared_act_, shared_up_, router_, latent_, expert_act_,
@@ -94,7 +105,7 @@ class KimiStep {
   std::vector<std::unique_ptr<program::MoePlan>> moe_plans_;
   std::vector<float> tile_max_;
   std::vector<int32_t> tile_arg_;
-  std::array<int32_t, kMaxRows> greedy_{};
+  std::vector<int32_t> greedy_;  // [rows with logits]
 };
 
 }  // namespace md
