@@ -16,6 +16,13 @@
 
 namespace md {
 
+// A prefill step writes its logits to the caller's buffer (`logits` set), the other modes to the
+// step's own (`logits` null); md::Error otherwise.
+inline void check_logits_target(RowMode mode, const float* logits) {
+  if ((mode == RowMode::kPrefill) != (logits != nullptr))
+    fail("a prefill step writes the caller's logits; the others their own");
+}
+
 // Fills rows[0, n) and row_states[0, n) (the state each row extends; both at least max_rows long)
 // for n = tokens.size(), and returns n; md::Error when n is outside 1..max_rows or the states do
 // not match the mode.

@@ -4,6 +4,7 @@
 
 #include "base/error.h"
 #include "models/common/config_files.h"
+#include "models/common/prefill_chunks.h"
 
 namespace md {
 
@@ -141,24 +142,19 @@ void KimiModel::forward(SequenceState& base, std::span<const int32_t> tokens, Lo
 // The chunks are run_tokens' pieces, so KDA's chunks start where the reference's do.
 void KimiModel::prefill(KimiState& state, std::span<const int32_t> tokens, LogitRows which,
                         std::vector<float>& logits) {
-  const auto n = static_cast<int64_t>(tokens.size());
-  const int64_t vocab = config_.vocab_size;
   KimiStep& built = step(prefill_rows_, RowMode::kPrefill, which);
-  logits.resize(static_cast<std::size_t>((which == LogitRows::kAll ? n : 1) * vocab));
-  float* taps = taps_for(n);
+  float* taps = taps_for(static_cast<int64_t>(tokens.size()));
   KimiState* const states[] = {&state};
-  for (int64_t first = 0; first < n; first += prefill_rows_) {
-    const int64_t count = std::min(prefill_rows_, n - first);
-    built.prepare(states,
-                  tokens.subspan(static_cast<std::size_t>(first), static_cast<std::size_t>(count)),
-                  logits.data() + (which == LogitRows::kAll ? first * vocab : 0));
-    executors_->get(executor_).run(built.program());
-    built.finish();
-    ++prefill_program_runs_;
-    if (taps != nullptr) {
-      std::copy(built.taps(), built.taps() + count * tap_width(), tap_row(taps, first));
-    }
-  }
+  for_each_prefill_chunk(tokens, prefill_rows_, which, config_.vocab_size, logits,
+                         [&](std::span<const int32_t> chunk, float* out) {
+                           built.prepare(states, chunk, out);
+                           executors_->get(executor_).run(built.program());
+                           built.finish();
+                           ++prefill_program_runs_;
+                           if (taps == nullptr) return;
+                           const int64_t floats = built.rows() * tap_width();
+                           taps = std::copy(built.taps(), built.taps() + floats, taps);
+                         });
 }
 
 void KimiModel::decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,

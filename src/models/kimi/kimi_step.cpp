@@ -389,8 +389,7 @@ void KimiStep::experts_run(std::vector<int64_t>& out) const {
 
 void KimiStep::prepare(std::span<KimiState* const> states, std::span<const int32_t> tokens,
                        float* logits) {
-  if ((mode_ == RowMode::kPrefill) != (logits != nullptr))
-    fail("a prefill step writes the caller's logits; the others their own");
+  check_logits_target(mode_, logits);
   std::vector<program::StepRow>& step_rows = step_rows_;
   const int64_t rows =
       lay_out_step_rows(mode_, max_rows_, states, tokens, std::span<program::StepRow>(step_rows),

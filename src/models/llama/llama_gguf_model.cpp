@@ -11,6 +11,7 @@
 #include "kernels/gguf_matmul.h"
 #include "kernels/kv_attention.h"
 #include "kernels/norms.h"
+#include "models/common/prefill_chunks.h"
 #include "models/llama/llama_gguf_config.h"
 #include "models/model_config.h"
 
@@ -255,21 +256,15 @@ void LlamaGgufModel::forward(SequenceState& sequence, std::span<const int32_t> t
 
 void LlamaGgufModel::prefill(LlamaState& state, std::span<const int32_t> tokens, LogitRows which,
                              std::vector<float>& logits) {
-  const auto n = static_cast<int64_t>(tokens.size());
-  const int64_t vocab = config_.vocab_size, chunk = prefill_rows_;
-  LlamaStep& built = step(RowMode::kPrefill, chunk, which);
-  logits.resize(static_cast<std::size_t>((which == LogitRows::kAll ? n : 1) * vocab));
+  LlamaStep& built = step(RowMode::kPrefill, prefill_rows_, which);
   LlamaState* const states[] = {&state};
-  for (int64_t first = 0; first < n; first += chunk) {
-    float* out = logits.data() + (which == LogitRows::kAll ? first * vocab : 0);
-    built.prepare(states,
-                  tokens.subspan(static_cast<std::size_t>(first),
-                                 static_cast<std::size_t>(std::min(chunk, n - first))),
-                  out);
-    executors_.get(executor_).run(built.program());
-    built.finish();
-    ++prefill_program_runs_;
-  }
+  for_each_prefill_chunk(tokens, prefill_rows_, which, config_.vocab_size, logits,
+                         [&](std::span<const int32_t> chunk, float* out) {
+                           built.prepare(states, chunk, out);
+                           executors_.get(executor_).run(built.program());
+                           built.finish();
+                           ++prefill_program_runs_;
+                         });
 }
 
 std::vector<LlamaState*> LlamaGgufModel::decode_rows(std::span<SequenceState* const> states,

@@ -10,6 +10,7 @@
 #include "kernels/norms.h"
 #include "kernels/weight_matrix.h"
 #include "models/common/config_files.h"
+#include "models/common/prefill_chunks.h"
 #include "models/musespark/musespark_experts.h"
 #include "models/musespark/musespark_row_math.h"
 #include "models/musespark/musespark_state.h"
@@ -281,24 +282,19 @@ MuseStep& MuseSparkModel::step(int64_t rows, RowMode mode, LogitRows logits) {
 // Every row is its own arithmetic (no chunked recurrence), so the chunks change no result.
 void MuseSparkModel::prefill(MuseSparkState& state, std::span<const int32_t> tokens,
                              LogitRows which, std::vector<float>& logits) {
-  const auto n = static_cast<int64_t>(tokens.size());
-  const int64_t vocab = config_.vocab_size, chunk = run_options_.prefill_rows;
   const int64_t taps = static_cast<int64_t>(tap_layers_.size()) * config_.hidden_size;
-  MuseStep& built = step(chunk, RowMode::kPrefill, which);
-  logits.resize(static_cast<std::size_t>((which == LogitRows::kAll ? n : 1) * vocab));
+  MuseStep& built = step(run_options_.prefill_rows, RowMode::kPrefill, which);
   last_taps_.clear();
   MuseSparkState* const states[] = {&state};
-  for (int64_t first = 0; first < n; first += chunk) {
-    float* out = logits.data() + (which == LogitRows::kAll ? first * vocab : 0);
-    built.prepare(states,
-                  tokens.subspan(static_cast<std::size_t>(first),
-                                 static_cast<std::size_t>(std::min(chunk, n - first))),
-                  out);
-    executors_->get(run_options_.executor).run(built.program());
-    built.finish();
-    ++prefill_program_runs_;
-    last_taps_.insert(last_taps_.end(), built.taps(), built.taps() + built.rows() * taps);
-  }
+  for_each_prefill_chunk(tokens, run_options_.prefill_rows, which, config_.vocab_size, logits,
+                         [&](std::span<const int32_t> chunk, float* out) {
+                           built.prepare(states, chunk, out);
+                           executors_->get(run_options_.executor).run(built.program());
+                           built.finish();
+                           ++prefill_program_runs_;
+                           last_taps_.insert(last_taps_.end(), built.taps(),
+                                             built.taps() + built.rows() * taps);
+                         });
 }
 
 program::Program* MuseSparkModel::decode_program(int64_t rows) {

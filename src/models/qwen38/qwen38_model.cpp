@@ -11,6 +11,7 @@
 #include "kernels/moe_routing.h"
 #include "kernels/norms.h"
 #include "models/common/config_files.h"
+#include "models/common/prefill_chunks.h"
 #include "models/qwen38/qwen38_layers.h"
 #include "models/qwen38/qwen38_state.h"
 #include "models/qwen38/qwen38_testing.h"
@@ -275,23 +276,19 @@ void Qwen38Model::forward(SequenceState& sequence, std::span<const int32_t> toke
                           std::vector<float>& logits) {
   check_tokens(sequence, tokens);
   auto& state = dynamic_cast<Qwen38State&>(sequence);
-  const auto n = static_cast<int64_t>(tokens.size());
-  const int64_t chunk = run_options_.prefill_rows, vocab = config_.vocab_size;
-  logits.resize(static_cast<std::size_t>((which == LogitRows::kAll ? n : 1) * vocab));
   // Each chunk leaves its rows' taps; a prompt of several gathers them (one keeps its own).
-  const bool chunks = n > chunk;
+  const bool chunks = static_cast<int64_t>(tokens.size()) > run_options_.prefill_rows;
   std::vector<float> taps;
-  for (int64_t first = 0; first < n; first += chunk) {
-    const auto piece = tokens.subspan(static_cast<std::size_t>(first),
-                                      static_cast<std::size_t>(std::min(chunk, n - first)));
-    float* out = logits.data() + (which == LogitRows::kAll ? first * vocab : 0);
-    if (prefills_by_program()) {
-      prefill_program(state, piece, which, out);
-    } else {
-      forward_reference(state, piece, which, out);
-    }
-    if (chunks) taps.insert(taps.end(), last_taps_.begin(), last_taps_.end());
-  }
+  for_each_prefill_chunk(tokens, run_options_.prefill_rows, which, config_.vocab_size, logits,
+                         [&](std::span<const int32_t> chunk, float* out) {
+                           if (prefills_by_program()) {
+                             prefill_program(state, chunk, which, out);
+                           } else {
+                             forward_reference(state, chunk, which, out);
+                           }
+                           if (chunks)
+                             taps.insert(taps.end(), last_taps_.begin(), last_taps_.end());
+                         });
   if (chunks) last_taps_ = std::move(taps);
 }
 

@@ -319,8 +319,7 @@ int32_t Qwen38Step::add_moe(StepBuilder& b, int64_t layer, int32_t residual) {
 
 void Qwen38Step::prepare(std::span<Qwen38State* const> states, std::span<const int32_t> tokens,
                          float* logits) {
-  if ((mode_ == RowMode::kPrefill) != (logits != nullptr))
-    fail("a prefill step writes the caller's logits; the others their own");
+  check_logits_target(mode_, logits);
   // The rows' states are kept (states_) only once every row passed: commit() finds the step by
   // its last state. Both lists keep their storage between runs (no allocation per step).
   std::vector<program::StepRow>& step_rows = step_rows_;
