@@ -8,9 +8,17 @@
 #include <span>
 #include <vector>
 
+#include "base/error.h"
+#include "models/common/row_mode.h"
 #include "models/language_model.h"
 
 namespace md {
+
+// md::Error unless `rows` (ModelRunOptions::prefill_rows) is one a prefill program can take.
+inline void check_prefill_rows(int64_t rows) {
+  if (rows < 1 || rows > kMaxPrefillRows)
+    fail("prefill rows {} is outside 1..{}", rows, kMaxPrefillRows);
+}
 
 // Sizes `logits` for the rows `which` asks for (`vocab` each), then calls
 // run(tokens of the chunk, where its logits go) for each chunk in order.

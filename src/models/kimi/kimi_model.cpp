@@ -55,9 +55,7 @@ void KimiModel::check_run_options(const ModelRunOptions& run_options, const std:
   if (run_options.matmul_inputs != kernels::MatmulInputs::kF32) {
     fail("{}: kimi_k3 runs its matrices with f32 inputs only for now", name);
   }
-  if (run_options.prefill_rows < 1 || run_options.prefill_rows > kMaxPrefillRows) {
-    fail("prefill rows {} is outside 1..{}", run_options.prefill_rows, kMaxPrefillRows);
-  }
+  check_prefill_rows(run_options.prefill_rows);
 }
 
 std::string KimiModel::description() const {

@@ -66,9 +66,7 @@ LlamaGgufModel::LlamaGgufModel(const std::string& path, std::shared_ptr<const Gg
       executor_(options.executor),
       prefill_rows_(options.prefill_rows),
       executors_(pool_->size()) {
-  if (prefill_rows_ < 1 || prefill_rows_ > kMaxPrefillRows) {
-    fail("prefill rows {} is outside 1..{}", prefill_rows_, kMaxPrefillRows);
-  }
+  check_prefill_rows(prefill_rows_);
   kernels::check_matmul_inputs(options.matmul_inputs);
   set_matmul_inputs(weights_, options.matmul_inputs);
 }

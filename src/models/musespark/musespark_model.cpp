@@ -78,9 +78,7 @@ void MuseSparkModel::check_run_options(const ModelRunOptions& run_options,
   if (run_options.matmul_inputs != kernels::MatmulInputs::kF32) {
     fail("{}: muse_spark runs its matrices with f32 inputs only for now", name);
   }
-  if (run_options.prefill_rows < 1 || run_options.prefill_rows > kMaxPrefillRows) {
-    fail("prefill rows {} is outside 1..{}", run_options.prefill_rows, kMaxPrefillRows);
-  }
+  check_prefill_rows(run_options.prefill_rows);
 }
 
 void MuseSparkModel::apply_run_options() {

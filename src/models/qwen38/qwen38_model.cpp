@@ -79,9 +79,7 @@ Qwen38Model::Qwen38Model(std::string name, Qwen38Config config, Qwen38Weights we
 }
 
 void Qwen38Model::apply_run_options() {
-  if (run_options_.prefill_rows < 1 || run_options_.prefill_rows > kMaxPrefillRows) {
-    fail("prefill rows {} is outside 1..{}", run_options_.prefill_rows, kMaxPrefillRows);
-  }
+  check_prefill_rows(run_options_.prefill_rows);
   kernels::check_matmul_inputs(run_options_.matmul_inputs);
   if (run_options_.matmul_inputs == kernels::MatmulInputs::kQ8 && !has_q8_matrices(weights_)) {
     throw Error(
