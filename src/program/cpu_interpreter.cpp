@@ -18,6 +18,7 @@
 #include "program/cpu_latent_attention.h"
 #include "program/cpu_moe.h"
 #include "program/cpu_residual_mix.h"
+#include "program/cpu_ring_append.h"
 #include "program/cpu_row_attention.h"
 #include "program/cpu_window_attention.h"
 
@@ -391,6 +392,10 @@ void run_task(const Instruction& ins, int64_t task, const Program& program,
     case Opcode::kLatentAttention:
       run_latent_attention_head(std::get<LatentAttentionOperands>(ins.operands), task, program,
                                 context.scratch);
+      return;
+    case Opcode::kRingAppend:
+      run_ring_append_kv_head(std::get<RingAppendOperands>(ins.operands), task, program,
+                              context.scratch);
       return;
     case Opcode::kFamilyKernel:
       std::get<FamilyOperands>(ins.operands).body(task, context);

@@ -5,6 +5,7 @@
 
 #include "kernels/attention_runs.h"
 #include "kernels/norms.h"
+#include "program/cpu_ring_append.h"
 
 namespace md::program {
 
@@ -26,17 +27,18 @@ void normalise_and_rotate(const WindowAttentionOperands& op, const uint16_t* nor
 void store_context_keys(const WindowAttentionOperands& op, int64_t g, const Program& program,
                         const kernels::KvRing& ring, float* angles) {
   const int64_t rows = program.count(op.context_rows_from);
-  const int64_t first = program.row(0).position - rows;
-  float* keys = program.buffer(op.context_k);
-  const float* values = program.buffer(op.context_v);
-  for (int64_t r = 0; r < rows; ++r) {
-    float* key = keys + r * op.kv_stride + g * op.head_dim;
-    angles_at(op, first + r, angles);
-    normalise_and_rotate(op, op.k_norm, key, angles);
-    const float* value = values + r * op.kv_stride + g * op.head_dim;
-    std::copy(key, key + op.head_dim, ring.key(g, first + r));
-    std::copy(value, value + op.head_dim, ring.value(g, first + r));
-  }
+  const RingAppendOperands store{.k = op.context_k,
+                                 .v = op.context_v,
+                                 .kv_stride = op.kv_stride,
+                                 .rows_from = op.context_rows_from,
+                                 .kv_heads = op.kv_heads,
+                                 .head_dim = op.head_dim,
+                                 .k_norm = op.k_norm,
+                                 .norm_eps = op.norm_eps,
+                                 .rope = op.rope,
+                                 .layer = op.layer};
+  append_ring_rows(store, g, program.row(0).position - rows, rows, program.buffer(op.context_k),
+                   program.buffer(op.context_v), ring, angles);
 }
 
 // The block's keys of head g and its group's queries, each at its row's position.

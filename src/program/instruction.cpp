@@ -50,6 +50,8 @@ std::string_view opcode_name(Opcode op) {
       return "latent_append";
     case Opcode::kLatentAttention:
       return "latent_attention";
+    case Opcode::kRingAppend:
+      return "ring_append";
     case Opcode::kFamilyKernel:
       return "family_kernel";
   }
@@ -133,6 +135,8 @@ int64_t operand_tasks(const Instruction& ins) {
     }
     case Opcode::kWindowAttention:
       return std::get<WindowAttentionOperands>(ins.operands).kv_heads;
+    case Opcode::kRingAppend:
+      return std::get<RingAppendOperands>(ins.operands).kv_heads;
     case Opcode::kRowAttention: {
       const auto& op = std::get<RowAttentionOperands>(ins.operands);
       return op.kv_heads > 0 && op.heads % op.kv_heads == 0 ? op.kv_heads : -2;
@@ -229,6 +233,11 @@ std::vector<BufferId> buffers_named(const Instruction& ins) {
       ids.insert(ids.end(), {op.q, op.k, op.v, op.out, op.context_k, op.context_v});
       break;
     }
+    case Opcode::kRingAppend: {
+      const auto& op = std::get<RingAppendOperands>(ins.operands);
+      ids.insert(ids.end(), {op.k, op.v});
+      break;
+    }
     case Opcode::kTopK:
       ids.push_back(std::get<TopKOperands>(ins.operands).logits);
       break;
@@ -297,6 +306,9 @@ std::vector<RowCount> counts_named(const Instruction& ins) {
       break;
     case Opcode::kWindowAttention:
       counts.push_back(std::get<WindowAttentionOperands>(ins.operands).context_rows_from);
+      break;
+    case Opcode::kRingAppend:
+      counts.push_back(std::get<RingAppendOperands>(ins.operands).rows_from);
       break;
     default:
       break;

@@ -252,6 +252,23 @@ struct WindowAttentionOperands {
   bool causal = false;
 };
 
+// kRingAppend: one task per KV head g: rows r < the rows `rows_from` counts of `k` and `v` are the
+// keys and values of positions start + r of the step's one sequence (start: step row 0's
+// position); head g's key is normalised (plain RMSNorm, bf16 weights) and rotated at its position,
+// then written with its value into StepState::kv_ring(layer). A block drafter's context rows of a
+// prompt (models/drafters/draft_context_program.h), computed before its first round; a round's
+// own new rows take the same path inside kWindowAttention.
+struct RingAppendOperands {
+  BufferId k = kNoBuffer, v = kNoBuffer;  // [rows][kv_stride]
+  int64_t kv_stride = 0;
+  RowCount rows_from = 0;
+  int64_t kv_heads = 0, head_dim = 0;
+  const uint16_t* k_norm = nullptr;
+  float norm_eps = 0;
+  const kernels::Rope* rope = nullptr;
+  int64_t layer = 0;  // StepState::kv_ring(layer)
+};
+
 // kRowAttention: one task per KV head g of an attention layer whose keys and values are
 // position-indexed rows (StepState::kv_rows(layer): every position, or on a sliding-window layer a
 // ring of the last positions), over the step rows in order (verify rows see the earlier rows of
@@ -571,7 +588,7 @@ using Operands =
                  NormRowsOperands, BlockConvOperands, WindowAttentionOperands, TopKOperands,
                  MoeRouteOperands, MoeExpertsOperands, MoeDownOperands, RowAttentionOperands,
                  GatedResidualOperands, MoeMixOperands, ResidualMixOperands, KdaOperands,
-                 LatentAppendOperands, LatentAttentionOperands, FamilyOperands>;
+                 LatentAppendOperands, LatentAttentionOperands, RingAppendOperands, FamilyOperands>;
 
 enum class Opcode : uint8_t {
   kEmbed,
@@ -597,6 +614,7 @@ enum class Opcode : uint8_t {
   kKda,
   kLatentAppend,
   kLatentAttention,
+  kRingAppend,
   kFamilyKernel,
 };
 std::string_view opcode_name(Opcode op);

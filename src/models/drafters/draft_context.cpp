@@ -5,14 +5,15 @@
 #include "base/error.h"
 #include "kernels/matmul.h"
 #include "kernels/norms.h"
+#include "models/drafters/draft_context_program.h"
 
 namespace md {
 
 namespace {
 
-// Context rows are projected this many at a time, so a long prompt needs no scratch beyond
-// the features themselves and the K/V scratch stays small.
-constexpr int64_t kRowChunk = 64;
+// Context rows are projected this many at a time (a program's run, or the pool's products), so
+// a long prompt needs no scratch beyond the features themselves and the K/V scratch stays small.
+constexpr int64_t kRowChunk = DraftContextProgram::kMaxRows;
 
 std::size_t size(int64_t n) {
   return static_cast<std::size_t>(n);
@@ -21,10 +22,11 @@ std::size_t size(int64_t n) {
 }  // namespace
 
 DraftContext::DraftContext(const DraftContextSpec& spec, const kernels::Rope& rope,
-                           ThreadPool* pool)
+                           ThreadPool* pool, DraftContextProgram* program)
     : spec_(spec),
       rope_(rope),
       pool_(pool),
+      program_(program),
       capacity_(spec.window),
       slot_position_(size(capacity_), -1) {
   int64_t ring = spec.kv_heads * capacity_ * spec.head_dim;
@@ -43,6 +45,10 @@ void DraftContext::append(std::span<const float> taps, int64_t rows) {
   features_.resize(size((length_ + rows) * h));
   for (int64_t begin = 0; begin < rows; begin += kRowChunk) {
     int64_t n = std::min(kRowChunk, rows - begin);
+    if (program_ != nullptr) {
+      program_->features(*this, taps.data() + begin * width, length_ + begin, n);
+      continue;
+    }
     float* y = features_.data() + (length_ + begin) * h;
     kernels::matmul(*spec_.fc, taps.data() + begin * width, n, y, pool_);
     for (int64_t t = 0; t < n; ++t) {
@@ -88,6 +94,12 @@ void DraftContext::prepare_keys(int64_t first) {
 }
 
 void DraftContext::compute_keys(int64_t first, int64_t end) {
+  if (program_ != nullptr) {
+    for (int64_t begin = first; begin < end; begin += kRowChunk) {
+      program_->keys(*this, begin, std::min(kRowChunk, end - begin));
+    }
+    return;
+  }
   const DraftContextSpec& c = spec_;
   int64_t hd = c.head_dim;
   const float eps = c.eps;

@@ -12,9 +12,11 @@
 // layer). A slot whose position was truncated away is recomputed from ctx_p when next needed.
 //
 // Two ways in: append() computes the features of a batch of positions itself (a prompt's
-// prefill) and leaves their K/V to prepare_keys(); the fused round (dflash2_step.h) instead
-// extend()s the store by the few positions a verify step committed and writes their features
-// and K/V itself, in the same program as the block forward, then records them with mark_keys().
+// prefill) and leaves their K/V to prepare_keys() — with the pool's products (the reference) or,
+// given a DraftContextProgram, as programs on the drafter's team —; the fused round
+// (dflash2_step.h) instead extend()s the store by the few positions a verify step committed and
+// writes their features and K/V itself, in the same program as the block forward, then records them
+// with mark_keys().
 #pragma once
 
 #include <cstdint>
@@ -52,11 +54,15 @@ struct DraftContextSpec {
   int64_t num_layers() const { return static_cast<int64_t>(layers.size()); }
 };
 
+class DraftContextProgram;
+
 // To a fused round's window_attention it is the block's sequence state: kv_ring(layer).
 class DraftContext final : public program::StepState {
  public:
-  // The references must outlive the store.
-  DraftContext(const DraftContextSpec& spec, const kernels::Rope& rope, ThreadPool* pool);
+  // The references must outlive the store. With `program` set, append() and prepare_keys() run
+  // their rows as its programs; otherwise as products on `pool`.
+  DraftContext(const DraftContextSpec& spec, const kernels::Rope& rope, ThreadPool* pool,
+               DraftContextProgram* program = nullptr);
 
   int64_t length() const { return length_; }
   // `taps`: rows × (num_taps · hidden) floats for positions length() .. length()+rows-1.
@@ -97,6 +103,7 @@ class DraftContext final : public program::StepState {
   const DraftContextSpec& spec_;
   const kernels::Rope& rope_;
   ThreadPool* pool_;
+  DraftContextProgram* program_;
   int64_t capacity_;  // ring slots per layer
   int64_t length_ = 0;
   std::vector<float> features_;         // [length][hidden]

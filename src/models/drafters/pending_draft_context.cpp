@@ -7,8 +7,9 @@
 namespace md {
 
 PendingDraftContext::PendingDraftContext(const DraftContextSpec& spec, const kernels::Rope& rope,
-                                         ThreadPool* pool, int64_t max_pending)
-    : context_(spec, rope, pool),
+                                         ThreadPool* pool, int64_t max_pending,
+                                         DraftContextProgram* program)
+    : context_(spec, rope, pool, program),
       width_(spec.fc_in_features()),
       max_pending_(max_pending),
       pending_taps_(static_cast<std::size_t>(max_pending * spec.fc_in_features())) {}

@@ -16,9 +16,9 @@ namespace md {
 class PendingDraftContext {
  public:
   // At most `max_pending` positions wait (0: none; every append reaches the store at once).
-  // The references must outlive this.
+  // The references must outlive this; `program` as DraftContext takes it.
   PendingDraftContext(const DraftContextSpec& spec, const kernels::Rope& rope, ThreadPool* pool,
-                      int64_t max_pending);
+                      int64_t max_pending, DraftContextProgram* program = nullptr);
   PendingDraftContext(const PendingDraftContext& other);
   PendingDraftContext& operator=(const PendingDraftContext&) = delete;
 

@@ -16,6 +16,7 @@
 #include "models/drafters/dflash2/dflash2_selector.h"
 #include "models/drafters/dflash2/dflash2_step.h"
 #include "models/drafters/dflash2/dflash2_testing.h"
+#include "models/drafters/draft_context_program.h"
 #include "models/drafters/draft_rows.h"
 #include "models/drafters/draft_team.h"
 #include "models/model_family.h"
@@ -100,6 +101,7 @@ struct DFlash2Drafter::Shared {
         pool(std::make_unique<ThreadPool>(threads)) {
     set_matmul_inputs(weights, target.matmul_inputs);
     context = dflash2_context_spec(config, weights);
+    build_context_program();
   }
   Shared(DFlash2Config drafter_config, DFlash2Weights drafter_weights,
          const TargetView& target_view, int threads, const DFlash2Options& drafter_options)
@@ -111,6 +113,7 @@ struct DFlash2Drafter::Shared {
         pool(std::make_unique<ThreadPool>(threads)) {
     set_matmul_inputs(weights, target.matmul_inputs);
     context = dflash2_context_spec(config, weights);
+    build_context_program();
   }
 
   // The fused round's program, built by the first fused round, with its executor (one worker
@@ -125,6 +128,16 @@ struct DFlash2Drafter::Shared {
   void run(program::Program& program) {
     team.get(target, pool->size(), options.executor).run(program);
   }
+  bool fused() const {
+    return options.executor != ExecutorKind::kReference &&
+           options.ablation == testing::DFlash2Ablation::kNone;
+  }
+  // A fused drafter's sequences run their prompts' context rows as programs on the same team.
+  void build_context_program() {
+    if (!fused()) return;
+    context_rows = std::make_unique<DraftContextProgram>(
+        context, rope, pool->size(), [this](program::Program& program) { run(program); });
+  }
 
   DFlash2Config config;
   TargetView target;
@@ -136,6 +149,7 @@ struct DFlash2Drafter::Shared {
   DraftContextSpec context;  // views of `weights` for each sequence's context store
   std::unique_ptr<DFlash2Step> step;
   DraftTeam team;
+  std::unique_ptr<DraftContextProgram> context_rows;  // fused only
 };
 
 DFlash2Drafter::DFlash2Drafter(const std::string& directory, const TargetView& target, int threads,
@@ -155,8 +169,9 @@ DFlash2Drafter::DFlash2Drafter(std::shared_ptr<Shared> shared)
       weights_(shared_->weights),
       rope_(shared_->rope),
       pool_(shared_->pool.get()),
-      context_(std::make_unique<PendingDraftContext>(
-          shared_->context, rope_, pool_, fused() ? DFlash2Step::kMaxNewContextRows : 0)) {}
+      context_(std::make_unique<PendingDraftContext>(shared_->context, rope_, pool_,
+                                                     fused() ? DFlash2Step::kMaxNewContextRows : 0,
+                                                     shared_->context_rows.get())) {}
 
 std::unique_ptr<SpeculativeDrafter> DFlash2Drafter::new_sequence() const {
   return std::unique_ptr<SpeculativeDrafter>(new DFlash2Drafter(shared_));
@@ -171,8 +186,7 @@ std::unique_ptr<SpeculativeDrafter> DFlash2Drafter::clone() const {
 DFlash2Drafter::~DFlash2Drafter() = default;
 
 bool DFlash2Drafter::fused() const {
-  return options_.executor != ExecutorKind::kReference &&
-         options_.ablation == testing::DFlash2Ablation::kNone;
+  return shared_->fused();
 }
 
 void DFlash2Drafter::append_context(std::span<const float> taps, int64_t rows) {

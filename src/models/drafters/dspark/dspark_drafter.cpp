@@ -10,6 +10,7 @@
 #include "kernels/matmul.h"
 #include "kernels/norms.h"
 #include "models/common/config_files.h"
+#include "models/drafters/draft_context_program.h"
 #include "models/drafters/draft_rows.h"
 #include "models/drafters/draft_team.h"
 #include "models/drafters/dspark/dspark_step.h"
@@ -99,7 +100,9 @@ struct DSparkDrafter::Shared {
         weights(bind_dspark_weights(config, *checkpoint, target)),
         context(dspark_context_spec(config, weights)),
         rope(config.head_dim, config.rope_theta),
-        pool(std::make_unique<ThreadPool>(threads)) {}
+        pool(std::make_unique<ThreadPool>(threads)) {
+    build_context_program();
+  }
   Shared(DSparkConfig drafter_config, DSparkWeights drafter_weights, const TargetView& target_view,
          int threads, const DSparkOptions& drafter_options)
       : config(checked_against(std::move(drafter_config), target_view)),
@@ -108,7 +111,9 @@ struct DSparkDrafter::Shared {
         weights(std::move(drafter_weights)),
         context(dspark_context_spec(config, weights)),
         rope(config.head_dim, config.rope_theta),
-        pool(std::make_unique<ThreadPool>(threads)) {}
+        pool(std::make_unique<ThreadPool>(threads)) {
+    build_context_program();
+  }
 
   // The fused round's program, built by the first fused round (one worker per pool thread).
   DSparkStep& fused_step() {
@@ -119,6 +124,13 @@ struct DSparkDrafter::Shared {
   }
   void run(program::Program& program) {
     team.get(target, pool->size(), options.executor).run(program);
+  }
+  bool fused() const { return options.executor != ExecutorKind::kReference; }
+  // A fused drafter's sequences run their prompts' context rows as programs on the same team.
+  void build_context_program() {
+    if (!fused()) return;
+    context_rows = std::make_unique<DraftContextProgram>(
+        context, rope, pool->size(), [this](program::Program& program) { run(program); });
   }
 
   DSparkConfig config;
@@ -131,6 +143,7 @@ struct DSparkDrafter::Shared {
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<DSparkStep> step;
   DraftTeam team;
+  std::unique_ptr<DraftContextProgram> context_rows;  // fused only
 };
 
 // The block's activations: rows [rows][width] each.
@@ -165,11 +178,12 @@ DSparkDrafter::DSparkDrafter(std::shared_ptr<Shared> shared)
       weights_(shared_->weights),
       rope_(shared_->rope),
       pool_(shared_->pool.get()),
-      context_(std::make_unique<PendingDraftContext>(
-          shared_->context, rope_, pool_, fused() ? DSparkStep::kMaxNewContextRows : 0)) {}
+      context_(std::make_unique<PendingDraftContext>(shared_->context, rope_, pool_,
+                                                     fused() ? DSparkStep::kMaxNewContextRows : 0,
+                                                     shared_->context_rows.get())) {}
 
 bool DSparkDrafter::fused() const {
-  return shared_->options.executor != ExecutorKind::kReference;
+  return shared_->fused();
 }
 
 std::vector<int64_t> DSparkDrafter::tap_layers() const {
