@@ -1,6 +1,10 @@
 // One DFlash2 drafting round in the speculative loop's steady state — a verify step's commit of
 // `commit` context rows, then propose() — through the reference forward and through the fused
-// program (persistent team or op by op), at 1 and 2 threads.
+// program (persistent team or op by op), at 1 and 2 threads. And a prompt's context rows
+// (BM_DFlash2PromptContext): `prompt` positions appended to a new sequence, then its first
+// round, which keys the window — the context store's pooled products (reference) against its
+// programs (mega) — on the synthetic drafter of the synthetic qwen38-0.8b target (hidden 1024,
+// window 2048), 2 threads.
 //
 //   dflash2_bench [--draft=DIR] [--target=DIR] [google benchmark flags]
 //
@@ -18,7 +22,9 @@
 #include <vector>
 
 #include "models/drafters/dflash2/dflash2_drafter.h"
+#include "models/drafters/dflash2/dflash2_synthetic.h"
 #include "models/qwen38/qwen38_model.h"
+#include "models/qwen38/qwen38_synthetic.h"
 
 namespace {
 
@@ -61,6 +67,25 @@ void BM_Round(benchmark::State& state, ExecutorKind executor) {
   }
 }
 
+// A new sequence's prompt of `prompt` positions, then its first round.
+void BM_PromptContext(benchmark::State& state, ExecutorKind executor) {
+  const auto prompt = state.range(0);
+  md::ModelRunOptions run;
+  run.threads = 2;
+  static std::unique_ptr<md::Qwen38Model> target = md::make_synthetic_qwen38("qwen38-0.8b", run);
+  auto drafter = md::make_synthetic_dflash2(target->target_view(), 2,
+                                            md::DFlash2Options{.executor = executor});
+  const std::vector<float> taps = random_taps(prompt * drafter->config().fc_in_features());
+  for (auto _ : state) {
+    auto sequence = drafter->new_sequence();
+    sequence->append_context(taps, prompt);
+    md::DraftProposal proposal = sequence->propose(1, 0.0f, {});
+    benchmark::DoNotOptimize(proposal.tokens.data());
+  }
+  state.counters["positions/s"] = benchmark::Counter(static_cast<double>(prompt),
+                                                     benchmark::Counter::kIsIterationInvariantRate);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -86,6 +111,15 @@ int main(int argc, char** argv) {
         ->ArgsProduct({{1, 8}, {1, 2}})
         ->ArgNames({"commit", "threads"})
         ->Unit(benchmark::kMicrosecond);
+  }
+  for (auto [name, executor] :
+       {std::pair{"reference", ExecutorKind::kReference}, std::pair{"mega", ExecutorKind::kMega}}) {
+    benchmark::RegisterBenchmark(fmt::format("BM_DFlash2PromptContext/{}", name).c_str(),
+                                 BM_PromptContext, executor)
+        ->Arg(512)
+        ->Arg(2048)
+        ->ArgName("prompt")
+        ->Unit(benchmark::kMillisecond);
   }
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

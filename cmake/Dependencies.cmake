@@ -16,3 +16,16 @@ endif()
 if(MD_BUILD_BENCH)
   find_package(benchmark REQUIRED)
 endif()
+# Tensor parallelism across processes and hosts (src/dist): Open MPI (Debian's libopenmpi-dev,
+# installed by scripts/setup). Without it the build still works; `--tp` then runs in-process
+# ranks only, and the MPI tests say why they skip.
+# The C API, through the CXX component (the project enables no C compiler); Open MPI's deprecated
+# C++ bindings are kept out (OMPI_SKIP_MPICXX, src/dist/CMakeLists.txt).
+find_package(MPI COMPONENTS CXX)
+if(MPI_CXX_FOUND)
+  set(MD_HAVE_MPI ON)
+  find_program(MD_MPIEXEC NAMES mpirun mpiexec)
+else()
+  set(MD_HAVE_MPI OFF)
+  message(STATUS "MPI not found: tensor parallelism across processes is off")
+endif()

@@ -57,6 +57,7 @@ struct BenchOptions {
   std::string dense_weights = "as-stored";
   bool verbose = false;  // list the 1-row step program
   bool profile = false;  // per-instruction tables, one profiled pass per (executor, rows)
+  std::vector<int> tp;   // tensor-parallel rank counts to compare (in-process ranks); empty: off
 };
 
 // Speculative decoding at one forced acceptance length (τ = accept), one sequence.
@@ -312,7 +313,9 @@ std::unique_ptr<LanguageModel> make_synthetic_model(const std::string& shape,
   fail("unknown synthetic shape '{}' (known: {})", shape, fmt::join(synthetic_shapes(), ", "));
 }
 
-std::unique_ptr<LanguageModel> open_model(const BenchOptions& options, std::string& name) {
+// `ranks` > 1: the model over that many in-process tensor-parallel ranks.
+std::unique_ptr<LanguageModel> open_model(const BenchOptions& options, std::string& name,
+                                          int ranks = 1) {
   ModelRunOptions run;
   run.threads = options.threads;
   run.matmul_inputs = parse_matmul_inputs(options.matmul_inputs);
@@ -320,8 +323,9 @@ std::unique_ptr<LanguageModel> open_model(const BenchOptions& options, std::stri
   if (!options.model.empty()) {
     ResolvedModel source = resolve_model_source(options.model);
     name = source.description;
-    return load_language_model(source.directory, run);
+    return load_model(source.directory, run, ranks);
   }
+  if (ranks > 1) fail("--tp needs --model (synthetic shapes have no tensor-parallel lowering)");
   name = "synthetic " + options.synthetic;
   return make_synthetic_model(options.synthetic, run);
 }
@@ -388,8 +392,69 @@ std::vector<std::string> default_executors(LanguageModel& model) {
   return {"reference"};
 }
 
+// `bench --tp 1,2,…`: the model once per rank count (in-process ranks sharing --threads), one
+// row on the fused executor in interleaved rounds: tok/s, the weight bytes all ranks stream per
+// step, the aggregate and per-rank streaming bandwidth, and each count's speed against the first.
+int run_tensor_parallel_bench(const BenchOptions& options) {
+  std::string name;
+  std::vector<std::unique_ptr<LanguageModel>> models;
+  for (int ranks : options.tp) {
+    if (ranks < 1 || ranks > 64) fail("--tp: {} ranks is outside 1..64", ranks);
+    models.push_back(open_model(options, name, ranks));
+    if (!models.back()->set_executor(ExecutorKind::kMega))
+      fail("--tp: {} has no fused program", name);
+  }
+  std::vector<DecodeSeries> series;
+  for (int ranks : options.tp) series.push_back({std::to_string(ranks), 1, {}});
+  for (int round = 0; round < options.rounds; ++round) {
+    for (std::size_t i = 0; i < models.size(); ++i) {
+      series[i].rounds.push_back(
+          measure_decode(*models[i], options, 1, "mega", options.seconds / options.rounds));
+    }
+  }
+  const int threads = options.threads > 0 ? options.threads : ThreadPool::hardware_threads();
+  const DecodeFigure first = series[0].total();
+  if (options.json) {
+    nlohmann::ordered_json out{{"model", name}, {"threads", threads}};
+    nlohmann::ordered_json figures = nlohmann::ordered_json::array();
+    for (std::size_t i = 0; i < series.size(); ++i) {
+      const DecodeFigure f = series[i].total();
+      const int ranks = options.tp[i];
+      figures.push_back(
+          {{"ranks", ranks},
+           {"transport", "in-process"},
+           {"tokens_per_s", f.tokens_per_second()},
+           {"step_ms", f.step_ms()},
+           {"weight_bytes_per_step_all_ranks", f.step_bytes()},
+           {"weight_bytes_per_s_all_ranks", f.bytes_per_second()},
+           {"weight_bytes_per_s_per_rank", f.bytes_per_second() / ranks},
+           {"tokens_per_s_vs_first", f.tokens_per_second() / first.tokens_per_second()},
+           {"tokens_per_s_vs_first_per_round", DecodeRounds::ratios(series[i], series[0])}});
+    }
+    out["tensor_parallel"] = figures;
+    fmt::print("{}\n", out.dump(2));
+    return kExitOk;
+  }
+  fmt::print(
+      "{}\ntensor parallel, in-process ranks sharing {} threads; 1 row, mega executor, {} "
+      "rounds\n",
+      name, threads, options.rounds);
+  fmt::print("{:>6} {:>9} {:>9} {:>14} {:>12} {:>12} {:>10}\n", "ranks", "tok/s", "step ms",
+             "MiB/step (all)", "GB/s (all)", "GB/s (rank)", "vs first");
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const DecodeFigure f = series[i].total();
+    const int ranks = options.tp[i];
+    const Spread vs = spread(DecodeRounds::ratios(series[i], series[0]));
+    fmt::print("{:>6} {:>9.1f} {:>9.2f} {:>14.1f} {:>12.2f} {:>12.2f} {:>9.2f}x\n", ranks,
+               f.tokens_per_second(), f.step_ms(), f.step_bytes() / (1024.0 * 1024.0),
+               f.bytes_per_second() / 1e9, f.bytes_per_second() / 1e9 / ranks, vs.median);
+  }
+  return kExitOk;
+}
+
 // `options` by value: its executors default from the model once it is open.
 int run_bench(BenchOptions options) {
+  if (!options.tp.empty()) return run_tensor_parallel_bench(options);
   if (!options.model.empty() && !options.synthetic.empty())
     fail("--model and --synthetic exclude each other");
   for (int rows : options.rows) {
@@ -660,6 +725,11 @@ CommandAction add_bench_command(CLI::App& app) {
   sub->add_option("--spec-tokens", options->spec_tokens,
                   "Tokens generated per speculative measurement")
       ->check(CLI::Range(int64_t{8}, int64_t{100000}));
+  sub->add_option("--tp", options->tp,
+                  "Compare tensor-parallel rank counts instead (in-process ranks sharing "
+                  "--threads; 1-row decode tok/s and the weight-streaming bandwidth of all ranks "
+                  "and per rank), e.g. --tp 1,2")
+      ->delimiter(',');
   add_matmul_inputs_option(*sub, options->matmul_inputs);
   add_dense_weights_option(*sub, options->dense_weights);
   return [options]() {

@@ -182,6 +182,11 @@ int serve(ServeFlags& f) {
         f.server.host);
   }
   std::string spec = model_spec(f.model);
+  if (follows_rank_zero(f.model)) {
+    // Rank 0 listens and schedules; this rank only follows its calls (and exits there).
+    f.model.model = spec;
+    (void)open_model_session(f.model, f.server.max_batch);
+  }
   server::OpenAiServer server(f.server, server::BuildInfo{"0.1.0", MD_GIT_REVISION}, spec,
                               f.model.executor);
   int port = server.start();

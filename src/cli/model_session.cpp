@@ -3,11 +3,15 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "base/error.h"
 #include "base/log.h"
+#include "cli/commands.h"
+#include "dist/mpi_communicator.h"
 #include "engine/context_size.h"
 #include "engine/generation_defaults.h"
 #include "engine/speculative_round.h"
@@ -17,6 +21,8 @@
 #include "models/common/gguf_tokenizer.h"
 #include "models/drafters/drafter_loader.h"
 #include "models/model_loader.h"
+#include "models/rank_stream.h"
+#include "models/tensor_parallel_model.h"
 
 namespace md::cli {
 
@@ -55,6 +61,11 @@ void add_model_flags(CLI::App& command, ModelFlags& flags) {
                   "rates below this (0..1; DSpark drafters with a confidence head; default 0: "
                   "off). Output is unchanged; only how many drafts a round verifies")
       ->check(CLI::Range(0.0f, 1.0f));
+  command
+      .add_option("--tp", flags.tp,
+                  "Tensor-parallel ranks: the model's heads, FFN columns and vocabulary split "
+                  "over N in-process ranks that share --threads (llama models)")
+      ->check(CLI::Range(1, 64));
   command
       .add_option("--executor", flags.executor,
                   "Decode steps: mega (fused program, persistent threads), ops (same program, "
@@ -123,6 +134,87 @@ ExecutorKind parse_executor(const std::string& name) {
   fail("--executor: '{}' is not one of mega, ops, reference", name);
 }
 
+namespace {
+
+// 64-bit FNV-1a of a file's bytes: which binary a rank runs (paths and times differ across hosts
+// for the same build; the bytes do not).
+uint64_t file_hash(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  uint64_t hash = 1469598103934665603ull;
+  std::vector<char> buffer(1 << 20);
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    for (std::streamsize i = 0; i < in.gcount(); ++i) {
+      hash = (hash ^ static_cast<unsigned char>(buffer[static_cast<std::size_t>(i)])) *
+             1099511628211ull;
+    }
+  }
+  return hash;
+}
+
+// What must be the same on every rank of one model: the binary, the model and the options that
+// shape its shards and their steps (threads may differ from host to host).
+std::string rank_identity(const std::string& directory, const ModelRunOptions& options, int ranks) {
+  std::error_code error;
+  const auto bytes = std::filesystem::is_regular_file(directory, error)
+                         ? std::filesystem::file_size(directory, error)
+                         : 0;
+  return fmt::format(
+      "binary {:016x}, model {} ({} bytes), tp {}, executor {}, matmul inputs {}, kv {}, dense "
+      "{}, prefill rows {}",
+      file_hash("/proc/self/exe"), std::filesystem::path(directory).filename().string(), bytes,
+      ranks, program::executor_name(options.executor), static_cast<int>(options.matmul_inputs),
+      static_cast<int>(options.kv_cache), static_cast<int>(options.dense_weights),
+      options.prefill_rows);
+}
+
+// The model over the processes of an MPI job, one rank each: rank 0 returns the model the
+// command drives (RankStreamModel); the other ranks follow its calls until it ends, then exit
+// here, the command's work being rank 0's.
+std::unique_ptr<LanguageModel> load_over_mpi(const std::string& directory, ModelRunOptions options,
+                                             int ranks) {
+  // For the process's life: MPI_Finalize runs at exit.
+  static std::unique_ptr<dist::MpiSession> mpi = std::make_unique<dist::MpiSession>();
+  dist::Communicator& world = mpi->world();
+  if (world.size() != ranks) {
+    fail("--tp {} but the MPI job has {} processes: launch with mpirun -np {} (or srun -n {})",
+         ranks, world.size(), ranks, ranks);
+  }
+  check_same_everywhere(world, rank_identity(directory, options, ranks));
+  options.ranks = &world;
+  std::unique_ptr<LanguageModel> shard;
+  try {
+    shard = load_language_model(directory, options);
+  } catch (const Error& e) {
+    world.abort(fmt::format("cannot load its shard: {}", e.what()));  // ends the job
+    throw;
+  }
+  if (world.rank() == 0) return std::make_unique<RankStreamModel>(std::move(shard), world);
+  log::info("rank {} of {}: following rank 0", world.rank(), world.size());
+  // The launcher passes a Ctrl-C or SIGTERM to every rank; rank 0 ends the stream when it stops,
+  // and this rank with it.
+  std::signal(SIGINT, SIG_IGN);
+  std::signal(SIGTERM, SIG_IGN);
+  follow_rank_stream(*shard, world);
+  shard.reset();
+  std::exit(kExitOk);
+}
+
+}  // namespace
+
+bool follows_rank_zero(const ModelFlags& flags) {
+  return flags.tp > 1 && dist::launched_by_mpi() && dist::launcher_rank() > 0;
+}
+
+std::unique_ptr<LanguageModel> load_model(const std::string& directory,
+                                          const ModelRunOptions& options, int ranks) {
+  if (ranks <= 1) return load_language_model(directory, options);
+  if (dist::launched_by_mpi()) return load_over_mpi(directory, options, ranks);
+  return std::make_unique<TensorParallelModel>(
+      ranks, options,
+      [&directory](const ModelRunOptions& rank) { return load_language_model(directory, rank); });
+}
+
 std::optional<std::string> default_model() {
   if (const char* chosen = std::getenv("MEGADECODE_MODEL"); chosen != nullptr && *chosen != 0) {
     return std::string(chosen);
@@ -178,7 +270,7 @@ ModelSession open_model_session(const ModelFlags& flags, int sequences) {
     session.sampling_defaults = engine::default_sampling(defaults);
     session.model_sets_sampling = !defaults.empty();
   }
-  session.model = load_language_model(directory, options);
+  session.model = load_model(directory, options, flags.tp);
   if (session.tokenizer->vocab_size() > session.model->vocab_size()) {
     fail("{}: the tokenizer has {} tokens but the model's vocabulary is {}", directory,
          session.tokenizer->vocab_size(), session.model->vocab_size());

@@ -31,6 +31,7 @@ struct ModelFlags {
   int64_t block_size = 0;          // 0: the drafter's
   int64_t force_accept = 0;        // benchmarks only
   float confidence_threshold = 0;  // --spec-confidence-threshold; 0: off
+  int tp = 1;                      // tensor-parallel ranks (in-process)
 };
 
 struct SamplingFlags {
@@ -83,6 +84,14 @@ std::string model_spec(const ModelFlags& flags);
 // throws md::Error with a precise message. The context is sized so that `sequences` states fit.
 ModelSession open_model_session(const ModelFlags& flags, int sequences = 1);
 ExecutorKind parse_executor(const std::string& name);
+// Whether this process is a rank other than 0 of a model spread over an MPI job: it loads its
+// shard and follows rank 0 (open_model_session never returns there), and does nothing of the
+// command's own (no port, no terminal).
+bool follows_rank_zero(const ModelFlags& flags);
+// The model at `directory`; with ranks > 1, spread over that many in-process tensor-parallel
+// ranks (models/tensor_parallel_model.h) that share options.threads.
+std::unique_ptr<LanguageModel> load_model(const std::string& directory,
+                                          const ModelRunOptions& options, int ranks);
 
 // The --matmul-inputs option, shared with bench (its values: f32, bf16).
 CLI::Option* add_matmul_inputs_option(CLI::App& command, std::string& value);

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "dist/communicator.h"
 #include "kernels/bf16_matrix.h"
 #include "kernels/kv_cache.h"
 #include "models/drafters/speculative_drafter.h"
@@ -41,6 +42,11 @@ struct ModelRunOptions {
   // rule rounds by where its chunks start, so Qwen splits prompts at it on every executor (the
   // reference included) to keep them equal. Families whose prefill is not a program ignore it.
   int64_t prefill_rows = 256;
+  // This process's rank of a tensor-parallel model (dist/communicator.h): the model loads its
+  // shard of the weights and its steps sum and gather across the ranks; every rank must then
+  // make the same calls in the same order. Null (or one rank): the whole model. Families without
+  // tensor parallelism refuse more than one rank.
+  dist::Communicator* ranks = nullptr;
 };
 
 // Throws md::Error naming `model` when `options` ask for a dense-weight quantisation its family

@@ -13,6 +13,7 @@
 #include "kernels/logit_softcap.h"
 #include "kernels/norms.h"
 #include "kernels/top_k.h"
+#include "program/cpu_collectives.h"
 #include "program/cpu_delta_net.h"
 #include "program/cpu_kda.h"
 #include "program/cpu_latent_attention.h"
@@ -254,7 +255,9 @@ void argmax(const ArgmaxOperands& op, const Program& program) {
       }
     }
     op.greedy[at(n)] = arg;
+    if (op.shard.comm != nullptr) own_best(op)[n] = {arg, best};
   }
+  if (op.shard.comm != nullptr) reduce_vocab_shard(op, program, rows);
 }
 
 void norm_rows(const NormRowsOperands& op, int64_t row, const Program& program) {
@@ -396,6 +399,9 @@ void run_task(const Instruction& ins, int64_t task, const Program& program,
     case Opcode::kRingAppend:
       run_ring_append_kv_head(std::get<RingAppendOperands>(ins.operands), task, program,
                               context.scratch);
+      return;
+    case Opcode::kAllReduce:
+      run_all_reduce(std::get<AllReduceOperands>(ins.operands), program);
       return;
     case Opcode::kFamilyKernel:
       std::get<FamilyOperands>(ins.operands).body(task, context);

@@ -52,6 +52,8 @@ std::string_view opcode_name(Opcode op) {
       return "latent_attention";
     case Opcode::kRingAppend:
       return "ring_append";
+    case Opcode::kAllReduce:
+      return "all_reduce";
     case Opcode::kFamilyKernel:
       return "family_kernel";
   }
@@ -167,6 +169,7 @@ int64_t operand_tasks(const Instruction& ins) {
     }
     case Opcode::kArgmax:
     case Opcode::kMoeRoute:
+    case Opcode::kAllReduce:
       return 1;
     case Opcode::kMoeExperts: {
       const auto& op = std::get<MoeExpertsOperands>(ins.operands);
@@ -236,6 +239,16 @@ std::vector<BufferId> buffers_named(const Instruction& ins) {
     case Opcode::kRingAppend: {
       const auto& op = std::get<RingAppendOperands>(ins.operands);
       ids.insert(ids.end(), {op.k, op.v});
+      break;
+    }
+    case Opcode::kAllReduce: {
+      const auto& op = std::get<AllReduceOperands>(ins.operands);
+      ids.insert(ids.end(), {op.partial, op.out});
+      break;
+    }
+    case Opcode::kArgmax: {
+      const auto& op = std::get<ArgmaxOperands>(ins.operands);
+      if (op.shard.comm != nullptr) ids.insert(ids.end(), {op.shard.local, op.shard.gathered});
       break;
     }
     case Opcode::kTopK:

@@ -20,6 +20,10 @@
 #include "kernels/top_k.h"
 #include "kernels/weight_matrix.h"
 
+namespace md::dist {
+class Communicator;
+}
+
 namespace md::program {
 
 // An activation buffer of the program (Program::buffer): f32, rows of a stated stride.
@@ -562,8 +566,23 @@ struct LmHeadOperands {
   int64_t row_capacity = kMaxStepRows;  // the most input rows a run has
 };
 
+// A rank's part of a vocabulary-parallel lm_head (tensor parallelism): its logits are the ids of
+// dist::even_part(vocab, ranks, rank) — `local` holds them, [rows][that part's size] —, and the
+// argmax and, when `gathered` is set, the logits are put back together across `comm`'s ranks.
+// `scratch` holds ranks · row_capacity · dist::largest_part(vocab, ranks) floats when gathering.
+struct VocabShard {
+  dist::Communicator* comm = nullptr;  // null: the lm_head holds the whole vocabulary
+  int64_t vocab = 0;
+  BufferId local = kNoBuffer;
+  BufferId gathered = kNoBuffer;  // [rows][vocab], or kNoBuffer: greedy tokens only
+  float* scratch = nullptr;
+  kernels::Candidate* best = nullptr;  // [(ranks + 1) · row_capacity]: each rank's best per row
+};
+
 // kArgmax: one task: the per-tile maxima reduced to the greedy token of every row (the earlier
-// tile wins ties).
+// tile wins ties). With a vocabulary shard, each row's best (logit, id) is then reduced across the
+// ranks (an all-gather; the lower rank, holding the lower ids, wins ties), and with
+// shard.gathered set every rank's logits are gathered into it.
 struct ArgmaxOperands {
   const float* tile_max = nullptr;
   const int32_t* tile_arg = nullptr;
@@ -571,6 +590,18 @@ struct ArgmaxOperands {
   int32_t* greedy = nullptr;  // [row_capacity]
   int64_t row_capacity = kMaxStepRows;
   int64_t first_row = 0;  // of the step rows, as the lm_head input's (negative: from the end)
+  VocabShard shard;
+};
+
+// kAllReduce: one task: the step rows' partial products ([rows][width] of `partial`: this rank's
+// share of a row-parallel projection, o or down) summed across `comm`'s ranks in rank order
+// (dist::Communicator::all_reduce_sum, so every rank holds the same bits), then added into `out`
+// (the residual stream). While it waits for the other ranks, the rank's other workers go on with
+// the tasks that do not wait for it (the next layer's weights stream meanwhile).
+struct AllReduceOperands {
+  BufferId partial = kNoBuffer, out = kNoBuffer;
+  int64_t width = 0;
+  dist::Communicator* comm = nullptr;
 };
 
 // kFamilyKernel: a family-specific body that the shared layer library does not express yet
@@ -588,7 +619,8 @@ using Operands =
                  NormRowsOperands, BlockConvOperands, WindowAttentionOperands, TopKOperands,
                  MoeRouteOperands, MoeExpertsOperands, MoeDownOperands, RowAttentionOperands,
                  GatedResidualOperands, MoeMixOperands, ResidualMixOperands, KdaOperands,
-                 LatentAppendOperands, LatentAttentionOperands, RingAppendOperands, FamilyOperands>;
+                 LatentAppendOperands, LatentAttentionOperands, RingAppendOperands,
+                 AllReduceOperands, FamilyOperands>;
 
 enum class Opcode : uint8_t {
   kEmbed,
@@ -615,6 +647,7 @@ enum class Opcode : uint8_t {
   kLatentAppend,
   kLatentAttention,
   kRingAppend,
+  kAllReduce,
   kFamilyKernel,
 };
 std::string_view opcode_name(Opcode op);

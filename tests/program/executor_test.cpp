@@ -377,7 +377,8 @@ TEST(Program, RefusesOperandsThatHoldFewerRowsThanARun) {
   EXPECT_THROW(Program(attention(8, 3), {nullptr}, 1, 1, 25), Error) << "24 rows of 25";
   EXPECT_THROW(Program(attention(8, 0), {nullptr}, 1, 1, 8), Error) << "no row blocks";
   auto argmax = [&](int64_t capacity, int64_t first_row) {
-    return single("argmax", 1, ArgmaxOperands{.row_capacity = capacity, .first_row = first_row});
+    return single("argmax", 1,
+                  ArgmaxOperands{.row_capacity = capacity, .first_row = first_row, .shard = {}});
   };
   EXPECT_NO_THROW(Program(argmax(1, -1), {}, 1, 1, 256)) << "the last row of 256";
   EXPECT_NO_THROW(Program(argmax(256, 0), {}, 1, 1, 256));

@@ -217,7 +217,8 @@ int32_t StepBuilder::lm_head_argmax(program::RowInput input, const kernels::Weig
                                     program::BufferId logits, int64_t min_tile,
                                     std::vector<float>& tile_max, std::vector<int32_t>& tile_arg,
                                     int32_t* greedy, std::vector<Dependency> waits,
-                                    const program::LogitSoftcap& softcap, int64_t row_capacity) {
+                                    const program::LogitSoftcap& softcap, int64_t row_capacity,
+                                    const program::VocabShard& shard) {
   program::LmHeadOperands op{input, {}, nullptr, nullptr, softcap, row_capacity};
   add_tiles(op.tiles, w, logits, 0, w.rows, false, min_tile);
   const auto tiles = static_cast<int64_t>(op.tiles.size());
@@ -229,7 +230,7 @@ int32_t StepBuilder::lm_head_argmax(program::RowInput input, const kernels::Weig
   return add({"argmax",
               1,
               program::ArgmaxOperands{tile_max.data(), tile_arg.data(), tiles, greedy, row_capacity,
-                                      input.first_row},
+                                      input.first_row, shard},
               {all(head)},
               {}});
 }

@@ -87,13 +87,15 @@ class StepBuilder {
   // The lm_head tiles (at least `min_tile` rows each; their logits softcapped when `softcap`
   // says) with their per-tile argmax, then the reduction to one greedy token per input row (of at
   // most `row_capacity`, the length of `greedy`). `tile_max` / `tile_arg` are resized to fit.
-  // Returns the reduction's index.
+  // With a vocabulary shard (tensor parallelism), `w` holds the rank's rows of the vocabulary and
+  // the reduction goes on across the ranks. Returns the reduction's index.
   int32_t lm_head_argmax(program::RowInput input, const kernels::WeightMatrix& w,
                          program::BufferId logits, int64_t min_tile, std::vector<float>& tile_max,
                          std::vector<int32_t>& tile_arg, int32_t* greedy,
                          std::vector<program::Dependency> waits,
                          const program::LogitSoftcap& softcap = {},
-                         int64_t row_capacity = program::kMaxStepRows);
+                         int64_t row_capacity = program::kMaxStepRows,
+                         const program::VocabShard& shard = {});
 
   // `max_rows`: the most step rows (and count-register rows) a run will have. Workers get
   // `scratch_floats` of scratch, or more where an instruction added here needs more.

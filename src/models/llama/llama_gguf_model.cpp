@@ -6,6 +6,7 @@
 
 #include "base/cache_aligned.h"
 #include "base/error.h"
+#include "base/ggml_type.h"
 #include "kernels/activations.h"
 #include "kernels/gguf_dequant.h"
 #include "kernels/gguf_matmul.h"
@@ -13,6 +14,7 @@
 #include "kernels/norms.h"
 #include "models/common/prefill_chunks.h"
 #include "models/llama/llama_gguf_config.h"
+#include "models/llama/llama_tensor_shard.h"
 #include "models/model_config.h"
 
 namespace md {
@@ -59,6 +61,8 @@ LlamaGgufModel::LlamaGgufModel(const std::string& path, std::shared_ptr<const Gg
       gguf_(std::move(file)),
       checkpoint_(gguf_ ? nullptr : std::make_unique<Checkpoint>(path)),
       config_(gguf_ ? parse_llama_gguf_config(*gguf_) : hf_config(path)),
+      ranks_(options.ranks),
+      rank_config_(config_),
       weights_(gguf_ ? bind_llama_gguf_weights(*gguf_, config_)
                      : bind_llama_hf_weights(*checkpoint_, config_, hf_qk)),
       rope_(config_.head_dim, config_.rope_theta, kernels::RopePairing::kAdjacent),
@@ -68,12 +72,23 @@ LlamaGgufModel::LlamaGgufModel(const std::string& path, std::shared_ptr<const Gg
       executors_(pool_->size()) {
   check_prefill_rows(prefill_rows_);
   kernels::check_matmul_inputs(options.matmul_inputs);
+  if (tensor_parallel()) {
+    if (executor_ == ExecutorKind::kReference) {
+      fail("tensor parallelism runs the step programs (executor mega or ops), not the reference");
+    }
+    LlamaShard shard = shard_llama(config_, std::move(weights_), ranks_->rank(), ranks_->size(),
+                                   std::filesystem::path(path_).filename().string());
+    rank_config_ = shard.config;
+    weights_ = std::move(shard.weights);
+  }
   set_matmul_inputs(weights_, options.matmul_inputs);
 }
 
 std::string LlamaGgufModel::description() const {
-  return fmt::format("llama {} layers, hidden {}, vocab {} ({})", config_.num_layers,
-                     config_.hidden_size, config_.vocab_size, path_);
+  std::string ranks;
+  if (tensor_parallel()) ranks = fmt::format(", rank {} of {}", ranks_->rank(), ranks_->size());
+  return fmt::format("llama {} layers, hidden {}, vocab {}{} ({})", config_.num_layers,
+                     config_.hidden_size, config_.vocab_size, ranks, path_);
 }
 
 std::vector<int32_t> LlamaGgufModel::stop_token_ids() const {
@@ -81,19 +96,31 @@ std::vector<int32_t> LlamaGgufModel::stop_token_ids() const {
 }
 
 std::size_t LlamaGgufModel::state_bytes_per_token() const {
-  return static_cast<std::size_t>(2 * config_.num_layers * config_.kv_dim()) * sizeof(float);
+  return static_cast<std::size_t>(2 * rank_config_.num_layers * rank_config_.kv_dim()) *
+         sizeof(float);
 }
 
 std::size_t LlamaGgufModel::weight_bytes() const {
   return gguf_ ? gguf_->file_bytes() : checkpoint_->total_bytes();
 }
 
+namespace {
+
+// The bytes a product streams: each row's `cols` elements (a tensor-parallel rank's column slice
+// keeps the whole rows' stride but reads only its own blocks).
+std::size_t streamed_bytes(const GgufMatrix& m) {
+  const GgmlTypeInfo& info = ggml_type_info(m.type);
+  return static_cast<std::size_t>(m.rows) *
+         static_cast<std::size_t>(m.cols / info.block_elems) * info.block_bytes;
+}
+
+}  // namespace
+
 std::size_t LlamaGgufModel::decode_weight_bytes() const {
-  const GgufMatrix& output = weights_.output;
-  std::size_t total = output.row_bytes * static_cast<std::size_t>(output.rows);
+  std::size_t total = streamed_bytes(weights_.output);
   for (const LlamaLayerWeights& l : weights_.layers) {
     for (const GgufMatrix* m : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) {
-      total += m->row_bytes * static_cast<std::size_t>(m->rows);
+      total += streamed_bytes(*m);
     }
   }
   return total;
@@ -104,7 +131,7 @@ std::unique_ptr<SequenceState> LlamaGgufModel::new_sequence(int64_t capacity) co
     fail("context {} is outside 1..{} ({} of {})", capacity, config_.max_position_embeddings,
          gguf_ ? "llama.context_length" : "max_position_embeddings", path_);
   }
-  return std::make_unique<LlamaState>(config_, capacity);
+  return std::make_unique<LlamaState>(rank_config_, capacity);
 }
 
 void LlamaGgufModel::rewind(SequenceState& state, int64_t position) const {
@@ -292,8 +319,9 @@ LlamaStep& LlamaGgufModel::step(RowMode mode, int64_t rows, LogitRows logits) {
     if (built->mode() == mode && built->max_rows() == rows && built->logit_rows() == logits)
       return *built;
   }
-  steps_.push_back(std::make_unique<LlamaStep>(config_, weights_, rope_, mode, rows, logits,
-                                               pool_->size(), config_.max_position_embeddings));
+  steps_.push_back(std::make_unique<LlamaStep>(rank_config_, weights_, rope_, mode, rows, logits,
+                                               pool_->size(), config_.max_position_embeddings,
+                                               ranks_));
   return *steps_.back();
 }
 

@@ -62,7 +62,9 @@ class LlamaGgufModel final : public LanguageModel {
   bool split_invariant() const override { return true; }
   bool can_rewind() const override { return true; }
   void rewind(SequenceState& state, int64_t position) const override;
+  // Tensor-parallel ranks run step programs only (no reference forward over a shard).
   bool set_executor(ExecutorKind executor) override {
+    if (tensor_parallel() && executor == ExecutorKind::kReference) return false;
     executor_ = executor;
     return true;
   }
@@ -72,6 +74,9 @@ class LlamaGgufModel final : public LanguageModel {
   std::size_t weight_bytes() const override;
 
   const LlamaConfig& config() const { return config_; }
+  // This rank's share under tensor parallelism (heads, KV heads, FFN columns); config() otherwise.
+  const LlamaConfig& rank_config() const { return rank_config_; }
+  bool tensor_parallel() const { return ranks_ != nullptr && ranks_->size() > 1; }
   const std::string& path() const { return path_; }
 
  private:
@@ -125,6 +130,8 @@ class LlamaGgufModel final : public LanguageModel {
   std::shared_ptr<const GgufFile> gguf_;
   std::unique_ptr<Checkpoint> checkpoint_;
   LlamaConfig config_;
+  dist::Communicator* ranks_;  // null: the whole model on this process
+  LlamaConfig rank_config_;    // what this process's steps and states hold
   LlamaGgufWeights weights_;
   kernels::Rope rope_;  // adjacent pairs: llama.cpp's converter permuted q and k rows so
   std::unique_ptr<ThreadPool> pool_;

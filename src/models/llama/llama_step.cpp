@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
+#include "dist/partition.h"
 #include "models/common/step_builder.h"
 
 namespace md {
@@ -30,14 +31,15 @@ std::size_t size(int64_t n) {
 
 LlamaStep::LlamaStep(const LlamaConfig& config, const LlamaGgufWeights& weights,
                      const kernels::Rope& rope, RowMode mode, int64_t max_rows, LogitRows logits,
-                     int workers, int64_t max_context)
+                     int workers, int64_t max_context, dist::Communicator* ranks)
     : config_(config),
       weights_(weights),
       rope_(rope),
       mode_(mode),
       max_rows_(max_rows),
       logit_rows_(mode == RowMode::kPrefill ? logits : LogitRows::kAll),
-      max_context_(max_context) {
+      max_context_(max_context),
+      ranks_(ranks) {
   if (mode != RowMode::kIndependent && mode != RowMode::kPrefill)
     fail("a Llama step has independent or prefill rows");
   const int64_t most = mode == RowMode::kPrefill ? kMaxPrefillRows : kMaxRows;
@@ -62,10 +64,17 @@ void LlamaStep::build(int workers) {
   const bool last_only = logit_rows_ == LogitRows::kLast;
   const int64_t logit_rows = last_only ? 1 : R;
   greedy_.assign(size(logit_rows), 0);
+  if (tensor_parallel()) {
+    partial_.assign(size(R * H), 0.0f);
+    const int64_t part = dist::largest_part(c.vocab_size, ranks_->size());
+    local_logits_.assign(size(logit_rows * part), 0.0f);
+    gather_scratch_.assign(size(ranks_->size() * logit_rows * part), 0.0f);
+    best_.assign(size((ranks_->size() + 1) * logit_rows), {});
+  }
   StepBuilder b(workers, kRowGrain);
-  ids_ = {b.buffer(hidden_), b.buffer(q_),        b.buffer(k_),
-          b.buffer(v_),      b.buffer(attended_), b.buffer(gate_),
-          b.buffer(up_),     b.buffer(angles_),   b.buffer(nullptr)};
+  ids_ = {b.buffer(hidden_),   b.buffer(q_),       b.buffer(k_),           b.buffer(v_),
+          b.buffer(attended_), b.buffer(gate_),    b.buffer(up_),          b.buffer(angles_),
+          b.buffer(nullptr),   b.buffer(partial_), b.buffer(local_logits_)};
 
   int32_t residual =
       b.add({"embed",
@@ -80,10 +89,46 @@ void LlamaStep::build(int workers) {
       StepBuilder::normalised(ids_.hidden, H, NormKind::kF32Plain, weights_.output_norm.data(),
                               static_cast<float>(c.rms_norm_eps));
   if (last_only) final_rows.first_row = -1;
-  b.lm_head_argmax(final_rows, WeightMatrix::of(weights_.output), ids_.logits, kMinVocabTile,
-                   tile_max_, tile_arg_, greedy_.data(), {b.all(residual)}, {}, logit_rows);
+  // Under tensor parallelism the lm_head writes the rank's part of the vocabulary, and the
+  // reduction gathers every rank's part into the caller's logits.
+  const program::BufferId head_out = tensor_parallel() ? ids_.local_logits : ids_.logits;
+  b.lm_head_argmax(final_rows, WeightMatrix::of(weights_.output), head_out, kMinVocabTile,
+                   tile_max_, tile_arg_, greedy_.data(), {b.all(residual)}, {}, logit_rows,
+                   vocab_shard());
   // No worker scratch: attention keeps its scores itself (kernels/attention.h).
   program_ = b.build(0, R);
+}
+
+bool LlamaStep::tensor_parallel() const {
+  return ranks_ != nullptr && ranks_->size() > 1;
+}
+
+program::VocabShard LlamaStep::vocab_shard() {
+  if (!tensor_parallel()) return {};
+  return {.comm = ranks_,
+          .vocab = config_.vocab_size,
+          .local = ids_.local_logits,
+          .gathered = ids_.logits,
+          .scratch = gather_scratch_.data(),
+          .best = best_.data()};
+}
+
+int32_t LlamaStep::residual_projection(StepBuilder& b, const std::string& name,
+                                       program::RowInput input, const GgufMatrix& w,
+                                       std::vector<program::Dependency> waits) {
+  const int64_t H = config_.hidden_size;
+  std::vector<program::Tile> tiles;
+  if (!tensor_parallel()) {
+    b.add_tiles(tiles, WeightMatrix::of(w), ids_.hidden, 0, H, true);
+    return b.projection(name + "+residual", input, std::move(tiles), std::move(waits));
+  }
+  b.add_tiles(tiles, WeightMatrix::of(w), ids_.partial, 0, H, false);
+  const int32_t partial = b.projection(name, input, std::move(tiles), std::move(waits));
+  return b.add({name + ".all_reduce+residual",
+                1,
+                program::AllReduceOperands{ids_.partial, ids_.hidden, H, ranks_},
+                {b.all(partial)},
+                {}});
 }
 
 // One decoder layer; returns the instruction after which the residual stream is complete.
@@ -122,20 +167,16 @@ int32_t LlamaStep::add_layer(StepBuilder& b, int64_t layer, int32_t residual, in
                                              .row_blocks = prefill ? row_blocks : 0};
   int32_t attended = b.attention(tag + "attention", attention, qkv_at, {b.all(angles)});
 
-  std::vector<program::Tile> o;
-  b.add_tiles(o, WeightMatrix::of(w.o), ids_.hidden, 0, H, true);
-  int32_t o_at = b.projection(tag + "o+residual", StepBuilder::rows(ids_.attended, c.q_dim()),
-                              std::move(o), {b.all(attended)});
+  int32_t o_at = residual_projection(b, tag + "o", StepBuilder::rows(ids_.attended, c.q_dim()), w.o,
+                                     {b.all(attended)});
 
   int32_t gate_up = b.gate_up_silu(
       tag + "norm>gate|up+silu",
       StepBuilder::normalised(ids_.hidden, H, NormKind::kF32Plain, w.ffn_norm.data(), eps),
       WeightMatrix::of(w.gate), WeightMatrix::of(w.up), ids_.gate, ids_.up, {b.all(o_at)});
 
-  std::vector<program::Tile> down;
-  b.add_tiles(down, WeightMatrix::of(w.down), ids_.hidden, 0, H, true);
-  return b.projection(tag + "down+residual", StepBuilder::rows(ids_.gate, c.intermediate_size),
-                      std::move(down), {b.all(gate_up)});
+  return residual_projection(b, tag + "down", StepBuilder::rows(ids_.gate, c.intermediate_size),
+                             w.down, {b.all(gate_up)});
 }
 
 void LlamaStep::lay_out_rows(std::span<LlamaState* const> states, std::span<const int32_t> tokens) {

@@ -8,13 +8,21 @@
 // tokens of one sequence, attention in row blocks that share each key tile, the lm_head over the
 // last row or every row). Every row is bitwise the reference forward of that row: the same
 // kernels (batch and split invariant) and the same per-row functions in the same order.
+//
+// One rank of a tensor-parallel model (a communicator of more than one rank): the weights are the
+// rank's shard (models/common/tensor_shard.h) and `config` the rank's share of heads, KV heads
+// and FFN columns; the o and down tiles write partial products that an all_reduce instruction
+// sums across the ranks into the residual stream, and the lm_head covers the rank's part of the
+// vocabulary, the argmax and the logits put back together across the ranks.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "dist/communicator.h"
 #include "kernels/rope.h"
 #include "models/common/row_mode.h"
 #include "models/language_model.h"
@@ -34,8 +42,10 @@ class LlamaStep {
   // `mode`: kIndependent (max_rows ≤ kMaxRows, logits of every row) or kPrefill (max_rows ≤
   // kMaxPrefillRows, logits of the rows `logits` says). `max_context`: the longest sequence a row
   // may extend. All references must outlive this.
+  // `ranks`: null (or one rank) for the whole model, else this rank's communicator.
   LlamaStep(const LlamaConfig& config, const LlamaGgufWeights& weights, const kernels::Rope& rope,
-            RowMode mode, int64_t max_rows, LogitRows logits, int workers, int64_t max_context);
+            RowMode mode, int64_t max_rows, LogitRows logits, int workers, int64_t max_context,
+            dist::Communicator* ranks = nullptr);
 
   program::Program& program() { return *program_; }
   RowMode mode() const { return mode_; }
@@ -57,9 +67,16 @@ class LlamaStep {
  private:
   // The buffers of the step, by program id.
   struct Buffers {
-    program::BufferId hidden, q, k, v, attended, gate, up, angles, logits;
+    program::BufferId hidden, q, k, v, attended, gate, up, angles, logits, partial, local_logits;
   };
   void build(int workers);
+  bool tensor_parallel() const;
+  // A row-parallel projection's tiles (o, down) into the residual stream: added in place, or,
+  // under tensor parallelism, written as partial products and summed across the ranks into it.
+  // Returns the instruction after which the stream is complete.
+  int32_t residual_projection(StepBuilder& b, const std::string& name, program::RowInput input,
+                              const GgufMatrix& w, std::vector<program::Dependency> waits);
+  program::VocabShard vocab_shard();
   int32_t add_layer(StepBuilder& b, int64_t layer, int32_t residual, int32_t angles);
   void lay_out_rows(std::span<LlamaState* const> states, std::span<const int32_t> tokens);
 
@@ -70,6 +87,7 @@ class LlamaStep {
   int64_t max_rows_;
   LogitRows logit_rows_;
   int64_t max_context_;
+  dist::Communicator* ranks_;
   Buffers ids_{};
   std::unique_ptr<program::Program> program_;
   std::vector<program::StepRow> step_rows_;
@@ -80,6 +98,11 @@ class LlamaStep {
   std::vector<float> tile_max_;    // [lm_head tiles][rows with logits]
   std::vector<int32_t> tile_arg_;  // [lm_head tiles][rows with logits]
   std::vector<int32_t> greedy_;    // [rows with logits]
+  // Tensor parallelism: the row-parallel products before their sum ([rows][hidden]), the rank's
+  // logits ([rows with logits][largest vocabulary part]), the gather's scratch and the ranks'
+  // best candidates.
+  std::vector<float> partial_, local_logits_, gather_scratch_;
+  std::vector<kernels::Candidate> best_;
 };
 
 }  // namespace md

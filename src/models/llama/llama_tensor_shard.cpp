@@ -1,0 +1,60 @@
+#include "models/llama/llama_tensor_shard.h"
+
+#include <utility>
+
+#include "base/error.h"
+#include "models/common/tensor_shard.h"
+
+namespace md {
+
+namespace {
+
+shard::Range scaled(shard::Range heads, int64_t width) {
+  return {heads.begin * width, heads.end * width};
+}
+
+}  // namespace
+
+LlamaShard shard_llama(const LlamaConfig& config, LlamaGgufWeights weights, int rank, int ranks,
+                       const std::string& model) {
+  const shard::HeadShard heads = shard::attention_heads(
+      config.num_attention_heads, config.num_key_value_heads, rank, ranks, model);
+  const int64_t hd = config.head_dim;
+  // FFN columns in whole blocks of every layer's down matrix (GGUF mixes formats by layer).
+  int64_t unit = 1;
+  for (const LlamaLayerWeights& l : weights.layers) {
+    unit = std::max(unit, shard::column_unit(l.down));
+  }
+  if (config.intermediate_size % unit != 0 || config.intermediate_size / unit < ranks) {
+    fail("{}: {} FFN columns cannot be shared among {} ranks in blocks of {}", model,
+         config.intermediate_size, ranks, unit);
+  }
+  const shard::Range ffn = shard::even_part(config.intermediate_size, ranks, rank, unit);
+  const shard::Range vocab = shard::even_part(config.vocab_size, ranks, rank);
+
+  LlamaShard out{config, {}};
+  out.config.num_attention_heads = heads.heads.size();
+  out.config.num_key_value_heads = heads.kv_heads.size();
+  out.config.intermediate_size = ffn.size();
+  LlamaGgufWeights& w = out.weights;
+  w.owned = std::move(weights.owned);  // the HF q/k rows the views below may point into
+  w.embedding = weights.embedding;
+  w.output = shard::rows_of(weights.output, vocab);
+  w.output_norm = std::move(weights.output_norm);
+  for (LlamaLayerWeights& whole : weights.layers) {
+    LlamaLayerWeights l;
+    l.attn_norm = std::move(whole.attn_norm);
+    l.ffn_norm = std::move(whole.ffn_norm);
+    l.q = shard::rows_of(whole.q, scaled(heads.heads, hd));
+    l.k = shard::rows_of(whole.k, scaled(heads.kv_heads, hd));
+    l.v = shard::rows_of(whole.v, scaled(heads.kv_heads, hd));
+    l.o = shard::columns_of(whole.o, scaled(heads.heads, hd), w.owned);
+    l.gate = shard::rows_of(whole.gate, ffn);
+    l.up = shard::rows_of(whole.up, ffn);
+    l.down = shard::columns_of(whole.down, ffn, w.owned);
+    w.layers.push_back(std::move(l));
+  }
+  return out;
+}
+
+}  // namespace md

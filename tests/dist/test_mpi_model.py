@@ -1,0 +1,164 @@
+"""A model spread over MPI ranks, end to end: `mpirun -np 2 megadecode run|serve --tp 2` over
+TCP on loopback (the transport a multi-host run takes), on the tiny-llama fixture.
+
+- `run`: the greedy text of two MPI ranks equals one process's and two in-process ranks'.
+- `serve`: rank 0 listens; the official openai client gets from it the completion one process
+  gives, concurrent requests included; in-process ranks (`serve --tp 2` without mpirun) too.
+- Faults: a rank killed mid-service ends the whole job, non-zero, with mpirun's message naming
+  the rank, well within a bound; ranks started with different options are refused at start-up,
+  every rank naming the one that differs; a process count unlike --tp is refused.
+
+Environment (set by ctest): MEGADECODE_BIN, MD_MPIEXEC, MD_TINY_LLAMA.
+"""
+import os
+import re
+import signal
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import openai
+import pytest
+
+BIN = os.environ["MEGADECODE_BIN"]
+MPIEXEC = os.environ["MD_MPIEXEC"]
+MODEL = os.environ["MD_TINY_LLAMA"]
+MPI = [MPIEXEC, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "tcp,self",
+       "--mca", "btl_tcp_if_include", "lo"]
+PROMPT = "The quick brown fox"
+LIMIT_S = 60
+
+
+def run(*command, timeout=LIMIT_S):
+    return subprocess.run(list(command), capture_output=True, text=True, timeout=timeout)
+
+
+def generate(*launch, extra=()):
+    result = run(*launch, BIN, "run", "-m", MODEL, "--raw", "-p", PROMPT, "--greedy", "-n", "16",
+                 "-t", "1", *extra)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_run_over_two_mpi_ranks_gives_the_one_process_text():
+    one = generate()
+    assert generate(*MPI, "-np", "2", extra=("--tp", "2")) == one
+    assert generate(extra=("--tp", "2")) == one
+
+
+class Server:
+    def __init__(self, *launch, extra=()):
+        self.log = Path(os.environ.get("TMPDIR", "/tmp")) / f"md-mpi-{os.getpid()}-{time.monotonic_ns()}.log"
+        self.out = open(self.log, "w+")
+        self.proc = subprocess.Popen(
+            [*launch, BIN, "serve", "-m", MODEL, "--port", "0", "--threads", "1", *extra],
+            stdout=self.out, stderr=subprocess.STDOUT, start_new_session=True)
+        self.port = int(self.wait_for(r"listening on http://127\.0\.0\.1:(\d+)").group(1))
+        self.wait_for(r"megadecode serve: ready")
+        self.client = openai.OpenAI(base_url=f"http://127.0.0.1:{self.port}/v1", api_key="x",
+                                    max_retries=0, timeout=30)
+        self.model = self.client.models.list().data[0].id
+
+    def text(self):
+        return self.log.read_text()
+
+    def wait_for(self, pattern, timeout=LIMIT_S):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            match = re.search(pattern, self.text())
+            if match:
+                return match
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"exited {self.proc.returncode}:\n{self.text()}")
+            time.sleep(0.05)
+        raise TimeoutError(f"no {pattern!r}:\n{self.text()}")
+
+    def complete(self, prompt, tokens=12):
+        reply = self.client.completions.create(model=self.model, prompt=prompt, max_tokens=tokens,
+                                               temperature=0)
+        return reply.choices[0].text
+
+    def stop(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=LIMIT_S)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+        self.out.close()
+
+
+PROMPTS = ["The quick brown fox", "Hello", "1, 2, 3,", "Once upon a time"]
+
+
+def answers(server):
+    with ThreadPoolExecutor(len(PROMPTS)) as pool:
+        return list(pool.map(server.complete, PROMPTS))
+
+
+def test_serve_over_mpi_and_in_process_ranks_answers_as_one_process():
+    one = Server()
+    try:
+        expected = answers(one)
+    finally:
+        one.stop()
+    for launch, extra in ((MPI + ["-np", "2"], ("--tp", "2")), ((), ("--tp", "2"))):
+        server = Server(*launch, extra=extra)
+        try:
+            assert answers(server) == expected, server.text()
+            chat = server.client.chat.completions.create(
+                model=server.model, messages=[{"role": "user", "content": "Hi"}], max_tokens=4,
+                temperature=0)
+            assert chat.choices[0].finish_reason in ("length", "stop")
+        finally:
+            server.stop()
+
+
+def rank_pid(mpirun_pid, rank):
+    """The pid of the megadecode process mpirun started as `rank`."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes().split(b"\0")
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        ppid = int(re.search(r"PPid:\s+(\d+)", status).group(1))
+        if f"OMPI_COMM_WORLD_RANK={rank}".encode() in environ and ppid == mpirun_pid:
+            return int(entry.name)
+    raise AssertionError(f"no rank {rank} under mpirun {mpirun_pid}")
+
+
+def test_a_killed_rank_ends_the_job_with_a_message():
+    server = Server(*MPI, "-np", "2", extra=("--tp", "2"))
+    try:
+        assert server.complete("Hello")
+        os.kill(rank_pid(server.proc.pid, 1), signal.SIGKILL)
+        start = time.monotonic()
+        code = server.proc.wait(timeout=LIMIT_S)
+        elapsed = time.monotonic() - start
+        assert code != 0
+        assert elapsed < 30, elapsed
+        assert re.search(r"rank 1 .*exited on signal 9", server.text().replace("\n", " ")), \
+            server.text()
+    finally:
+        server.stop()
+
+
+def test_ranks_with_different_options_are_refused_at_start_up():
+    common = ["-m", MODEL, "--raw", "-p", PROMPT, "-n", "4", "-t", "1", "--tp", "2"]
+    result = run(*MPI, "-np", "1", BIN, "run", *common, "--executor", "mega", ":",
+                 "-np", "1", BIN, "run", *common, "--executor", "ops")
+    assert result.returncode != 0
+    output = result.stdout + result.stderr
+    assert output.count("rank 1 differs from rank 0") == 2, output
+    assert "executor mega" in output and "executor ops" in output
+
+
+def test_a_process_count_unlike_tp_is_refused():
+    result = run(*MPI, "-np", "2", BIN, "run", "-m", MODEL, "-p", PROMPT, "-n", "4", "--tp", "3")
+    assert result.returncode != 0
+    assert "--tp 3 but the MPI job has 2 processes" in result.stdout + result.stderr
