@@ -110,8 +110,8 @@ namespace {
 // keeps the whole rows' stride but reads only its own blocks).
 std::size_t streamed_bytes(const GgufMatrix& m) {
   const GgmlTypeInfo& info = ggml_type_info(m.type);
-  return static_cast<std::size_t>(m.rows) *
-         static_cast<std::size_t>(m.cols / info.block_elems) * info.block_bytes;
+  return static_cast<std::size_t>(m.rows) * static_cast<std::size_t>(m.cols / info.block_elems) *
+         info.block_bytes;
 }
 
 }  // namespace
