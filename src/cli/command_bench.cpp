@@ -30,6 +30,7 @@
 #include "models/musespark/musespark_model.h"
 #include "models/musespark/musespark_synthetic.h"
 #include "models/qwen38/qwen38_synthetic.h"
+#include "models/tensor_parallel_model.h"
 #include "text/id_only_tokenizer.h"
 
 namespace md::cli {
@@ -325,8 +326,14 @@ std::unique_ptr<LanguageModel> open_model(const BenchOptions& options, std::stri
     name = source.description;
     return load_model(source.directory, run, ranks);
   }
-  if (ranks > 1) fail("--tp needs --model (synthetic shapes have no tensor-parallel lowering)");
   name = "synthetic " + options.synthetic;
+  if (ranks > 1) {
+    // Every rank draws the whole shape's weights (the same seed) and keeps its share.
+    const std::string shape = options.synthetic;
+    return std::make_unique<TensorParallelModel>(ranks, run, [shape](const ModelRunOptions& rank) {
+      return make_synthetic_model(shape, rank);
+    });
+  }
   return make_synthetic_model(options.synthetic, run);
 }
 

@@ -64,7 +64,8 @@ void add_model_flags(CLI::App& command, ModelFlags& flags) {
   command
       .add_option("--tp", flags.tp,
                   "Tensor-parallel ranks: the model's heads, FFN columns and vocabulary split "
-                  "over N in-process ranks that share --threads (llama models)")
+                  "over N ranks: in this process (sharing --threads), or one per process when "
+                  "started by mpirun/srun with N processes (llama and dense qwen3_5 models)")
       ->check(CLI::Range(1, 64));
   command
       .add_option("--executor", flags.executor,

@@ -16,8 +16,10 @@ namespace {
 void require_one_rank(const ModelRunOptions& options, const std::string& directory,
                       std::string_view family) {
   if (options.ranks == nullptr || options.ranks->size() == 1) return;
-  fail("{}: tensor parallelism ({} ranks) is not implemented for {} models yet (llama only)",
-       directory, options.ranks->size(), family);
+  fail(
+      "{}: tensor parallelism ({} ranks) is not implemented for {} models yet (llama and qwen3_5 "
+      "only)",
+      directory, options.ranks->size(), family);
 }
 
 }  // namespace
@@ -30,14 +32,15 @@ std::unique_ptr<LanguageModel> load_language_model(const std::string& directory,
     const std::string architecture = file->string_or("general.architecture", "");
     require_stored_dense_weights(options, directory);
     if (architecture == "qwen35" || architecture == "qwen35moe") {
-      require_one_rank(options, directory, architecture);
       return load_qwen38_gguf(std::move(file), options);
     }
     return std::make_unique<LlamaGgufModel>(std::move(file), options);
   }
   ModelFamily family = family_of(load_model_config(directory));
   if (family != ModelFamily::kMuseSpark) require_stored_dense_weights(options, directory);
-  if (family != ModelFamily::kLlama) require_one_rank(options, directory, family_name(family));
+  if (family != ModelFamily::kLlama && family != ModelFamily::kQwen38) {
+    require_one_rank(options, directory, family_name(family));
+  }
   switch (family) {
     case ModelFamily::kQwen38:
       return std::make_unique<Qwen38Model>(directory, options);

@@ -24,6 +24,9 @@ enum Op : int64_t {
   kDecode = 6,    // count, ids…, tokens…
   kRewind = 7,    // id, position
   kExecutor = 8,  // ExecutorKind
+  kVerify = 9,    // id, tokens…
+  kCommit = 10,   // id, rows kept
+  kTaps = 11,     // layers…
 };
 
 void send(dist::Communicator& world, const std::vector<int64_t>& message) {
@@ -174,6 +177,29 @@ void RankStreamModel::decode(std::span<SequenceState* const> states,
   for (State* s : mine) s->sync();
 }
 
+void RankStreamModel::verify(SequenceState& sequence, std::span<const int32_t> tokens,
+                             std::vector<float>& logits) {
+  auto& state = dynamic_cast<State&>(sequence);
+  check_append(state.local(), tokens, vocab_size());
+  std::vector<int64_t> arguments{state.id()};
+  arguments.insert(arguments.end(), tokens.begin(), tokens.end());
+  announce(kVerify, std::move(arguments));
+  on_shard("verify", [&] { shard_->verify(state.local(), tokens, logits); });
+  state.sync();
+}
+
+void RankStreamModel::commit(SequenceState& sequence, int64_t rows_kept) {
+  auto& state = dynamic_cast<State&>(sequence);
+  shard_->commit(state.local(), rows_kept);  // checks; no collective
+  announce(kCommit, {state.id(), rows_kept});
+  state.sync();
+}
+
+void RankStreamModel::set_tap_layers(std::vector<int64_t> layers) {
+  shard_->set_tap_layers(layers);  // checks; no collective
+  announce(kTaps, std::vector<int64_t>(layers.begin(), layers.end()));
+}
+
 void RankStreamModel::rewind(SequenceState& sequence, int64_t position) const {
   auto& state = dynamic_cast<State&>(sequence);
   shard_->rewind(state.local(), position);  // checks; no collective
@@ -231,6 +257,15 @@ void follow_rank_stream(LanguageModel& shard, dist::Communicator& world) {
           break;
         case kExecutor:
           (void)shard.set_executor(static_cast<ExecutorKind>(args[0]));
+          break;
+        case kVerify:
+          shard.verify(state(args[0]), tokens_of(args.subspan(1)), logits);
+          break;
+        case kCommit:
+          shard.commit(state(args[0]), args[1]);
+          break;
+        case kTaps:
+          shard.set_tap_layers(std::vector<int64_t>(args.begin(), args.end()));
           break;
         default:
           fail("rank {}: rank 0 announced an unknown call {}", world.rank(), message[0]);

@@ -50,6 +50,13 @@ class RankStreamModel final : public LanguageModel {
   program::Program* decode_program(int64_t rows) override { return shard_->decode_program(rows); }
   std::size_t decode_weight_bytes() const override { return shard_->decode_weight_bytes(); }
   std::size_t weight_bytes() const override { return shard_->weight_bytes(); }
+  bool supports_verify() const override { return shard_->supports_verify(); }
+  void verify(SequenceState& state, std::span<const int32_t> tokens,
+              std::vector<float>& logits) override;
+  void commit(SequenceState& state, int64_t rows_kept) override;
+  void set_tap_layers(std::vector<int64_t> layers) override;
+  const std::vector<float>& last_taps() const override { return shard_->last_taps(); }
+  TargetView target_view() const override { return shard_->target_view(); }
 
   // For the states: queues an announcement made before the next call.
   void queue(int64_t op, std::vector<int64_t> arguments) const;

@@ -213,6 +213,29 @@ void TensorParallelModel::decode(std::span<SequenceState* const> states,
   for (States* s : sequences) s->sync();
 }
 
+void TensorParallelModel::verify(SequenceState& state, std::span<const int32_t> tokens,
+                                 std::vector<float>& logits) {
+  auto& states = dynamic_cast<States&>(state);
+  on_every_rank([&](int r) {
+    models_[static_cast<std::size_t>(r)]->verify(
+        states.rank(r), tokens, r == 0 ? logits : logits_[static_cast<std::size_t>(r)]);
+  });
+  states.sync();
+}
+
+void TensorParallelModel::commit(SequenceState& state, int64_t rows_kept) {
+  auto& states = dynamic_cast<States&>(state);
+  // No collective: each rank keeps the same rows of its own heads' state.
+  for (int r = 0; r < ranks(); ++r) {
+    models_[static_cast<std::size_t>(r)]->commit(states.rank(r), rows_kept);
+  }
+  states.sync();
+}
+
+void TensorParallelModel::set_tap_layers(std::vector<int64_t> layers) {
+  for (auto& m : models_) m->set_tap_layers(layers);
+}
+
 void TensorParallelModel::rewind(SequenceState& state, int64_t position) const {
   auto& states = dynamic_cast<States&>(state);
   for (int r = 0; r < ranks(); ++r)

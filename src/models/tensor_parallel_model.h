@@ -56,6 +56,14 @@ class TensorParallelModel final : public LanguageModel {
   std::size_t decode_weight_bytes() const override;
   std::size_t last_step_weight_bytes() const override;
   std::size_t weight_bytes() const override { return models_[0]->weight_bytes(); }
+  bool supports_verify() const override { return models_[0]->supports_verify(); }
+  void verify(SequenceState& state, std::span<const int32_t> tokens,
+              std::vector<float>& logits) override;
+  void commit(SequenceState& state, int64_t rows_kept) override;
+  // Every rank copies the same taps (after the sums across ranks): rank 0's are returned.
+  void set_tap_layers(std::vector<int64_t> layers) override;
+  const std::vector<float>& last_taps() const override { return models_[0]->last_taps(); }
+  TargetView target_view() const override { return models_[0]->target_view(); }
 
  private:
   class Threads;

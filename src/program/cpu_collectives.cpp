@@ -13,6 +13,12 @@ void run_all_reduce(const AllReduceOperands& op, const Program& program) {
   op.comm->all_reduce_sum(partial, n);
   float* out = program.buffer(op.out);
   for (int64_t i = 0; i < n; ++i) out[i] += partial[i];
+  if (op.copy_to == kNoBuffer) return;
+  float* copy = program.buffer(op.copy_to);
+  for (int64_t row = 0; row < program.rows(); ++row) {
+    std::copy(out + row * op.width, out + (row + 1) * op.width,
+              copy + row * op.copy_stride + op.copy_offset);
+  }
 }
 
 void reduce_vocab_shard(const ArgmaxOperands& op, const Program& program, int64_t rows) {

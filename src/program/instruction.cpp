@@ -243,7 +243,7 @@ std::vector<BufferId> buffers_named(const Instruction& ins) {
     }
     case Opcode::kAllReduce: {
       const auto& op = std::get<AllReduceOperands>(ins.operands);
-      ids.insert(ids.end(), {op.partial, op.out});
+      ids.insert(ids.end(), {op.partial, op.out, op.copy_to});
       break;
     }
     case Opcode::kArgmax: {

@@ -1,14 +1,15 @@
 """A model spread over MPI ranks, end to end: `mpirun -np 2 megadecode run|serve --tp 2` over
 TCP on loopback (the transport a multi-host run takes), on the tiny-llama fixture.
 
-- `run`: the greedy text of two MPI ranks equals one process's and two in-process ranks'.
+- `run`: the greedy text of two MPI ranks equals one process's and two in-process ranks', on
+  tiny-llama and tiny-qwen38 (Gated DeltaNet heads shared by key head).
 - `serve`: rank 0 listens; the official openai client gets from it the completion one process
   gives, concurrent requests included; in-process ranks (`serve --tp 2` without mpirun) too.
 - Faults: a rank killed mid-service ends the whole job, non-zero, with mpirun's message naming
-  the rank, well within a bound; ranks started with different options are refused at start-up,
+  the rank, well within a bound; so does a rank that cannot load its shard, with its message; ranks started with different options are refused at start-up,
   every rank naming the one that differs; a process count unlike --tp is refused.
 
-Environment (set by ctest): MEGADECODE_BIN, MD_MPIEXEC, MD_TINY_LLAMA.
+Environment (set by ctest): MEGADECODE_BIN, MD_MPIEXEC, MD_TINY_LLAMA, MD_TINY_QWEN38.
 """
 import os
 import re
@@ -24,6 +25,7 @@ import pytest
 BIN = os.environ["MEGADECODE_BIN"]
 MPIEXEC = os.environ["MD_MPIEXEC"]
 MODEL = os.environ["MD_TINY_LLAMA"]
+QWEN = os.environ["MD_TINY_QWEN38"]
 MPI = [MPIEXEC, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "tcp,self",
        "--mca", "btl_tcp_if_include", "lo"]
 PROMPT = "The quick brown fox"
@@ -34,17 +36,18 @@ def run(*command, timeout=LIMIT_S):
     return subprocess.run(list(command), capture_output=True, text=True, timeout=timeout)
 
 
-def generate(*launch, extra=()):
-    result = run(*launch, BIN, "run", "-m", MODEL, "--raw", "-p", PROMPT, "--greedy", "-n", "16",
+def generate(*launch, extra=(), model=MODEL):
+    result = run(*launch, BIN, "run", "-m", model, "--raw", "-p", PROMPT, "--greedy", "-n", "16",
                  "-t", "1", *extra)
     assert result.returncode == 0, result.stderr
     return result.stdout
 
 
-def test_run_over_two_mpi_ranks_gives_the_one_process_text():
-    one = generate()
-    assert generate(*MPI, "-np", "2", extra=("--tp", "2")) == one
-    assert generate(extra=("--tp", "2")) == one
+@pytest.mark.parametrize("model", [MODEL, QWEN], ids=["llama", "qwen38"])
+def test_run_over_two_mpi_ranks_gives_the_one_process_text(model):
+    one = generate(model=model)
+    assert generate(*MPI, "-np", "2", extra=("--tp", "2"), model=model) == one
+    assert generate(extra=("--tp", "2"), model=model) == one
 
 
 class Server:
@@ -156,6 +159,24 @@ def test_ranks_with_different_options_are_refused_at_start_up():
     output = result.stdout + result.stderr
     assert output.count("rank 1 differs from rank 0") == 2, output
     assert "executor mega" in output and "executor ops" in output
+
+
+def test_a_rank_that_cannot_load_ends_the_job_with_its_message(tmp_path):
+    # The same directory name (so the start-up comparison passes), but rank 1's weights are cut.
+    broken = tmp_path / Path(MODEL).name
+    broken.mkdir()
+    for item in Path(MODEL).iterdir():
+        (broken / item.name).write_bytes(item.read_bytes())
+    weights = broken / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    common = ["--raw", "-p", PROMPT, "-n", "4", "-t", "1", "--tp", "2"]
+    start = time.monotonic()
+    result = run(*MPI, "-np", "1", BIN, "run", "-m", MODEL, *common, ":",
+                 "-np", "1", BIN, "run", "-m", str(broken), *common)
+    assert result.returncode != 0
+    assert time.monotonic() - start < 30
+    output = result.stdout + result.stderr
+    assert "rank 1 failed: cannot load its shard" in output, output
 
 
 def test_a_process_count_unlike_tp_is_refused():

@@ -4,6 +4,7 @@
 #include <array>
 
 #include "base/error.h"
+#include "dist/communicator.h"
 #include "program/projection_tiles.h"
 
 namespace md {
@@ -232,6 +233,34 @@ int32_t StepBuilder::lm_head_argmax(program::RowInput input, const kernels::Weig
               program::ArgmaxOperands{tile_max.data(), tile_arg.data(), tiles, greedy, row_capacity,
                                       input.first_row, shard},
               {all(head)},
+              {}});
+}
+
+int32_t StepBuilder::residual_projection(const std::string& name, program::RowInput input,
+                                         std::vector<program::Tile> tiles,
+                                         std::vector<Dependency> waits, dist::Communicator* ranks,
+                                         program::BufferId partial) {
+  if (ranks == nullptr || ranks->size() == 1 || tiles.empty()) {
+    return projection(name + "+residual", input, std::move(tiles), std::move(waits));
+  }
+  // Every tile of one projection writes the same stream and copies to the same tap.
+  const program::Tile first = tiles.front();
+  for (program::Tile& tile : tiles) {
+    tile.out = partial;
+    tile.accumulate = false;
+    tile.copy_to = program::kNoBuffer;
+  }
+  const int32_t products = projection(name, input, std::move(tiles), std::move(waits));
+  return add({name + ".all_reduce+residual",
+              1,
+              program::AllReduceOperands{.partial = partial,
+                                         .out = first.out,
+                                         .width = first.out_stride,
+                                         .comm = ranks,
+                                         .copy_to = first.copy_to,
+                                         .copy_offset = first.copy_offset,
+                                         .copy_stride = first.copy_stride},
+              {all(products)},
               {}});
 }
 

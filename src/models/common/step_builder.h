@@ -51,6 +51,15 @@ class StepBuilder {
 
   int32_t projection(std::string name, program::RowInput input, std::vector<program::Tile> tiles,
                      std::vector<program::Dependency> waits);
+  // A row-parallel projection into the residual stream: `tiles` add into the stream (and may copy
+  // its finished rows out, a drafter's tap). With a communicator of more than one rank (tensor
+  // parallelism) they write partial products into `partial` instead, and an all_reduce sums them
+  // across the ranks into the stream (and makes the copy). Returns the instruction after which the
+  // stream is complete.
+  int32_t residual_projection(const std::string& name, program::RowInput input,
+                              std::vector<program::Tile> tiles,
+                              std::vector<program::Dependency> waits, dist::Communicator* ranks,
+                              program::BufferId partial);
   // act(x·gateᵀ) · (x·upᵀ) into `gate_out` (`up_out` is the up half's scratch), [rows][I].
   int32_t gate_up_silu(std::string name, program::RowInput input, const kernels::WeightMatrix& gate,
                        const kernels::WeightMatrix& up, program::BufferId gate_out,

@@ -7,11 +7,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "dist/partition.h"
 #include "kernels/gguf_matmul.h"
+#include "kernels/weight_matrix.h"
 
 namespace md::shard {
 
@@ -38,5 +40,18 @@ kernels::GgufMatrix columns_of(const kernels::GgufMatrix& w, Range range,
                                std::vector<std::unique_ptr<std::uint8_t[]>>& owned);
 // The column unit a row-parallel split of `w` must respect: its format's block.
 int64_t column_unit(const kernels::GgufMatrix& w);
+
+// The same for a format-tagged matrix (bf16 and GGUF formats; the others are refused naming
+// `what`): rows [ranges…] in order, and input columns [ranges…] in order, each a view where one
+// range of a format that allows it is asked for, else a copy kept in `owned`.
+kernels::WeightMatrix rows_of(const kernels::WeightMatrix& w, std::span<const Range> ranges,
+                              std::vector<std::unique_ptr<std::uint8_t[]>>& owned,
+                              const std::string& what);
+kernels::WeightMatrix columns_of(const kernels::WeightMatrix& w, std::span<const Range> ranges,
+                                 std::vector<std::unique_ptr<std::uint8_t[]>>& owned,
+                                 const std::string& what);
+// f32 vector rows [ranges…] of `width` values each, in order.
+std::vector<float> rows_of(const std::vector<float>& v, int64_t width,
+                           std::span<const Range> ranges);
 
 }  // namespace md::shard

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "base/error.h"
-#include "dist/partition.h"
 #include "models/common/step_builder.h"
 
 namespace md {
@@ -64,17 +63,19 @@ void LlamaStep::build(int workers) {
   const bool last_only = logit_rows_ == LogitRows::kLast;
   const int64_t logit_rows = last_only ? 1 : R;
   greedy_.assign(size(logit_rows), 0);
-  if (tensor_parallel()) {
-    partial_.assign(size(R * H), 0.0f);
-    const int64_t part = dist::largest_part(c.vocab_size, ranks_->size());
-    local_logits_.assign(size(logit_rows * part), 0.0f);
-    gather_scratch_.assign(size(ranks_->size() * logit_rows * part), 0.0f);
-    best_.assign(size((ranks_->size() + 1) * logit_rows), {});
-  }
+  rank_ = std::make_unique<RankBuffers>(ranks_, R, H, logit_rows, c.vocab_size);
   StepBuilder b(workers, kRowGrain);
-  ids_ = {b.buffer(hidden_),   b.buffer(q_),       b.buffer(k_),           b.buffer(v_),
-          b.buffer(attended_), b.buffer(gate_),    b.buffer(up_),          b.buffer(angles_),
-          b.buffer(nullptr),   b.buffer(partial_), b.buffer(local_logits_)};
+  ids_ = {b.buffer(hidden_),
+          b.buffer(q_),
+          b.buffer(k_),
+          b.buffer(v_),
+          b.buffer(attended_),
+          b.buffer(gate_),
+          b.buffer(up_),
+          b.buffer(angles_),
+          b.buffer(nullptr),
+          b.buffer(rank_->partial),
+          b.buffer(rank_->local_logits)};
 
   int32_t residual =
       b.add({"embed",
@@ -91,44 +92,21 @@ void LlamaStep::build(int workers) {
   if (last_only) final_rows.first_row = -1;
   // Under tensor parallelism the lm_head writes the rank's part of the vocabulary, and the
   // reduction gathers every rank's part into the caller's logits.
-  const program::BufferId head_out = tensor_parallel() ? ids_.local_logits : ids_.logits;
+  const program::BufferId head_out = rank_->ranks() ? ids_.local_logits : ids_.logits;
   b.lm_head_argmax(final_rows, WeightMatrix::of(weights_.output), head_out, kMinVocabTile,
                    tile_max_, tile_arg_, greedy_.data(), {b.all(residual)}, {}, logit_rows,
-                   vocab_shard());
+                   rank_->vocab_shard(ids_.local_logits, ids_.logits));
   // No worker scratch: attention keeps its scores itself (kernels/attention.h).
   program_ = b.build(0, R);
-}
-
-bool LlamaStep::tensor_parallel() const {
-  return ranks_ != nullptr && ranks_->size() > 1;
-}
-
-program::VocabShard LlamaStep::vocab_shard() {
-  if (!tensor_parallel()) return {};
-  return {.comm = ranks_,
-          .vocab = config_.vocab_size,
-          .local = ids_.local_logits,
-          .gathered = ids_.logits,
-          .scratch = gather_scratch_.data(),
-          .best = best_.data()};
 }
 
 int32_t LlamaStep::residual_projection(StepBuilder& b, const std::string& name,
                                        program::RowInput input, const GgufMatrix& w,
                                        std::vector<program::Dependency> waits) {
-  const int64_t H = config_.hidden_size;
   std::vector<program::Tile> tiles;
-  if (!tensor_parallel()) {
-    b.add_tiles(tiles, WeightMatrix::of(w), ids_.hidden, 0, H, true);
-    return b.projection(name + "+residual", input, std::move(tiles), std::move(waits));
-  }
-  b.add_tiles(tiles, WeightMatrix::of(w), ids_.partial, 0, H, false);
-  const int32_t partial = b.projection(name, input, std::move(tiles), std::move(waits));
-  return b.add({name + ".all_reduce+residual",
-                1,
-                program::AllReduceOperands{ids_.partial, ids_.hidden, H, ranks_},
-                {b.all(partial)},
-                {}});
+  b.add_tiles(tiles, WeightMatrix::of(w), ids_.hidden, 0, config_.hidden_size, true);
+  return b.residual_projection(name, input, std::move(tiles), std::move(waits), ranks_,
+                               ids_.partial);
 }
 
 // One decoder layer; returns the instruction after which the residual stream is complete.

@@ -24,6 +24,7 @@
 
 #include "dist/communicator.h"
 #include "kernels/rope.h"
+#include "models/common/rank_buffers.h"
 #include "models/common/row_mode.h"
 #include "models/language_model.h"
 #include "models/llama/llama_config.h"
@@ -70,13 +71,10 @@ class LlamaStep {
     program::BufferId hidden, q, k, v, attended, gate, up, angles, logits, partial, local_logits;
   };
   void build(int workers);
-  bool tensor_parallel() const;
-  // A row-parallel projection's tiles (o, down) into the residual stream: added in place, or,
-  // under tensor parallelism, written as partial products and summed across the ranks into it.
-  // Returns the instruction after which the stream is complete.
+  // A row-parallel projection's tiles (o, down) into the residual stream
+  // (StepBuilder::residual_projection). Returns the instruction after which it is complete.
   int32_t residual_projection(StepBuilder& b, const std::string& name, program::RowInput input,
                               const GgufMatrix& w, std::vector<program::Dependency> waits);
-  program::VocabShard vocab_shard();
   int32_t add_layer(StepBuilder& b, int64_t layer, int32_t residual, int32_t angles);
   void lay_out_rows(std::span<LlamaState* const> states, std::span<const int32_t> tokens);
 
@@ -95,14 +93,10 @@ class LlamaStep {
 
   // Activations (f32, [rows][width]) and each row's RoPE cos | sin ([rows][head_dim]).
   std::vector<float> hidden_, q_, k_, v_, attended_, gate_, up_, angles_;
-  std::vector<float> tile_max_;    // [lm_head tiles][rows with logits]
-  std::vector<int32_t> tile_arg_;  // [lm_head tiles][rows with logits]
-  std::vector<int32_t> greedy_;    // [rows with logits]
-  // Tensor parallelism: the row-parallel products before their sum ([rows][hidden]), the rank's
-  // logits ([rows with logits][largest vocabulary part]), the gather's scratch and the ranks'
-  // best candidates.
-  std::vector<float> partial_, local_logits_, gather_scratch_;
-  std::vector<kernels::Candidate> best_;
+  std::vector<float> tile_max_;        // [lm_head tiles][rows with logits]
+  std::vector<int32_t> tile_arg_;      // [lm_head tiles][rows with logits]
+  std::vector<int32_t> greedy_;        // [rows with logits]
+  std::unique_ptr<RankBuffers> rank_;  // tensor parallelism's partial sums and vocabulary part
 };
 
 }  // namespace md

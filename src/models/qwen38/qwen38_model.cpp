@@ -1,11 +1,13 @@
 #include "models/qwen38/qwen38_model.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <vector>
 
 #include "base/cache_aligned.h"
 #include "base/dtype.h"
 #include "base/error.h"
+#include "base/ggml_type.h"
 #include "kernels/activations.h"
 #include "kernels/matmul.h"
 #include "kernels/moe_routing.h"
@@ -14,6 +16,7 @@
 #include "models/common/prefill_chunks.h"
 #include "models/qwen38/qwen38_layers.h"
 #include "models/qwen38/qwen38_state.h"
+#include "models/qwen38/qwen38_tensor_shard.h"
 #include "models/qwen38/qwen38_testing.h"
 
 namespace md {
@@ -81,6 +84,17 @@ Qwen38Model::Qwen38Model(std::string name, Qwen38Config config, Qwen38Weights we
 void Qwen38Model::apply_run_options() {
   check_prefill_rows(run_options_.prefill_rows);
   kernels::check_matmul_inputs(run_options_.matmul_inputs);
+  rank_config_ = config_;
+  if (tensor_parallel()) {
+    if (run_options_.executor == ExecutorKind::kReference) {
+      fail("tensor parallelism runs the step programs (executor mega or ops), not the reference");
+    }
+    dist::Communicator& ranks = *run_options_.ranks;
+    Qwen38Shard shard = shard_qwen38(config_, std::move(weights_), ranks.rank(), ranks.size(),
+                                     std::filesystem::path(directory_).filename().string());
+    rank_config_ = shard.config;
+    weights_ = std::move(shard.weights);
+  }
   if (run_options_.matmul_inputs == kernels::MatmulInputs::kQ8 && !has_q8_matrices(weights_)) {
     throw Error(
         "q8 matmul inputs apply to GGUF Q4_0, Q4_1 and Q8_0 weights; this model has none (use f32 "
@@ -92,7 +106,11 @@ void Qwen38Model::apply_run_options() {
 namespace {
 
 std::size_t matrix_bytes(const kernels::WeightMatrix& m) {
-  return m.bytes(0, m.rows);
+  if (m.format != kernels::WeightFormat::kGguf) return m.bytes(0, m.rows);
+  // A tensor-parallel rank's column slice keeps the whole rows' stride but reads its own blocks.
+  const GgmlTypeInfo& info = ggml_type_info(m.gguf_type);
+  return static_cast<std::size_t>(m.rows) * static_cast<std::size_t>(m.cols / info.block_elems) *
+         info.block_bytes;
 }
 
 }  // namespace
@@ -135,11 +153,11 @@ std::vector<int32_t> Qwen38Model::stop_token_ids() const {
 }
 
 std::size_t Qwen38Model::state_bytes_per_token() const {
-  return Qwen38State::bytes_per_token(config_, run_options_.kv_cache);
+  return Qwen38State::bytes_per_token(rank_config_, run_options_.kv_cache);
 }
 
 std::size_t Qwen38Model::state_bytes_fixed() const {
-  return Qwen38State::fixed_bytes(config_);
+  return Qwen38State::fixed_bytes(rank_config_);
 }
 
 std::unique_ptr<SequenceState> Qwen38Model::new_sequence(int64_t capacity) const {
@@ -147,7 +165,7 @@ std::unique_ptr<SequenceState> Qwen38Model::new_sequence(int64_t capacity) const
     fail("context {} is outside 1..{} (max_position_embeddings of {})", capacity,
          config_.max_position_embeddings, directory_);
   }
-  return std::make_unique<Qwen38State>(config_, capacity, run_options_.kv_cache);
+  return std::make_unique<Qwen38State>(rank_config_, capacity, run_options_.kv_cache);
 }
 
 void Qwen38Model::check_tokens(const SequenceState& state, std::span<const int32_t> tokens) const {
@@ -261,6 +279,12 @@ void Qwen38Model::set_tap_layers(std::vector<int64_t> layers) {
 }
 
 TargetView Qwen38Model::target_view() const {
+  if (tensor_parallel()) {
+    fail(
+        "{}: a drafter cannot borrow the lm_head of a tensor-parallel rank (it holds a part of "
+        "the vocabulary); speculative decoding under --tp is not implemented yet",
+        directory_);
+  }
   return TargetView{weights_.embed_tokens,     weights_.lm_head,
                     config_.hidden_size,       config_.vocab_size,
                     config_.num_layers,        &executors_->get(ExecutorKind::kMega),
@@ -338,9 +362,9 @@ Qwen38Step& Qwen38Model::step(int64_t rows, RowMode mode, LogitRows logits) {
         built->delta_rule_chunk() == chunk)
       return *built;
   }
-  steps_.push_back(std::make_unique<Qwen38Step>(config_, weights_, rope_, rows, mode, threads_,
+  steps_.push_back(std::make_unique<Qwen38Step>(rank_config_, weights_, rope_, rows, mode, threads_,
                                                 config_.max_position_embeddings, tap_layers_,
-                                                logits, chunk));
+                                                logits, chunk, run_options_.ranks));
   return *steps_.back();
 }
 

@@ -70,18 +70,26 @@ class Qwen38Model final : public LanguageModel {
   std::size_t last_step_weight_bytes() const override;
   std::size_t weight_bytes() const override;
   program::Program* decode_program(int64_t rows) override;
+  // Tensor-parallel ranks run step programs only (no reference forward over a shard).
   bool set_executor(ExecutorKind executor) override {
+    if (tensor_parallel() && executor == ExecutorKind::kReference) return false;
     run_options_.executor = executor;
     return true;
   }
+  bool tensor_parallel() const {
+    return run_options_.ranks != nullptr && run_options_.ranks->size() > 1;
+  }
+  // This rank's share under tensor parallelism (heads, key and value heads, FFN columns); the
+  // whole config otherwise.
+  const Qwen38Config& rank_config() const { return rank_config_; }
   Qwen38Options& options() { return options_; }
   // Prefill program runs so far (each a chunk of up to prefill_rows tokens): how tests tell that
   // a prompt ran as programs rather than through the reference forward.
   int64_t prefill_program_runs() const { return prefill_program_runs_; }
 
  private:
-  // Refuses prefill rows out of range and a bf16-input mode this process cannot run, then tags
-  // the weights with the mode.
+  // Refuses prefill rows out of range and a bf16-input mode this process cannot run, keeps this
+  // rank's shard of the weights under tensor parallelism, then tags the weights with the mode.
   void apply_run_options();
   void check_tokens(const SequenceState& state, std::span<const int32_t> tokens) const;
   void run_layers(class Qwen38State& state, std::span<const int32_t> tokens, float* hidden);
@@ -90,6 +98,7 @@ class Qwen38Model final : public LanguageModel {
 
   std::string directory_;
   Qwen38Config config_;
+  Qwen38Config rank_config_;  // what this process's steps and states hold (apply_run_options)
   std::unique_ptr<Checkpoint> checkpoint_;  // null for in-memory weights
   Qwen38Weights weights_;
   ModelRunOptions run_options_;

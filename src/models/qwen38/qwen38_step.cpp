@@ -46,7 +46,7 @@ void with_bias(std::vector<program::Tile>& tiles, const std::vector<float>& bias
 Qwen38Step::Qwen38Step(const Qwen38Config& config, const Qwen38Weights& weights,
                        const kernels::Rope& rope, int64_t max_rows, RowMode mode, int workers,
                        int64_t max_context, std::vector<int64_t> tap_layers, LogitRows logits,
-                       int64_t delta_rule_chunk)
+                       int64_t delta_rule_chunk, dist::Communicator* ranks)
     : config_(config),
       weights_(weights),
       rope_(rope),
@@ -56,7 +56,8 @@ Qwen38Step::Qwen38Step(const Qwen38Config& config, const Qwen38Weights& weights,
       delta_rule_chunk_(mode == RowMode::kPrefill ? delta_rule_chunk : 0),
       vocab_(config.vocab_size),
       max_context_(max_context),
-      tap_layers_(std::move(tap_layers)) {
+      tap_layers_(std::move(tap_layers)),
+      ranks_(ranks) {
   const int64_t most = mode == RowMode::kPrefill ? kMaxPrefillRows : kMaxRows;
   if (max_rows < 1 || max_rows > most) fail("a step takes 1..{} rows, not {}", most, max_rows);
   build(workers);
@@ -91,11 +92,25 @@ void Qwen38Step::build(int workers) {
   const bool last_only = logit_rows_ == LogitRows::kLast;
   const int64_t logit_rows = last_only ? 1 : R;
   greedy_.assign(size(logit_rows), 0);
+  rank_ = std::make_unique<RankBuffers>(ranks_, R, H, logit_rows, vocab_);
   StepBuilder b(workers);
-  ids_ = {b.buffer(hidden_), b.buffer(gdn_proj_), b.buffer(gdn_core_),  b.buffer(attn_q_),
-          b.buffer(attn_k_), b.buffer(attn_v_),   b.buffer(attn_out_),  b.buffer(gate_),
-          b.buffer(up_),     b.buffer(angles_),   b.buffer(logits_),    b.buffer(taps_),
-          b.buffer(router_), b.buffer(moe_in_),   b.buffer(expert_act_)};
+  ids_ = {b.buffer(hidden_),
+          b.buffer(gdn_proj_),
+          b.buffer(gdn_core_),
+          b.buffer(attn_q_),
+          b.buffer(attn_k_),
+          b.buffer(attn_v_),
+          b.buffer(attn_out_),
+          b.buffer(gate_),
+          b.buffer(up_),
+          b.buffer(angles_),
+          b.buffer(logits_),
+          b.buffer(taps_),
+          b.buffer(router_),
+          b.buffer(moe_in_),
+          b.buffer(expert_act_),
+          b.buffer(rank_->partial),
+          b.buffer(rank_->local_logits)};
 
   if (mode_ == RowMode::kVerify) snapshots_.resize(size(c.num_linear_attention_layers()));
   int32_t residual =
@@ -110,11 +125,22 @@ void Qwen38Step::build(int workers) {
       StepBuilder::normalised(ids_.hidden, H, NormKind::kF32Plain, weights_.norm.data(),
                               static_cast<float>(c.rms_norm_eps));
   if (last_only) final_rows.first_row = -1;
-  b.lm_head_argmax(final_rows, weights_.lm_head, ids_.logits, kMinVocabTile, tile_max_, tile_arg_,
-                   greedy_.data(), {b.all(residual)}, {}, logit_rows);
+  // Under tensor parallelism the lm_head writes the rank's part of the vocabulary, and the
+  // reduction gathers every rank's part into the logits.
+  const program::BufferId head_out = rank_->ranks() ? ids_.local_logits : ids_.logits;
+  b.lm_head_argmax(final_rows, weights_.lm_head, head_out, kMinVocabTile, tile_max_, tile_arg_,
+                   greedy_.data(), {b.all(residual)}, {}, logit_rows,
+                   rank_->vocab_shard(ids_.local_logits, ids_.logits));
   // Worker scratch: what a delta-net key head needs (attention keeps its scores itself; the MoE
   // instructions declare theirs to the builder).
   program_ = b.build(size(delta_net_scratch_), R);
+}
+
+int32_t Qwen38Step::residual_projection(StepBuilder& b, const std::string& name,
+                                        program::RowInput input, std::vector<program::Tile> tiles,
+                                        int32_t after) {
+  return b.residual_projection(name, input, std::move(tiles), {b.all(after)}, rank_->ranks(),
+                               ids_.partial);
 }
 
 int32_t Qwen38Step::add_delta_net(StepBuilder& b, int64_t layer, int32_t residual) {
@@ -168,8 +194,8 @@ int32_t Qwen38Step::add_delta_net(StepBuilder& b, int64_t layer, int32_t residua
 
   std::vector<program::Tile> out;
   b.add_tiles(out, w.out_proj, ids_.hidden, 0, H, true);
-  return b.projection(tag + "out+residual", StepBuilder::rows(ids_.gdn_core, c.value_dim()),
-                      std::move(out), {b.all(core)});
+  return residual_projection(b, tag + "out", StepBuilder::rows(ids_.gdn_core, c.value_dim()),
+                             std::move(out), core);
 }
 
 int32_t Qwen38Step::add_attention(StepBuilder& b, int64_t layer, int32_t residual, int32_t angles) {
@@ -221,8 +247,8 @@ int32_t Qwen38Step::add_attention(StepBuilder& b, int64_t layer, int32_t residua
   std::vector<program::Tile> out;
   b.add_tiles(out, w.o_proj, ids_.hidden, 0, H, true);
   with_bias(out, w.o_bias);
-  return b.projection(tag + "o+residual", StepBuilder::rows(ids_.attended, c.attn_output_dim()),
-                      std::move(out), {b.all(attended)});
+  return residual_projection(b, tag + "o", StepBuilder::rows(ids_.attended, c.attn_output_dim()),
+                             std::move(out), attended);
 }
 
 int32_t Qwen38Step::add_mlp(StepBuilder& b, int64_t layer, int32_t residual) {
@@ -246,8 +272,8 @@ int32_t Qwen38Step::add_mlp(StepBuilder& b, int64_t layer, int32_t residual) {
       tile.copy_stride = static_cast<int64_t>(tap_layers_.size()) * H;
     }
   }
-  return b.projection(tag + "down+residual", StepBuilder::rows(ids_.gate, I), std::move(down),
-                      {b.all(gate_up)});
+  return residual_projection(b, tag + "down", StepBuilder::rows(ids_.gate, I), std::move(down),
+                             gate_up);
 }
 
 void Qwen38Step::experts_run(std::vector<int64_t>& out) const {

@@ -16,9 +16,11 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kernels/rope.h"
+#include "models/common/rank_buffers.h"
 #include "models/common/row_mode.h"
 #include "models/language_model.h"
 #include "models/qwen38/qwen38_config.h"
@@ -37,11 +39,14 @@ class Qwen38Step {
   // `tap_layers`: 0-based layers whose post-layer residual (after the MLP add) every run copies
   // out for a speculative drafter, [rows][tap_layers.size() * H]. Prefill mode (up to
   // kMaxPrefillRows rows): `logits` says which rows go through the lm_head, `delta_rule_chunk` the
-  // chunked delta rule's chunk (0: the recurrence, row by row).
+  // chunked delta rule's chunk (0: the recurrence, row by row). `ranks`: this rank's communicator
+  // under tensor parallelism (`config` and `weights` then the rank's share,
+  // qwen38_tensor_shard.h): out_proj, o_proj and down_proj sum across the ranks, the lm_head
+  // covers the rank's part of the vocabulary.
   Qwen38Step(const Qwen38Config& config, const Qwen38Weights& weights, const kernels::Rope& rope,
              int64_t max_rows, RowMode mode, int workers, int64_t max_context,
              std::vector<int64_t> tap_layers = {}, LogitRows logits = LogitRows::kAll,
-             int64_t delta_rule_chunk = 0);
+             int64_t delta_rule_chunk = 0, dist::Communicator* ranks = nullptr);
 
   program::Program& program() { return *program_; }
   int64_t max_rows() const { return max_rows_; }
@@ -78,8 +83,11 @@ class Qwen38Step {
  private:
   struct Buffers {
     program::BufferId hidden, gdn_proj, gdn_core, q, k, v, attended, gate, up, angles, logits, taps,
-        router, moe_in, expert_act;
+        router, moe_in, expert_act, partial, local_logits;
   };
+  // A row-parallel projection's tiles into the residual stream (StepBuilder::residual_projection).
+  int32_t residual_projection(StepBuilder& b, const std::string& name, program::RowInput input,
+                              std::vector<program::Tile> tiles, int32_t after);
   void build(int workers);
   int32_t add_delta_net(StepBuilder& b, int64_t layer, int32_t residual);
   int32_t add_attention(StepBuilder& b, int64_t layer, int32_t residual, int32_t angles);
@@ -100,6 +108,8 @@ class Qwen38Step {
   int64_t vocab_;
   int64_t max_context_;
   std::vector<int64_t> tap_layers_;
+  dist::Communicator* ranks_;
+  std::unique_ptr<RankBuffers> rank_;  // tensor parallelism's partial sums and vocabulary part
   std::unique_ptr<program::Program> program_;
 
   Buffers ids_{};

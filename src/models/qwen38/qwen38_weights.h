@@ -70,6 +70,8 @@ struct Qwen38Weights {
   OwnedWeights owned;  // copies of misaligned tensors, if any
   std::shared_ptr<const void> storage;  // the mapped file the matrices point into, when owned here
   std::vector<std::unique_ptr<std::uint8_t[]>> packed;  // q8-input row groups (set_matmul_inputs)
+  // A tensor-parallel rank's gathered rows and columns (qwen38_tensor_shard.h).
+  std::vector<std::unique_ptr<std::uint8_t[]>> sliced;
 };
 
 // n bf16 values as f32 (exact).

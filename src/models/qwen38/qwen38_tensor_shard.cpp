@@ -1,0 +1,163 @@
+#include "models/qwen38/qwen38_tensor_shard.h"
+
+#include <utility>
+#include <vector>
+
+#include "base/error.h"
+#include "models/common/tensor_shard.h"
+
+namespace md {
+
+namespace {
+
+using shard::Range;
+
+// Each head of `heads` as the range of its `width` rows (or columns) from `offset`, adjacent
+// heads merged.
+std::vector<Range> head_ranges(const std::vector<int64_t>& heads, int64_t width,
+                               int64_t offset = 0) {
+  std::vector<Range> out;
+  for (int64_t h : heads) {
+    const Range r{offset + h * width, offset + (h + 1) * width};
+    if (!out.empty() && out.back().end == r.begin) {
+      out.back().end = r.end;
+    } else {
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+std::vector<int64_t> all_of(Range r) {
+  std::vector<int64_t> out;
+  for (int64_t i = r.begin; i < r.end; ++i) out.push_back(i);
+  return out;
+}
+
+// The value heads of key heads `keys`, in the order the rank's own layout numbers them: grouped
+// (kh·group + m, key head by key head) or tiled (kh + m·key_heads, the rank's key heads within
+// each m), so that the rank's DeltaNet pairs them with its key heads as the whole model does.
+std::vector<int64_t> value_heads_of(const Qwen38Config& c, Range keys) {
+  const int64_t group = c.linear_head_group(), key_heads = c.linear_num_key_heads;
+  std::vector<int64_t> out;
+  if (c.value_heads_tiled) {
+    for (int64_t m = 0; m < group; ++m) {
+      for (int64_t kh = keys.begin; kh < keys.end; ++kh) out.push_back(kh + m * key_heads);
+    }
+  } else {
+    for (int64_t kh = keys.begin; kh < keys.end; ++kh) {
+      for (int64_t m = 0; m < group; ++m) out.push_back(kh * group + m);
+    }
+  }
+  return out;
+}
+
+Qwen38GdnWeights shard_delta_net(const Qwen38Config& c, const Qwen38GdnWeights& w, Range keys,
+                                 Qwen38Weights& out, const std::string& tag) {
+  const int64_t dk = c.linear_key_head_dim, dv = c.linear_value_head_dim,
+                kernel = c.linear_conv_kernel;
+  const std::vector<int64_t> key_heads = all_of(keys), value_heads = value_heads_of(c, keys);
+  // The conv channels: q and k of the key heads, then v of the value heads.
+  std::vector<Range> channels = head_ranges(key_heads, dk);
+  for (const Range& r : head_ranges(key_heads, dk, c.key_dim())) channels.push_back(r);
+  for (const Range& r : head_ranges(value_heads, dv, 2 * c.key_dim())) channels.push_back(r);
+  const std::vector<Range> values = head_ranges(value_heads, dv),
+                           heads = head_ranges(value_heads, 1);
+  Qwen38GdnWeights s;
+  s.in_proj_qkv = shard::rows_of(w.in_proj_qkv, channels, out.sliced, tag + "in_proj_qkv");
+  s.in_proj_z = shard::rows_of(w.in_proj_z, values, out.sliced, tag + "in_proj_z");
+  s.in_proj_b = shard::rows_of(w.in_proj_b, heads, out.sliced, tag + "in_proj_b");
+  s.in_proj_a = shard::rows_of(w.in_proj_a, heads, out.sliced, tag + "in_proj_a");
+  s.conv1d = shard::rows_of(w.conv1d, kernel, channels);
+  s.decay_factor = shard::rows_of(w.decay_factor, 1, heads);
+  s.dt_bias = shard::rows_of(w.dt_bias, 1, heads);
+  s.norm = w.norm;
+  s.out_proj = shard::columns_of(w.out_proj, values, out.sliced, tag + "out_proj");
+  return s;
+}
+
+Qwen38AttentionWeights shard_attention(const Qwen38Config& c, const Qwen38AttentionWeights& w,
+                                       const shard::HeadShard& heads, bool keeps_bias,
+                                       Qwen38Weights& out, const std::string& tag) {
+  const int64_t hd = c.head_dim;
+  const std::vector<Range> q{{heads.heads.begin * 2 * hd, heads.heads.end * 2 * hd}};
+  const std::vector<Range> kv{{heads.kv_heads.begin * hd, heads.kv_heads.end * hd}};
+  const std::vector<Range> o{{heads.heads.begin * hd, heads.heads.end * hd}};
+  Qwen38AttentionWeights s;
+  s.q_proj = shard::rows_of(w.q_proj, q, out.sliced, tag + "q_proj");
+  s.k_proj = shard::rows_of(w.k_proj, kv, out.sliced, tag + "k_proj");
+  s.v_proj = shard::rows_of(w.v_proj, kv, out.sliced, tag + "v_proj");
+  s.o_proj = shard::columns_of(w.o_proj, o, out.sliced, tag + "o_proj");
+  s.q_norm = w.q_norm;
+  s.k_norm = w.k_norm;
+  if (!w.q_bias.empty()) s.q_bias = shard::rows_of(w.q_bias, 1, q);
+  if (!w.k_bias.empty()) s.k_bias = shard::rows_of(w.k_bias, 1, kv);
+  if (!w.v_bias.empty()) s.v_bias = shard::rows_of(w.v_bias, 1, kv);
+  if (keeps_bias) s.o_bias = w.o_bias;  // added once: rank 0's partial carries it
+  return s;
+}
+
+int64_t column_unit(const kernels::WeightMatrix& w) {
+  return w.format == kernels::WeightFormat::kGguf ? ggml_type_info(w.gguf_type).block_elems : 1;
+}
+
+}  // namespace
+
+Qwen38Shard shard_qwen38(const Qwen38Config& config, Qwen38Weights weights, int rank, int ranks,
+                         const std::string& model) {
+  const Qwen38Config& c = config;
+  if (c.is_moe()) {
+    fail("{}: tensor parallelism of MoE models (qwen3_5_moe) is not implemented yet", model);
+  }
+  if (ranks > c.linear_num_key_heads) {
+    fail("{}: {} ranks cannot share {} Gated DeltaNet key heads (use at most {} ranks)", model,
+         ranks, c.linear_num_key_heads, c.linear_num_key_heads);
+  }
+  const shard::HeadShard heads =
+      shard::attention_heads(c.num_attention_heads, c.num_key_value_heads, rank, ranks, model);
+  const Range keys = shard::even_part(c.linear_num_key_heads, ranks, rank);
+  int64_t unit = 1;
+  for (const Qwen38LayerWeights& l : weights.layers)
+    unit = std::max(unit, column_unit(l.down_proj));
+  if (c.intermediate_size % unit != 0 || c.intermediate_size / unit < ranks) {
+    fail("{}: {} FFN columns cannot be shared among {} ranks in blocks of {}", model,
+         c.intermediate_size, ranks, unit);
+  }
+  const Range ffn = shard::even_part(c.intermediate_size, ranks, rank, unit);
+  const std::vector<Range> ffn_ranges{ffn};
+  const std::vector<Range> vocab{shard::even_part(c.vocab_size, ranks, rank)};
+
+  Qwen38Shard out{c, {}};
+  out.config.num_attention_heads = heads.heads.size();
+  out.config.num_key_value_heads = heads.kv_heads.size();
+  out.config.linear_num_key_heads = keys.size();
+  out.config.linear_num_value_heads = keys.size() * c.linear_head_group();
+  out.config.intermediate_size = ffn.size();
+  Qwen38Weights& w = out.weights;
+  w.embed_tokens = weights.embed_tokens;
+  w.norm = std::move(weights.norm);
+  w.lm_head = shard::rows_of(weights.lm_head, vocab, w.sliced, model + ": lm_head");
+  w.prefix = weights.prefix;
+  w.owned = std::move(weights.owned);
+  w.storage = std::move(weights.storage);
+  for (std::size_t i = 0; i < weights.layers.size(); ++i) {
+    Qwen38LayerWeights& whole = weights.layers[i];
+    const auto layer = static_cast<int64_t>(i);
+    const std::string tag = fmt::format("{}: layer {} ", model, layer);
+    Qwen38LayerWeights l;
+    l.input_layernorm = std::move(whole.input_layernorm);
+    l.post_attention_layernorm = std::move(whole.post_attention_layernorm);
+    if (c.is_full_attention(layer)) {
+      l.attention = shard_attention(c, whole.attention, heads, rank == 0, w, tag);
+    } else {
+      l.gdn = shard_delta_net(c, whole.gdn, keys, w, tag);
+    }
+    l.gate_proj = shard::rows_of(whole.gate_proj, ffn_ranges, w.sliced, tag + "gate_proj");
+    l.up_proj = shard::rows_of(whole.up_proj, ffn_ranges, w.sliced, tag + "up_proj");
+    l.down_proj = shard::columns_of(whole.down_proj, ffn_ranges, w.sliced, tag + "down_proj");
+    w.layers.push_back(std::move(l));
+  }
+  return out;
+}
+
+}  // namespace md
