@@ -403,6 +403,9 @@ std::vector<std::string> default_executors(LanguageModel& model) {
 // row on the fused executor in interleaved rounds: tok/s, the weight bytes all ranks stream per
 // step, the aggregate and per-rank streaming bandwidth, and each count's speed against the first.
 int run_tensor_parallel_bench(const BenchOptions& options) {
+  if (!options.model.empty() && !options.synthetic.empty()) {
+    fail("--model and --synthetic exclude each other");
+  }
   std::string name;
   std::vector<std::unique_ptr<LanguageModel>> models;
   for (int ranks : options.tp) {

@@ -70,14 +70,17 @@ Communicator& InProcessGroup::rank(int r) {
 }
 
 void InProcessGroup::arrive_and_wait() {
-  throw_if_aborted();
+  // The generation first, then the abort flag: an abort sets the flag before it moves the
+  // generation, so a rank either sees the flag here or sees the generation move while it waits.
   const uint64_t generation = generation_.load(std::memory_order_acquire);
+  throw_if_aborted();
   if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == size()) {
     // The last to arrive opens the next generation. Nobody can arrive for it before this store:
     // every other rank is still waiting on this one.
     arrived_.store(0, std::memory_order_relaxed);
     generation_.fetch_add(1, std::memory_order_acq_rel);
     generation_.notify_all();
+    throw_if_aborted();  // a rank that aborted meanwhile may not have written what it publishes
     return;
   }
   // The other ranks are usually microseconds away (a step's collectives come every few hundred

@@ -21,9 +21,12 @@ bool mpi_available() {
 }
 
 bool launched_by_mpi() {
-  // Open MPI's mpirun, and Slurm's srun with PMI / PMIx.
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "SLURM_STEP_ID"}) {
-    if (std::getenv(name) != nullptr) return true;
+  // Open MPI's mpirun, and Slurm's srun with PMI / PMIx: a job of more than one process (one
+  // process under a launcher runs its ranks in-process, as without one).
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS"}) {
+    if (const char* value = std::getenv(name); value != nullptr && std::atoi(value) > 1) {
+      return true;
+    }
   }
   return false;
 }

@@ -16,8 +16,8 @@ namespace md::dist {
 
 // Whether this binary was built with MPI.
 bool mpi_available();
-// Whether this process was started by an MPI launcher (mpirun, srun): the environment variables
-// they set. Cheap, and safe to call before MPI_Init.
+// Whether this process is one of several an MPI launcher (mpirun, srun) started: the
+// environment variables they set. Cheap, and safe to call before MPI_Init.
 bool launched_by_mpi();
 // This process's rank as the launcher numbered it (OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK or
 // SLURM_PROCID), before MPI_Init; -1 when none is set. Lets the other ranks skip what only rank 0

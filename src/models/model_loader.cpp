@@ -10,19 +10,6 @@
 
 namespace md {
 
-namespace {
-
-// Families whose steps have no tensor-parallel lowering yet take one rank only.
-void require_one_rank(const ModelRunOptions& options, const std::string& directory,
-                      std::string_view family) {
-  if (options.ranks == nullptr || options.ranks->size() == 1) return;
-  fail(
-      "{}: tensor parallelism ({} ranks) is not implemented for {} models yet (llama and qwen3_5 "
-      "only)",
-      directory, options.ranks->size(), family);
-}
-
-}  // namespace
 
 std::unique_ptr<LanguageModel> load_language_model(const std::string& directory,
                                                    const ModelRunOptions& options) {

@@ -2,9 +2,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <map>
+#include <mutex>
 #include <utility>
 
 #include "base/error.h"
@@ -50,14 +52,39 @@ std::vector<int32_t> tokens_of(std::span<const int64_t> values) {
 
 }  // namespace
 
+class RankStreamModel::Announcements {
+ public:
+  void queue(int64_t op, std::vector<int64_t> arguments) {
+    arguments.insert(arguments.begin(), op);
+    std::lock_guard<std::mutex> lock(mutex_);
+    queued_.push_back(std::move(arguments));
+  }
+  int64_t next_id() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return next_id_++;
+  }
+  std::vector<std::vector<int64_t>> take() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return std::exchange(queued_, {});
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::vector<int64_t>> queued_;  // [op, arguments…]
+  int64_t next_id_ = 0;
+};
+
 // Rank 0's sequence: its own shard's state, and the id the other ranks know it by.
 class RankStreamModel::State final : public SequenceState {
  public:
-  State(const RankStreamModel& owner, int64_t id, std::unique_ptr<SequenceState> local)
-      : SequenceState(local->capacity()), owner_(owner), id_(id), local_(std::move(local)) {
+  State(std::shared_ptr<Announcements> owner, int64_t id, std::unique_ptr<SequenceState> local)
+      : SequenceState(local->capacity()),
+        owner_(std::move(owner)),
+        id_(id),
+        local_(std::move(local)) {
     sync();
   }
-  ~State() override { owner_.queue(kDrop, {id_}); }
+  ~State() override { owner_->queue(kDrop, {id_}); }
 
   int64_t id() const { return id_; }
   SequenceState& local() { return *local_; }
@@ -65,12 +92,12 @@ class RankStreamModel::State final : public SequenceState {
 
   void reset() override {
     local_->reset();
-    owner_.queue(kReset, {id_});
+    owner_->queue(kReset, {id_});
     sync();
   }
   std::unique_ptr<SequenceState> clone() const override {
-    const int64_t copy = owner_.next_id();
-    owner_.queue(kClone, {id_, copy});
+    const int64_t copy = owner_->next_id();
+    owner_->queue(kClone, {id_, copy});
     return std::make_unique<State>(owner_, copy, local_->clone());
   }
   std::size_t bytes() const override { return local_->bytes(); }
@@ -79,13 +106,13 @@ class RankStreamModel::State final : public SequenceState {
   }
 
  private:
-  const RankStreamModel& owner_;
+  std::shared_ptr<Announcements> owner_;
   int64_t id_;
   std::unique_ptr<SequenceState> local_;
 };
 
 RankStreamModel::RankStreamModel(std::unique_ptr<LanguageModel> shard, dist::Communicator& world)
-    : shard_(std::move(shard)), world_(world) {
+    : shard_(std::move(shard)), world_(world), announcements_(std::make_shared<Announcements>()) {
   if (world.rank() != 0) fail("rank {} cannot drive the model: rank 0 does", world.rank());
 }
 
@@ -102,23 +129,8 @@ std::string RankStreamModel::description() const {
                      shard_->description());
 }
 
-void RankStreamModel::queue(int64_t op, std::vector<int64_t> arguments) const {
-  arguments.insert(arguments.begin(), op);
-  std::lock_guard<std::mutex> lock(queue_mutex_);
-  queued_.push_back(std::move(arguments));
-}
-
-int64_t RankStreamModel::next_id() const {
-  std::lock_guard<std::mutex> lock(queue_mutex_);
-  return next_id_++;
-}
-
 void RankStreamModel::announce(int64_t op, std::vector<int64_t> arguments) const {
-  std::vector<std::vector<int64_t>> messages;
-  {
-    std::lock_guard<std::mutex> lock(queue_mutex_);
-    messages.swap(queued_);
-  }
+  std::vector<std::vector<int64_t>> messages = announcements_->take();
   arguments.insert(arguments.begin(), op);
   messages.push_back(std::move(arguments));
   for (const auto& message : messages) send(world_, message);
@@ -137,9 +149,9 @@ void RankStreamModel::on_shard(const char* what, Call&& call) const {
 
 std::unique_ptr<SequenceState> RankStreamModel::new_sequence(int64_t capacity) const {
   std::unique_ptr<SequenceState> local = shard_->new_sequence(capacity);  // checks the capacity
-  const int64_t id = next_id();
+  const int64_t id = announcements_->next_id();
   announce(kNew, {id, capacity});
-  return std::make_unique<State>(*this, id, std::move(local));
+  return std::make_unique<State>(announcements_, id, std::move(local));
 }
 
 void RankStreamModel::forward(SequenceState& sequence, std::span<const int32_t> tokens,
@@ -159,7 +171,6 @@ void RankStreamModel::decode(std::span<SequenceState* const> states,
     fail("decode: {} sequences but {} tokens", states.size(), tokens.size());
   }
   std::vector<State*> mine;
-  std::vector<SequenceState*> local;
   for (std::size_t i = 0; i < states.size(); ++i) {
     auto& state = dynamic_cast<State&>(*states[i]);
     check_append(state.local(), tokens.subspan(i, 1), vocab_size());
@@ -167,19 +178,37 @@ void RankStreamModel::decode(std::span<SequenceState* const> states,
       if (other == &state) fail("decode: the same sequence appears twice in one step");
     }
     mine.push_back(&state);
-    local.push_back(&state.local());
   }
-  std::vector<int64_t> arguments{static_cast<int64_t>(states.size())};
-  for (const State* s : mine) arguments.push_back(s->id());
-  arguments.insert(arguments.end(), tokens.begin(), tokens.end());
-  announce(kDecode, std::move(arguments));
-  on_shard("decode", [&] { shard_->decode(local, tokens, logits); });
+  // Steps of at most a program's rows, each announced and run in turn: every family takes that
+  // many, so no rank can refuse a step after it was announced.
+  logits.clear();
+  std::vector<float> step_logits;
+  for (std::size_t first = 0; first < mine.size();
+       first += static_cast<std::size_t>(program::kMaxStepRows)) {
+    const std::size_t count =
+        std::min(mine.size() - first, static_cast<std::size_t>(program::kMaxStepRows));
+    std::vector<int64_t> arguments{static_cast<int64_t>(count)};
+    std::vector<SequenceState*> local;
+    for (std::size_t i = first; i < first + count; ++i) {
+      arguments.push_back(mine[i]->id());
+      local.push_back(&mine[i]->local());
+    }
+    const std::span<const int32_t> step_tokens = tokens.subspan(first, count);
+    arguments.insert(arguments.end(), step_tokens.begin(), step_tokens.end());
+    announce(kDecode, std::move(arguments));
+    on_shard("decode", [&] { shard_->decode(local, step_tokens, step_logits); });
+    logits.insert(logits.end(), step_logits.begin(), step_logits.end());
+  }
   for (State* s : mine) s->sync();
 }
 
 void RankStreamModel::verify(SequenceState& sequence, std::span<const int32_t> tokens,
                              std::vector<float>& logits) {
   auto& state = dynamic_cast<State&>(sequence);
+  if (!shard_->supports_verify()) shard_->verify(state.local(), tokens, logits);  // its refusal
+  if (tokens.empty() || static_cast<int64_t>(tokens.size()) > program::kMaxStepRows) {
+    fail("verify takes 1..{} tokens, got {}", program::kMaxStepRows, tokens.size());
+  }
   check_append(state.local(), tokens, vocab_size());
   std::vector<int64_t> arguments{state.id()};
   arguments.insert(arguments.end(), tokens.begin(), tokens.end());

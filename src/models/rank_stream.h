@@ -15,7 +15,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -58,9 +57,9 @@ class RankStreamModel final : public LanguageModel {
   const std::vector<float>& last_taps() const override { return shard_->last_taps(); }
   TargetView target_view() const override { return shard_->target_view(); }
 
-  // For the states: queues an announcement made before the next call.
-  void queue(int64_t op, std::vector<int64_t> arguments) const;
-  int64_t next_id() const;
+  // The queue of announcements the next call sends first, and the sequence ids; shared with the
+  // states, which may outlive the model (a server's scheduler drops its states after it).
+  class Announcements;
 
  private:
   class State;
@@ -72,9 +71,7 @@ class RankStreamModel final : public LanguageModel {
 
   std::unique_ptr<LanguageModel> shard_;
   dist::Communicator& world_;
-  mutable std::mutex queue_mutex_;
-  mutable std::vector<std::vector<int64_t>> queued_;  // [op, arguments…]
-  mutable int64_t next_id_ = 0;
+  std::shared_ptr<Announcements> announcements_;
 };
 
 // Ranks 1..: makes the calls rank 0 announces on `shard` until it announces the end. A call that

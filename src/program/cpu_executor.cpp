@@ -97,6 +97,7 @@ void CpuExecutor::run(Program& program) {
     finished_.wait(done, std::memory_order_acquire);
     done = finished_.load(std::memory_order_acquire);
   }
+  program.throw_if_failed();
 }
 
 void CpuExecutor::worker_loop(int worker) {

@@ -16,6 +16,7 @@ void OpExecutor::run(Program& program) {
       for (int64_t w = first; w < last; ++w) program.run_instruction(static_cast<int>(w), i, step);
     });
   }
+  program.throw_if_failed();
 }
 
 }  // namespace md::program

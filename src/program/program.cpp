@@ -216,6 +216,23 @@ void Program::set_count(int i, int64_t rows) {
   counts_[static_cast<std::size_t>(i)] = rows;
 }
 
+void Program::record_failure(const char* why) {
+  std::lock_guard<std::mutex> lock(failure_mutex_);
+  if (!failed_.load(std::memory_order_relaxed)) failure_ = why;
+  failed_.store(true, std::memory_order_release);
+}
+
+void Program::throw_if_failed() {
+  if (!failed_.load(std::memory_order_acquire)) return;
+  std::string why;
+  {
+    std::lock_guard<std::mutex> lock(failure_mutex_);
+    why.swap(failure_);
+    failed_.store(false, std::memory_order_relaxed);
+  }
+  throw Error(why);
+}
+
 uint64_t Program::begin_step() {
   // The workers of the previous step have all returned, so nobody is claiming; the executor's
   // release of the step publishes these stores.
@@ -306,11 +323,15 @@ void Program::run_instruction(int worker, int32_t index, uint64_t step) {
       uint64_t start = stats != nullptr ? now_ns() : 0;
       wait_for(ins, task, step, context.spin_rounds);
       uint64_t ready = stats != nullptr ? now_ns() : 0;
-      if (!prologue_done) {
-        run_prologue(ins, *this, context);
-        prologue_done = true;
+      try {
+        if (!prologue_done) {
+          run_prologue(ins, *this, context);
+          prologue_done = true;
+        }
+        run_task(ins, task, *this, context);
+      } catch (const std::exception& e) {
+        record_failure(e.what());
       }
-      run_task(ins, task, *this, context);
       complete(index, task, step);
       if (stats != nullptr) {
         uint64_t end_ns = now_ns();

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -118,6 +119,11 @@ class Program {
   uint64_t begin_step();
   void run_worker(int worker, uint64_t step, int spin_rounds);
   void run_instruction(int worker, int32_t index, uint64_t step);
+  // A task that throws (a collective whose ranks were aborted) does not end its worker: the task
+  // still counts as done, so the step completes and no waiting task hangs, and the first failure
+  // is kept. Executors call this once every worker has returned: it throws the failure as
+  // md::Error (and forgets it).
+  void throw_if_failed();
 
   // Per-instruction, per-worker time and wait accounting (off by default: it reads the clock
   // around every task).
@@ -140,6 +146,7 @@ class Program {
   bool satisfied(const Dependency& dependency, uint64_t step) const;
   void wait_for(const Instruction& ins, int64_t task, uint64_t step, int spin_rounds);
   void complete(int32_t index, int64_t task, uint64_t step);
+  void record_failure(const char* why);
   std::size_t claim_counters() const {
     return instructions_.size() * static_cast<std::size_t>(workers_);
   }
@@ -158,6 +165,9 @@ class Program {
   // Tasks claimed in the current step, per [instruction][segment]: one segment per worker.
   std::unique_ptr<Counter[]> claims_;
   uint64_t steps_run_ = 0;
+  std::atomic<bool> failed_{false};
+  std::mutex failure_mutex_;
+  std::string failure_;  // the step's first failure
 
   std::vector<std::unique_ptr<float[], void (*)(float*)>> scratch_;
   std::vector<WorkerContext> contexts_;

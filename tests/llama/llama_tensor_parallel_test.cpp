@@ -155,6 +155,9 @@ TEST_F(LlamaTensorParallelTest, RanksOneTwoFourMatchOneRankOnBothExecutors) {
       expect_like_one_rank(
           *tp, *one, tokens, 12, ranks,
           fmt::format("tiny-llama, {} ranks, {}", ranks, program::executor_name(executor)));
+      // The step's own argmax, reduced across the ranks, picks the one-rank token (global ids).
+      EXPECT_EQ(dynamic_cast<LlamaGgufModel&>(tp->rank(0)).last_greedy(),
+                dynamic_cast<LlamaGgufModel&>(*one).last_greedy());
     }
   }
 }
@@ -235,6 +238,59 @@ TEST_F(LlamaTensorParallelTest, NegativeControlADroppedAllReduceBreaksTheBound) 
   const double gap = relative_gap(got, expected);
   std::printf("dropped all-reduce: relative logit gap %.3g\n", gap);
   EXPECT_GT(gap, 100 * kRelativeBound);
+}
+
+// A communicator whose `fail_at`-th all-gather fails on its rank alone (after aborting the
+// group, as a rank that cannot go on does): the other ranks are then inside the same step.
+class FailingCommunicator final : public dist::Communicator {
+ public:
+  FailingCommunicator(dist::Communicator& inner, int fail_at) : inner_(inner), fail_at_(fail_at) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  std::string transport() const override { return inner_.transport(); }
+  void all_gather(const void* in, std::size_t bytes, void* out) override {
+    if (calls_++ == fail_at_) {
+      inner_.abort("injected failure");
+      throw Error("injected failure");
+    }
+    inner_.all_gather(in, bytes, out);
+  }
+  void broadcast(void* data, std::size_t bytes, int root) override {
+    inner_.broadcast(data, bytes, root);
+  }
+  void barrier() override { inner_.barrier(); }
+  void abort(const std::string& why) override { inner_.abort(why); }
+
+ private:
+  dist::Communicator& inner_;
+  int fail_at_;
+  int calls_ = 0;
+};
+
+// A rank that fails in the middle of a step: every rank leaves its collectives (none hangs),
+// the call fails naming that rank, and the ranks then go on as if nothing had happened.
+TEST_F(LlamaTensorParallelTest, ARankFailingMidStepFailsTheCallAndTheRanksGoOn) {
+  for (ExecutorKind executor : {ExecutorKind::kMega, ExecutorKind::kOps}) {
+    std::vector<std::unique_ptr<FailingCommunicator>> failing;
+    TensorParallelModel tp(2, options_for(executor, 2), [&](const ModelRunOptions& o) {
+      failing.push_back(
+          std::make_unique<FailingCommunicator>(*o.ranks, o.ranks->rank() == 1 ? 2 : -1));
+      ModelRunOptions with = o;
+      with.ranks = failing.back().get();
+      return open_llama(tiny_llama(), with);
+    });
+    const std::vector<int32_t> tokens = prompt(9, 512, 6);
+    auto broken = tp.new_sequence(kContext);
+    std::vector<float> logits;
+    try {
+      tp.forward(*broken, tokens, LogitRows::kLast, logits);
+      FAIL() << "rank 1 failed mid-step";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), "rank 1 failed: injected failure");
+    }
+    auto healthy = tensor_parallel(tiny_llama(), 2, executor);
+    expect_like_one_rank(tp, *healthy, tokens, 4, 1, "after a failed step");
+  }
 }
 
 // A request every rank refuses is refused with the one-rank message, and the ranks go on; the

@@ -243,8 +243,9 @@ int32_t StepBuilder::residual_projection(const std::string& name, program::RowIn
   if (ranks == nullptr || ranks->size() == 1 || tiles.empty()) {
     return projection(name + "+residual", input, std::move(tiles), std::move(waits));
   }
-  // Every tile of one projection writes the same stream and copies to the same tap.
+  // Every tile of one projection writes the same stream (whole rows) and copies to the same tap.
   const program::Tile first = tiles.front();
+  if (first.out_offset != 0) fail("{}: a residual stream is written from its first column", name);
   for (program::Tile& tile : tiles) {
     tile.out = partial;
     tile.accumulate = false;

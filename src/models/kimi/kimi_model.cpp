@@ -52,6 +52,7 @@ KimiModel::KimiModel(std::string name, KimiK3Config config, KimiK3Weights weight
 
 void KimiModel::check_run_options(const ModelRunOptions& run_options, const std::string& name) {
   require_stored_dense_weights(run_options, name);
+  require_one_rank(run_options, name, "kimi_k3");
   if (run_options.matmul_inputs != kernels::MatmulInputs::kF32) {
     fail("{}: kimi_k3 runs its matrices with f32 inputs only for now", name);
   }

@@ -75,6 +75,7 @@ MuseSparkModel::MuseSparkModel(std::string name, MuseSparkConfig config, MuseSpa
 
 void MuseSparkModel::check_run_options(const ModelRunOptions& run_options,
                                        const std::string& name) {
+  require_one_rank(run_options, name, "muse_spark");
   if (run_options.matmul_inputs != kernels::MatmulInputs::kF32) {
     fail("{}: muse_spark runs its matrices with f32 inputs only for now", name);
   }

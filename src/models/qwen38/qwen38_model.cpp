@@ -86,10 +86,20 @@ void Qwen38Model::apply_run_options() {
   kernels::check_matmul_inputs(run_options_.matmul_inputs);
   rank_config_ = config_;
   if (tensor_parallel()) {
-    if (run_options_.executor == ExecutorKind::kReference) {
-      fail("tensor parallelism runs the step programs (executor mega or ops), not the reference");
+    if (run_options_.executor == ExecutorKind::kReference ||
+        options_.ablation != testing::Qwen38Ablation{}) {
+      fail(
+          "tensor parallelism runs the step programs (executor mega or ops), not the reference "
+          "forward (nor its test ablations)");
     }
     dist::Communicator& ranks = *run_options_.ranks;
+    // The drafter, which runs beside rank 0 alone (it is small; the ranks' programs are what is
+    // split), reads the whole head through the same mapping. Its q8 row groups are not built:
+    // it multiplies with f32 inputs then (its drafts, not the output, depend on that).
+    whole_lm_head_ = weights_.lm_head;
+    if (run_options_.matmul_inputs != kernels::MatmulInputs::kQ8) {
+      whole_lm_head_.inputs = run_options_.matmul_inputs;
+    }
     Qwen38Shard shard = shard_qwen38(config_, std::move(weights_), ranks.rank(), ranks.size(),
                                      std::filesystem::path(directory_).filename().string());
     rank_config_ = shard.config;
@@ -279,16 +289,12 @@ void Qwen38Model::set_tap_layers(std::vector<int64_t> layers) {
 }
 
 TargetView Qwen38Model::target_view() const {
-  if (tensor_parallel()) {
-    fail(
-        "{}: a drafter cannot borrow the lm_head of a tensor-parallel rank (it holds a part of "
-        "the vocabulary); speculative decoding under --tp is not implemented yet",
-        directory_);
-  }
-  return TargetView{weights_.embed_tokens,     weights_.lm_head,
-                    config_.hidden_size,       config_.vocab_size,
-                    config_.num_layers,        &executors_->get(ExecutorKind::kMega),
-                    run_options_.matmul_inputs};
+  // Under tensor parallelism the drafter reads the whole head, not this rank's part of it.
+  return TargetView{
+      weights_.embed_tokens,     tensor_parallel() ? whole_lm_head_ : weights_.lm_head,
+      config_.hidden_size,       config_.vocab_size,
+      config_.num_layers,        &executors_->get(ExecutorKind::kMega),
+      run_options_.matmul_inputs};
 }
 
 // A prompt longer than prefill_rows runs as chunks of that many on every executor: the chunked

@@ -99,6 +99,9 @@ class Qwen38Model final : public LanguageModel {
   std::string directory_;
   Qwen38Config config_;
   Qwen38Config rank_config_;  // what this process's steps and states hold (apply_run_options)
+  // Under tensor parallelism, the whole lm_head (a view of the checkpoint's, unsharded): a
+  // drafter on this rank multiplies it itself (target_view).
+  kernels::WeightMatrix whole_lm_head_;
   std::unique_ptr<Checkpoint> checkpoint_;  // null for in-memory weights
   Qwen38Weights weights_;
   ModelRunOptions run_options_;

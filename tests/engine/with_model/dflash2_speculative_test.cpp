@@ -11,6 +11,7 @@
 #include "../../qwen38/qwen38_test_util.h"
 #include "engine/generation.h"
 #include "models/drafters/dflash2/dflash2_drafter.h"
+#include "models/tensor_parallel_model.h"
 
 namespace md::test {
 namespace {
@@ -53,6 +54,41 @@ TEST(DFlash2Speculative, GreedyOutputAndStateEqualPlainDecoding) {
   EXPECT_EQ(s.produced, s.rounds + s.accepted);
   EXPECT_DOUBLE_EQ(s.mean_acceptance_length(),
                    static_cast<double>(s.rounds + s.accepted) / static_cast<double>(s.rounds));
+}
+
+// Under tensor parallelism (two in-process ranks) the drafter runs beside rank 0 on the whole
+// lm_head, and verify rows and commits run on every rank: greedy output equals the same ranks'
+// plain decoding, and one rank's.
+TEST(DFlash2Speculative, UnderTensorParallelismGreedyOutputEqualsPlainDecoding) {
+  ModelRunOptions run;
+  run.threads = 2;
+  run.kv_cache = KvCacheType::kF32;
+  TensorParallelModel tp(2, run, [](const ModelRunOptions& rank) -> std::unique_ptr<LanguageModel> {
+    return std::make_unique<Qwen38Model>(qwen38_fixture_dir("tiny-qwen38"), rank);
+  });
+  auto one = load_fixture("tiny-qwen38", KvCacheType::kF32, {}, 1);
+  auto tokenizer = load_tokenizer(qwen38_fixture_dir("tiny-qwen38"));
+  std::unique_ptr<SpeculativeDrafter> drafter =
+      load_dflash2_drafter(drafter_dir(), tp.target_view());
+  engine::GenerationRequest request;
+  for (int i = 0; i < 40; ++i) request.prompt.push_back((i * 37 + 5) % 500);
+  request.sampling.temperature = 0;
+  request.max_tokens = 48;
+  request.ignore_eos = true;
+
+  engine::Generator by_one(*one, *tokenizer, 256);
+  const engine::GenerationResult expected = by_one.generate(request, nullptr);
+  engine::Generator plain(tp, *tokenizer, 256);
+  const engine::GenerationResult unspeculated = plain.generate(request, nullptr);
+  engine::Generator spec(tp, *tokenizer, 256);
+  spec.set_drafter(drafter.get());
+  const engine::GenerationResult got = spec.generate(request, nullptr);
+  ASSERT_EQ(got.tokens.size(), expected.tokens.size());
+  for (std::size_t i = 0; i < got.tokens.size(); ++i) {
+    ASSERT_EQ(got.tokens[i].id, unspeculated.tokens[i].id) << "token " << i;
+    ASSERT_EQ(got.tokens[i].id, expected.tokens[i].id) << "token " << i;
+  }
+  EXPECT_GT(got.stats.speculation.rounds, 3);
 }
 
 }  // namespace
