@@ -15,9 +15,10 @@ void require_stored_dense_weights(DenseWeights dense, const std::string& model) 
 void require_one_rank(const ModelRunOptions& options, const std::string& model,
                       std::string_view family) {
   if (options.ranks == nullptr || options.ranks->size() == 1) return;
-  fail("{}: tensor parallelism ({} ranks) is not implemented for {} models yet (llama and "
-       "dense qwen3_5 only)",
-       model, options.ranks->size(), family);
+  fail(
+      "{}: tensor parallelism ({} ranks) is not implemented for {} models yet (llama and "
+      "dense qwen3_5 only)",
+      model, options.ranks->size(), family);
 }
 
 void LanguageModel::decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,

@@ -10,7 +10,6 @@
 
 namespace md {
 
-
 std::unique_ptr<LanguageModel> load_language_model(const std::string& directory,
                                                    const ModelRunOptions& options) {
   // A single .gguf file carries its own configuration (llama.cpp's format).
