@@ -160,28 +160,27 @@ std::string TensorParallelModel::description() const {
                      models_[0]->description());
 }
 
-std::size_t TensorParallelModel::state_bytes_per_token() const {
+template <typename Figure>
+std::size_t TensorParallelModel::sum_over_ranks(Figure figure) const {
   std::size_t total = 0;
-  for (const auto& m : models_) total += m->state_bytes_per_token();
+  for (const auto& m : models_) total += figure(*m);
   return total;
+}
+
+std::size_t TensorParallelModel::state_bytes_per_token() const {
+  return sum_over_ranks([](const LanguageModel& m) { return m.state_bytes_per_token(); });
 }
 
 std::size_t TensorParallelModel::state_bytes_fixed() const {
-  std::size_t total = 0;
-  for (const auto& m : models_) total += m->state_bytes_fixed();
-  return total;
+  return sum_over_ranks([](const LanguageModel& m) { return m.state_bytes_fixed(); });
 }
 
 std::size_t TensorParallelModel::decode_weight_bytes() const {
-  std::size_t total = 0;
-  for (const auto& m : models_) total += m->decode_weight_bytes();
-  return total;
+  return sum_over_ranks([](const LanguageModel& m) { return m.decode_weight_bytes(); });
 }
 
 std::size_t TensorParallelModel::last_step_weight_bytes() const {
-  std::size_t total = 0;
-  for (const auto& m : models_) total += m->last_step_weight_bytes();
-  return total;
+  return sum_over_ranks([](const LanguageModel& m) { return m.last_step_weight_bytes(); });
 }
 
 std::unique_ptr<SequenceState> TensorParallelModel::new_sequence(int64_t capacity) const {

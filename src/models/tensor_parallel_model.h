@@ -71,6 +71,9 @@ class TensorParallelModel final : public LanguageModel {
 
   // body(r) on rank r's thread for every rank at once; returns when all have returned.
   void on_every_rank(const std::function<void(int)>& body);
+  // Σ over the ranks of figure(rank's model).
+  template <typename Figure>
+  std::size_t sum_over_ranks(Figure figure) const;
 
   std::unique_ptr<dist::InProcessGroup> group_;
   std::vector<std::unique_ptr<LanguageModel>> models_;

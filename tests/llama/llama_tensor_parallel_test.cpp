@@ -26,7 +26,7 @@
 #include <string>
 #include <vector>
 
-#include "../support/dropping_communicator.h"
+#include "../support/tensor_parallel_support.h"
 #include "base/error.h"
 #include "dist/communicator.h"
 #include "models/llama/llama_gguf_model.h"
@@ -88,16 +88,7 @@ Greedy greedy(LanguageModel& model, const std::vector<int32_t>& tokens, int step
   return out;
 }
 
-// max |a − b| over max |b|.
-double relative_gap(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double gap = 0, scale = 0;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-    gap = std::max(gap, std::abs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-  }
-  return gap / scale;
-}
+using md::testing::relative_gap;
 
 std::unique_ptr<LanguageModel> open_llama(const std::string& path, const ModelRunOptions& options) {
   return std::make_unique<LlamaGgufModel>(path, options);
@@ -218,63 +209,25 @@ TEST_F(LlamaTensorParallelTest, PrefillEqualsDecodeAndBatchesEqualSingles) {
   }
 }
 
-using md::testing::DroppingCommunicator;
+using md::testing::FaultyCommunicator;
 
 TEST_F(LlamaTensorParallelTest, NegativeControlADroppedAllReduceBreaksTheBound) {
   auto one = open_llama(tiny_llama(), options_for(ExecutorKind::kMega, 1));
-  std::vector<std::unique_ptr<DroppingCommunicator>> dropping;
-  TensorParallelModel tp(2, options_for(ExecutorKind::kMega, 2), [&](const ModelRunOptions& o) {
-    dropping.push_back(std::make_unique<DroppingCommunicator>(*o.ranks, 0));
-    ModelRunOptions with = o;
-    with.ranks = dropping.back().get();
-    return open_llama(tiny_llama(), with);
-  });
-  const std::vector<int32_t> tokens = prompt(23, one->vocab_size(), 1);
-  auto a = one->new_sequence(kContext);
-  auto b = tp.new_sequence(kContext);
-  std::vector<float> expected, got;
-  one->forward(*a, tokens, LogitRows::kAll, expected);
-  tp.forward(*b, tokens, LogitRows::kAll, got);
-  const double gap = relative_gap(got, expected);
+  const double gap = md::testing::gap_with_a_dropped_all_reduce(
+      *one, [](const ModelRunOptions& o) { return open_llama(tiny_llama(), o); },
+      options_for(ExecutorKind::kMega, 2), prompt(23, one->vocab_size(), 1), kContext);
   std::printf("dropped all-reduce: relative logit gap %.3g\n", gap);
   EXPECT_GT(gap, 100 * kRelativeBound);
 }
-
-// A communicator whose `fail_at`-th all-gather fails on its rank alone (after aborting the
-// group, as a rank that cannot go on does): the other ranks are then inside the same step.
-class FailingCommunicator final : public dist::Communicator {
- public:
-  FailingCommunicator(dist::Communicator& inner, int fail_at) : inner_(inner), fail_at_(fail_at) {}
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
-  std::string transport() const override { return inner_.transport(); }
-  void all_gather(const void* in, std::size_t bytes, void* out) override {
-    if (calls_++ == fail_at_) {
-      inner_.abort("injected failure");
-      throw Error("injected failure");
-    }
-    inner_.all_gather(in, bytes, out);
-  }
-  void broadcast(void* data, std::size_t bytes, int root) override {
-    inner_.broadcast(data, bytes, root);
-  }
-  void barrier() override { inner_.barrier(); }
-  void abort(const std::string& why) override { inner_.abort(why); }
-
- private:
-  dist::Communicator& inner_;
-  int fail_at_;
-  int calls_ = 0;
-};
 
 // A rank that fails in the middle of a step: every rank leaves its collectives (none hangs),
 // the call fails naming that rank, and the ranks then go on as if nothing had happened.
 TEST_F(LlamaTensorParallelTest, ARankFailingMidStepFailsTheCallAndTheRanksGoOn) {
   for (ExecutorKind executor : {ExecutorKind::kMega, ExecutorKind::kOps}) {
-    std::vector<std::unique_ptr<FailingCommunicator>> failing;
+    std::vector<std::unique_ptr<FaultyCommunicator>> failing;
     TensorParallelModel tp(2, options_for(executor, 2), [&](const ModelRunOptions& o) {
-      failing.push_back(
-          std::make_unique<FailingCommunicator>(*o.ranks, o.ranks->rank() == 1 ? 2 : -1));
+      failing.push_back(std::make_unique<FaultyCommunicator>(
+          *o.ranks, FaultyCommunicator::Fault::kFail, o.ranks->rank() == 1 ? 2 : -1));
       ModelRunOptions with = o;
       with.ranks = failing.back().get();
       return open_llama(tiny_llama(), with);

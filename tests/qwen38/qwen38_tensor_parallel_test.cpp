@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "../support/dropping_communicator.h"
+#include "../support/tensor_parallel_support.h"
 #include "base/error.h"
 #include "dist/in_process_group.h"
 #include "models/qwen38/qwen38_gguf_model.h"
@@ -44,15 +44,7 @@ int32_t argmax(const float* logits, int64_t vocab) {
   return static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
 }
 
-double relative_gap(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double gap = 0, scale = 0;
-  for (std::size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
-    gap = std::max(gap, std::abs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
-  }
-  return gap / scale;
-}
+using md::testing::relative_gap;
 
 using Loader = TensorParallelModel::Loader;
 
@@ -191,20 +183,8 @@ TEST(Qwen38TensorParallel, PrefillEqualsDecodeBitwise) {
 
 TEST(Qwen38TensorParallel, NegativeControlADroppedAllReduceBreaksTheBound) {
   const std::unique_ptr<LanguageModel> one = hf("tiny-qwen38")(options_for(ExecutorKind::kMega, 2));
-  std::vector<std::unique_ptr<md::testing::DroppingCommunicator>> dropping;
-  TensorParallelModel tp(2, options_for(ExecutorKind::kMega, 2), [&](const ModelRunOptions& o) {
-    dropping.push_back(std::make_unique<md::testing::DroppingCommunicator>(*o.ranks, 0));
-    ModelRunOptions with = o;
-    with.ranks = dropping.back().get();
-    return hf("tiny-qwen38")(with);
-  });
-  const std::vector<int32_t> prompt = prompt_of(21, 3);
-  auto a = one->new_sequence(kContext);
-  auto b = tp.new_sequence(kContext);
-  std::vector<float> expected, got;
-  one->forward(*a, prompt, LogitRows::kAll, expected);
-  tp.forward(*b, prompt, LogitRows::kAll, got);
-  const double gap = relative_gap(got, expected);
+  const double gap = md::testing::gap_with_a_dropped_all_reduce(
+      *one, hf("tiny-qwen38"), options_for(ExecutorKind::kMega, 2), prompt_of(21, 3), kContext);
   std::printf("dropped all-reduce: relative logit gap %.3g\n", gap);
   EXPECT_GT(gap, 100 * kRelativeBound);
 }

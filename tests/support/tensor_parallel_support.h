@@ -1,0 +1,89 @@
+// What the tensor-parallel tests share: the relative logit gap they bound, and the negative
+// controls' communicator, which misbehaves once on purpose.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "dist/communicator.h"
+#include "models/tensor_parallel_model.h"
+
+namespace md::testing {
+
+// max |a − b| over max |b| (sizes must agree; a mismatch fails the caller's EXPECTs on it).
+inline double relative_gap(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double gap = 0, scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    gap = std::max(gap, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return gap / scale;
+}
+
+// A communicator around another whose `at`-th all-gather misbehaves: kDrop loses the other
+// ranks' parts (as if that all-reduce were missing; the rank still takes part, so the ranks stay
+// in step), kFail fails this rank alone (it aborts the group, as a rank that cannot go on does,
+// then throws), the other ranks being inside the same step.
+class FaultyCommunicator final : public dist::Communicator {
+ public:
+  enum class Fault { kDrop, kFail };
+  FaultyCommunicator(dist::Communicator& inner, Fault fault, int at)
+      : inner_(inner), fault_(fault), at_(at) {}
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  std::string transport() const override { return inner_.transport(); }
+  void all_gather(const void* in, std::size_t bytes, void* out) override {
+    const bool now = calls_++ == at_;
+    if (now && fault_ == Fault::kFail) {
+      inner_.abort("injected failure");
+      throw Error("injected failure");
+    }
+    inner_.all_gather(in, bytes, out);
+    if (!now) return;
+    for (int r = 0; r < size(); ++r) {
+      if (r != rank()) std::memset(static_cast<std::byte*>(out) + r * bytes, 0, bytes);
+    }
+  }
+  void broadcast(void* data, std::size_t bytes, int root) override {
+    inner_.broadcast(data, bytes, root);
+  }
+  void barrier() override { inner_.barrier(); }
+  void abort(const std::string& why) override { inner_.abort(why); }
+
+ private:
+  dist::Communicator& inner_;
+  Fault fault_;
+  int at_;
+  int calls_ = 0;
+};
+
+// The negative control of the tensor-parallel tests: the relative gap between `one` rank's
+// logits of `prompt` (every row) and those of two ranks, loaded by `load` with `options`, whose
+// first all-reduce (layer 0's o products) loses the other rank's part.
+inline double gap_with_a_dropped_all_reduce(LanguageModel& one,
+                                            const TensorParallelModel::Loader& load,
+                                            const ModelRunOptions& options,
+                                            const std::vector<int32_t>& prompt, int64_t context) {
+  std::vector<std::unique_ptr<FaultyCommunicator>> dropping;
+  TensorParallelModel tp(2, options, [&](const ModelRunOptions& rank) {
+    dropping.push_back(
+        std::make_unique<FaultyCommunicator>(*rank.ranks, FaultyCommunicator::Fault::kDrop, 0));
+    ModelRunOptions with = rank;
+    with.ranks = dropping.back().get();
+    return load(with);
+  });
+  auto a = one.new_sequence(context);
+  auto b = tp.new_sequence(context);
+  std::vector<float> expected, got;
+  one.forward(*a, prompt, LogitRows::kAll, expected);
+  tp.forward(*b, prompt, LogitRows::kAll, got);
+  return relative_gap(got, expected);
+}
+
+}  // namespace md::testing
