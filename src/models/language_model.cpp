@@ -17,7 +17,7 @@ void require_one_rank(const ModelRunOptions& options, const std::string& model,
   if (options.ranks == nullptr || options.ranks->size() == 1) return;
   fail(
       "{}: tensor parallelism ({} ranks) is not implemented for {} models yet (llama and "
-      "dense qwen3_5 only)",
+      "qwen3_5 only)",
       model, options.ranks->size(), family);
 }
 

@@ -1,12 +1,12 @@
-// Qwen3.8 / Qwen3.5 (dense) under tensor parallelism, ranks as threads of this process
-// (TensorParallelModel), against the same model on one rank, on every dense fixture whose heads
-// can be shared — transformers' layout (grouped value heads) and llama.cpp's GGUF (tiled value
-// heads; BF16 and Q8_0 blocks): greedy tokens identical, logits within the bound the changed
-// summation order allows (as llama_tensor_parallel_test.cpp argues: the Gated DeltaNet and
-// attention heads are computed whole on their rank, only the o / out_proj / down sums change
-// order), verify rows and commit(k) likewise, and, with the recurrent delta rule, a prompt's
-// prefill programs bitwise the same tokens decoded one by one. MoE models and more ranks than
-// key heads are refused with a message; a dropped all-reduce breaks the bound.
+// Qwen3.8 / Qwen3.5 under tensor parallelism, ranks as threads of this process
+// (TensorParallelModel), against the same model on one rank, on every fixture whose heads can be
+// shared (Qwen3.5-MoE's experts replicated) — transformers' layout (grouped value heads) and
+// llama.cpp's GGUF (tiled value heads; BF16 and Q8_0 blocks): greedy tokens identical, logits
+// within the bound the changed summation order allows (as llama_tensor_parallel_test.cpp argues:
+// the Gated DeltaNet and attention heads are computed whole on their rank, only the o / out_proj /
+// down sums change order), verify rows and commit(k) likewise, and, with the recurrent delta rule,
+// a prompt's prefill programs bitwise the same tokens decoded one by one. More ranks than key heads
+// are refused with a message; a dropped all-reduce breaks the bound.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -141,7 +141,8 @@ struct Case {
 TEST(Qwen38TensorParallel, DenseFixturesMatchOneRank) {
   const std::vector<Case> cases = {{"tiny-qwen38", {1, 2}},       {"tiny-qwen38-text", {2}},
                                    {"tiny-qwen38-hd256", {2}},    {"tiny-qwen35-tied", {2, 4}},
-                                   {"tiny-qwen35-interval", {2}}, {"tiny-qwen35-gelu-bias", {2}}};
+                                   {"tiny-qwen35-interval", {2}}, {"tiny-qwen35-gelu-bias", {2}},
+                                   {"tiny-qwen35-moe", {2}}};
   for (const Case& c : cases) {
     for (int ranks : c.ranks) {
       for (ExecutorKind executor : {ExecutorKind::kMega, ExecutorKind::kOps}) {
@@ -157,7 +158,8 @@ TEST(Qwen38TensorParallel, DenseFixturesMatchOneRank) {
 // down sliced as views into the mapping).
 TEST(Qwen38TensorParallel, GgufFilesMatchOneRank) {
   for (const std::string file :
-       {"tiny-qwen38.BF16.gguf", "tiny-qwen35-interval.BF16.gguf", "tiny-qwen35-tied.Q8_0.gguf"}) {
+       {"tiny-qwen38.BF16.gguf", "tiny-qwen35-interval.BF16.gguf", "tiny-qwen35-tied.Q8_0.gguf",
+        "tiny-qwen35-moe.BF16-fused-experts.gguf"}) {
     expect_like_one_rank(gguf(file), 2, ExecutorKind::kMega, file + ", 2 ranks");
   }
 }
@@ -240,7 +242,6 @@ void expect_refused(const Loader& load, int ranks, const std::string& message) {
 }
 
 TEST(Qwen38TensorParallel, RefusesWhatItCannotShare) {
-  expect_refused(hf("tiny-qwen35-moe"), 2, "tensor parallelism of MoE models");
   expect_refused(hf("tiny-qwen35-layers"), 2, "2 ranks cannot share 1 Gated DeltaNet key heads");
   // Value heads of 16 columns cannot be cut out of Q8_0's blocks of 32 (real checkpoints' are 128).
   expect_refused(gguf("tiny-qwen38.Q8_0.gguf"), 2,

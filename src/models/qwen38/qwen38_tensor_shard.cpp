@@ -106,9 +106,6 @@ int64_t column_unit(const kernels::WeightMatrix& w) {
 Qwen38Shard shard_qwen38(const Qwen38Config& config, Qwen38Weights weights, int rank, int ranks,
                          const std::string& model) {
   const Qwen38Config& c = config;
-  if (c.is_moe()) {
-    fail("{}: tensor parallelism of MoE models (qwen3_5_moe) is not implemented yet", model);
-  }
   if (ranks > c.linear_num_key_heads) {
     fail("{}: {} ranks cannot share {} Gated DeltaNet key heads (use at most {} ranks)", model,
          ranks, c.linear_num_key_heads, c.linear_num_key_heads);
@@ -116,14 +113,15 @@ Qwen38Shard shard_qwen38(const Qwen38Config& config, Qwen38Weights weights, int 
   const shard::HeadShard heads =
       shard::attention_heads(c.num_attention_heads, c.num_key_value_heads, rank, ranks, model);
   const Range keys = shard::even_part(c.linear_num_key_heads, ranks, rank);
+  // A MoE block is replicated (below): only a dense MLP's columns are shared.
   int64_t unit = 1;
   for (const Qwen38LayerWeights& l : weights.layers)
     unit = std::max(unit, column_unit(l.down_proj));
-  if (c.intermediate_size % unit != 0 || c.intermediate_size / unit < ranks) {
+  if (!c.is_moe() && (c.intermediate_size % unit != 0 || c.intermediate_size / unit < ranks)) {
     fail("{}: {} FFN columns cannot be shared among {} ranks in blocks of {}", model,
          c.intermediate_size, ranks, unit);
   }
-  const Range ffn = shard::even_part(c.intermediate_size, ranks, rank, unit);
+  const Range ffn = c.is_moe() ? Range{} : shard::even_part(c.intermediate_size, ranks, rank, unit);
   const std::vector<Range> ffn_ranges{ffn};
   const std::vector<Range> vocab{shard::even_part(c.vocab_size, ranks, rank)};
 
@@ -152,9 +150,16 @@ Qwen38Shard shard_qwen38(const Qwen38Config& config, Qwen38Weights weights, int 
     } else {
       l.gdn = shard_delta_net(c, whole.gdn, keys, w, tag);
     }
-    l.gate_proj = shard::rows_of(whole.gate_proj, ffn_ranges, w.sliced, tag + "gate_proj");
-    l.up_proj = shard::rows_of(whole.up_proj, ffn_ranges, w.sliced, tag + "up_proj");
-    l.down_proj = shard::columns_of(whole.down_proj, ffn_ranges, w.sliced, tag + "down_proj");
+    if (c.is_moe()) {
+      // Every rank holds the whole block, routes its (identical) rows and runs the experts they
+      // chose, so the block's output needs no sum across the ranks; only the attention and
+      // DeltaNet layers around it are shared. (Expert parallelism would split the experts.)
+      l.moe = std::move(whole.moe);
+    } else {
+      l.gate_proj = shard::rows_of(whole.gate_proj, ffn_ranges, w.sliced, tag + "gate_proj");
+      l.up_proj = shard::rows_of(whole.up_proj, ffn_ranges, w.sliced, tag + "up_proj");
+      l.down_proj = shard::columns_of(whole.down_proj, ffn_ranges, w.sliced, tag + "down_proj");
+    }
     w.layers.push_back(std::move(l));
   }
   return out;

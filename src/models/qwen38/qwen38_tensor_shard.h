@@ -1,11 +1,12 @@
-// One rank's share of a dense Qwen3.8 / Qwen3.5 model under tensor parallelism (the seed's
+// One rank's share of a Qwen3.8 / Qwen3.5 model under tensor parallelism (the seed's
 // layout, on models/common/tensor_shard.h): gated-attention layers by whole KV heads with their
 // query groups (or replicated KV heads, as for Llama), Gated DeltaNet layers by whole key heads
 // with their value heads — q, k and v channels, z, b and a, conv taps, decays and the out_proj
 // columns of those heads, in either value-head layout (transformers' grouped one or llama.cpp's
 // tiled one) —, FFN columns in whole blocks, and an even part of the vocabulary. The embedding
 // and the norms stay whole; a projection bias of a row-parallel matrix (o) stays on rank 0 only,
-// so that the sum across ranks adds it once.
+// so that the sum across ranks adds it once. A Qwen3.5-MoE block (router, experts, shared
+// expert) is replicated whole on every rank.
 #pragma once
 
 #include <string>
@@ -21,8 +22,8 @@ struct Qwen38Shard {
   Qwen38Weights weights;
 };
 
-// Throws md::Error, naming `model`, for a MoE model (not sharded yet), more ranks than
-// Gated DeltaNet key heads, or heads and formats that cannot be shared among `ranks`.
+// Throws md::Error, naming `model`, for more ranks than Gated DeltaNet key heads, or heads and
+// formats that cannot be shared among `ranks`.
 Qwen38Shard shard_qwen38(const Qwen38Config& config, Qwen38Weights weights, int rank, int ranks,
                          const std::string& model);
 
