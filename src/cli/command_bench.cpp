@@ -403,9 +403,6 @@ std::vector<std::string> default_executors(LanguageModel& model) {
 // row on the fused executor in interleaved rounds: tok/s, the weight bytes all ranks stream per
 // step, the aggregate and per-rank streaming bandwidth, and each count's speed against the first.
 int run_tensor_parallel_bench(const BenchOptions& options) {
-  if (!options.model.empty() && !options.synthetic.empty()) {
-    fail("--model and --synthetic exclude each other");
-  }
   std::string name;
   std::vector<std::unique_ptr<LanguageModel>> models;
   for (int ranks : options.tp) {
@@ -464,9 +461,9 @@ int run_tensor_parallel_bench(const BenchOptions& options) {
 
 // `options` by value: its executors default from the model once it is open.
 int run_bench(BenchOptions options) {
-  if (!options.tp.empty()) return run_tensor_parallel_bench(options);
   if (!options.model.empty() && !options.synthetic.empty())
     fail("--model and --synthetic exclude each other");
+  if (!options.tp.empty()) return run_tensor_parallel_bench(options);
   for (int rows : options.rows) {
     if (rows < 1 || rows > 8) fail("--rows: {} is outside 1..8", rows);
   }

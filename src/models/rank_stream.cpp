@@ -180,8 +180,10 @@ void RankStreamModel::decode(std::span<SequenceState* const> states,
     mine.push_back(&state);
   }
   // Steps of at most a program's rows, each announced and run in turn: every family takes that
-  // many, so no rank can refuse a step after it was announced.
-  logits.clear();
+  // many, so no rank can refuse a step after it was announced. One step (the usual case) writes
+  // the caller's logits directly.
+  const bool one_step = mine.size() <= static_cast<std::size_t>(program::kMaxStepRows);
+  if (!one_step || mine.empty()) logits.clear();
   std::vector<float> step_logits;
   for (std::size_t first = 0; first < mine.size();
        first += static_cast<std::size_t>(program::kMaxStepRows)) {
@@ -196,8 +198,9 @@ void RankStreamModel::decode(std::span<SequenceState* const> states,
     const std::span<const int32_t> step_tokens = tokens.subspan(first, count);
     arguments.insert(arguments.end(), step_tokens.begin(), step_tokens.end());
     announce(kDecode, std::move(arguments));
-    on_shard("decode", [&] { shard_->decode(local, step_tokens, step_logits); });
-    logits.insert(logits.end(), step_logits.begin(), step_logits.end());
+    on_shard("decode",
+             [&] { shard_->decode(local, step_tokens, one_step ? logits : step_logits); });
+    if (!one_step) logits.insert(logits.end(), step_logits.begin(), step_logits.end());
   }
   for (State* s : mine) s->sync();
 }

@@ -71,6 +71,18 @@ struct Q8Matrix {
   kernels::GgufMatrix m;
 };
 
+// One range of a GGUF matrix, through the format-tagged slicing, back as a GGUF view.
+kernels::GgufMatrix rows_of(const kernels::GgufMatrix& w, Range range) {
+  std::vector<std::unique_ptr<std::uint8_t[]>> owned;
+  const Range ranges[] = {range};
+  return shard::rows_of(kernels::WeightMatrix::of(w), ranges, owned, "w").gguf();
+}
+kernels::GgufMatrix columns_of(const kernels::GgufMatrix& w, Range range,
+                               std::vector<std::unique_ptr<std::uint8_t[]>>& owned) {
+  const Range ranges[] = {range};
+  return shard::columns_of(kernels::WeightMatrix::of(w), ranges, owned, "w").gguf();
+}
+
 TEST(Slices, RowsAndBlockAlignedColumnsAreViews) {
   Q8Matrix q(4, 128);
   std::vector<std::unique_ptr<std::uint8_t[]>> owned;

@@ -221,7 +221,10 @@ int32_t StepBuilder::lm_head_argmax(program::RowInput input, const kernels::Weig
                                     const program::LogitSoftcap& softcap, int64_t row_capacity,
                                     const program::VocabShard& shard) {
   program::LmHeadOperands op{input, {}, nullptr, nullptr, softcap, row_capacity};
-  add_tiles(op.tiles, w, logits, 0, w.rows, false, min_tile);
+  // A rank's tiles write its part of the vocabulary; the reduction gathers the parts into
+  // `logits`.
+  const program::BufferId head_out = shard.comm != nullptr ? shard.local : logits;
+  add_tiles(op.tiles, w, head_out, 0, w.rows, false, min_tile);
   const auto tiles = static_cast<int64_t>(op.tiles.size());
   tile_max.assign(static_cast<std::size_t>(tiles * row_capacity), 0.0f);
   tile_arg.assign(static_cast<std::size_t>(tiles * row_capacity), 0);

@@ -96,8 +96,9 @@ class StepBuilder {
   // The lm_head tiles (at least `min_tile` rows each; their logits softcapped when `softcap`
   // says) with their per-tile argmax, then the reduction to one greedy token per input row (of at
   // most `row_capacity`, the length of `greedy`). `tile_max` / `tile_arg` are resized to fit.
-  // With a vocabulary shard (tensor parallelism), `w` holds the rank's rows of the vocabulary and
-  // the reduction goes on across the ranks. Returns the reduction's index.
+  // With a vocabulary shard (tensor parallelism), `w` holds the rank's rows of the vocabulary, its
+  // tiles write shard.local, and the reduction goes on across the ranks, gathering into `logits`.
+  // Returns the reduction's index.
   int32_t lm_head_argmax(program::RowInput input, const kernels::WeightMatrix& w,
                          program::BufferId logits, int64_t min_tile, std::vector<float>& tile_max,
                          std::vector<int32_t>& tile_arg, int32_t* greedy,

@@ -32,49 +32,8 @@ HeadShard attention_heads(int64_t heads, int64_t kv_heads, int rank, int ranks,
   return {{kv * group + share.begin, kv * group + share.end}, {kv, kv + 1}};
 }
 
-kernels::GgufMatrix rows_of(const kernels::GgufMatrix& w, Range range) {
-  if (range.begin < 0 || range.end > w.rows || range.size() < 1) {
-    fail("rows {}..{} of a matrix of {} rows", range.begin, range.end, w.rows);
-  }
-  kernels::GgufMatrix slice = w;
-  slice.data = w.row(range.begin);
-  slice.rows = range.size();
-  slice.packed = nullptr;  // repacked for the slice where needed (set_matmul_inputs)
-  return slice;
-}
-
-int64_t column_unit(const kernels::GgufMatrix& w) {
-  return ggml_type_info(w.type).block_elems;
-}
-
-kernels::GgufMatrix columns_of(const kernels::GgufMatrix& w, Range range,
-                               std::vector<std::unique_ptr<std::uint8_t[]>>& owned) {
-  const GgmlTypeInfo& info = ggml_type_info(w.type);
-  const auto unit = static_cast<int64_t>(info.block_elems);
-  if (range.begin < 0 || range.end > w.cols || range.size() < 1 || range.begin % unit != 0 ||
-      range.end % unit != 0) {
-    fail("columns {}..{} of a {} matrix of {} columns (blocks of {})", range.begin, range.end,
-         info.name, w.cols, unit);
-  }
-  const auto offset = static_cast<std::size_t>(range.begin / unit) * info.block_bytes;
-  const auto bytes = static_cast<std::size_t>(range.size() / unit) * info.block_bytes;
-  kernels::GgufMatrix slice = w;
-  slice.cols = range.size();
-  slice.packed = nullptr;
-  if (w.type != GgmlType::kBF16) {
-    // Rows stay row_bytes apart in the mapping: the kernels read a row's first `cols` elements.
-    slice.data = w.data + offset;
-    return slice;
-  }
-  // The bf16 kernels read rows exactly one row apart: the slice is copied.
-  auto copy = std::make_unique<std::uint8_t[]>(bytes * static_cast<std::size_t>(w.rows));
-  for (int64_t r = 0; r < w.rows; ++r) {
-    std::memcpy(copy.get() + static_cast<std::size_t>(r) * bytes, w.row(r) + offset, bytes);
-  }
-  slice.data = copy.get();
-  slice.row_bytes = bytes;
-  owned.push_back(std::move(copy));
-  return slice;
+int64_t column_unit(const kernels::WeightMatrix& w) {
+  return w.format == kernels::WeightFormat::kGguf ? ggml_type_info(w.gguf_type).block_elems : 1;
 }
 
 namespace {

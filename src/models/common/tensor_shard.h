@@ -31,19 +31,14 @@ struct HeadShard {
 HeadShard attention_heads(int64_t heads, int64_t kv_heads, int rank, int ranks,
                           const std::string& model);
 
-// Rows [range) of `w` (a view into the same bytes).
-kernels::GgufMatrix rows_of(const kernels::GgufMatrix& w, Range range);
-// Input columns [range) of `w`: a view where the format allows (row_bytes may exceed a row of
-// the slice), otherwise a copy kept in `owned`. The range must start and end on the format's
-// blocks (md::Error otherwise).
-kernels::GgufMatrix columns_of(const kernels::GgufMatrix& w, Range range,
-                               std::vector<std::unique_ptr<std::uint8_t[]>>& owned);
-// The column unit a row-parallel split of `w` must respect: its format's block.
-int64_t column_unit(const kernels::GgufMatrix& w);
+// The column unit a row-parallel split of `w` must respect: its format's block (GGUF), else 1.
+int64_t column_unit(const kernels::WeightMatrix& w);
 
-// The same for a format-tagged matrix (bf16 and GGUF formats; the others are refused naming
-// `what`): rows [ranges…] in order, and input columns [ranges…] in order, each a view where one
-// range of a format that allows it is asked for, else a copy kept in `owned`.
+// Rows [ranges…] of `w` in order, and input columns [ranges…] in order (bf16 and GGUF formats;
+// the others are refused naming `what`): a view where one range is asked for and the format
+// allows it (a GGUF block format's column view keeps the rows' stride, the kernels read a row's
+// first `cols` elements), else a copy kept in `owned`. Columns must start and end on the
+// format's blocks (md::Error otherwise).
 kernels::WeightMatrix rows_of(const kernels::WeightMatrix& w, std::span<const Range> ranges,
                               std::vector<std::unique_ptr<std::uint8_t[]>>& owned,
                               const std::string& what);

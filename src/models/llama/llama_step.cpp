@@ -37,16 +37,15 @@ LlamaStep::LlamaStep(const LlamaConfig& config, const LlamaGgufWeights& weights,
       mode_(mode),
       max_rows_(max_rows),
       logit_rows_(mode == RowMode::kPrefill ? logits : LogitRows::kAll),
-      max_context_(max_context),
-      ranks_(ranks) {
+      max_context_(max_context) {
   if (mode != RowMode::kIndependent && mode != RowMode::kPrefill)
     fail("a Llama step has independent or prefill rows");
   const int64_t most = mode == RowMode::kPrefill ? kMaxPrefillRows : kMaxRows;
   if (max_rows < 1 || max_rows > most) fail("a step takes 1..{} rows, not {}", most, max_rows);
-  build(workers);
+  build(workers, ranks);
 }
 
-void LlamaStep::build(int workers) {
+void LlamaStep::build(int workers, dist::Communicator* ranks) {
   const LlamaConfig& c = config_;
   const int64_t R = max_rows_, H = c.hidden_size, I = c.intermediate_size;
   for (auto [storage, width] : {std::pair{&hidden_, H},
@@ -63,7 +62,7 @@ void LlamaStep::build(int workers) {
   const bool last_only = logit_rows_ == LogitRows::kLast;
   const int64_t logit_rows = last_only ? 1 : R;
   greedy_.assign(size(logit_rows), 0);
-  rank_ = std::make_unique<RankBuffers>(ranks_, R, H, logit_rows, c.vocab_size);
+  rank_ = std::make_unique<RankBuffers>(ranks, R, H, logit_rows, c.vocab_size);
   StepBuilder b(workers, kRowGrain);
   ids_ = {b.buffer(hidden_),
           b.buffer(q_),
@@ -90,10 +89,7 @@ void LlamaStep::build(int workers) {
       StepBuilder::normalised(ids_.hidden, H, NormKind::kF32Plain, weights_.output_norm.data(),
                               static_cast<float>(c.rms_norm_eps));
   if (last_only) final_rows.first_row = -1;
-  // Under tensor parallelism the lm_head writes the rank's part of the vocabulary, and the
-  // reduction gathers every rank's part into the caller's logits.
-  const program::BufferId head_out = rank_->ranks() ? ids_.local_logits : ids_.logits;
-  b.lm_head_argmax(final_rows, WeightMatrix::of(weights_.output), head_out, kMinVocabTile,
+  b.lm_head_argmax(final_rows, WeightMatrix::of(weights_.output), ids_.logits, kMinVocabTile,
                    tile_max_, tile_arg_, greedy_.data(), {b.all(residual)}, {}, logit_rows,
                    rank_->vocab_shard(ids_.local_logits, ids_.logits));
   // No worker scratch: attention keeps its scores itself (kernels/attention.h).
@@ -105,7 +101,7 @@ int32_t LlamaStep::residual_projection(StepBuilder& b, const std::string& name,
                                        std::vector<program::Dependency> waits) {
   std::vector<program::Tile> tiles;
   b.add_tiles(tiles, WeightMatrix::of(w), ids_.hidden, 0, config_.hidden_size, true);
-  return b.residual_projection(name, input, std::move(tiles), std::move(waits), ranks_,
+  return b.residual_projection(name, input, std::move(tiles), std::move(waits), rank_->ranks(),
                                ids_.partial);
 }
 

@@ -70,7 +70,7 @@ class LlamaStep {
   struct Buffers {
     program::BufferId hidden, q, k, v, attended, gate, up, angles, logits, partial, local_logits;
   };
-  void build(int workers);
+  void build(int workers, dist::Communicator* ranks);
   // A row-parallel projection's tiles (o, down) into the residual stream
   // (StepBuilder::residual_projection). Returns the instruction after which it is complete.
   int32_t residual_projection(StepBuilder& b, const std::string& name, program::RowInput input,
@@ -85,7 +85,6 @@ class LlamaStep {
   int64_t max_rows_;
   LogitRows logit_rows_;
   int64_t max_context_;
-  dist::Communicator* ranks_;
   Buffers ids_{};
   std::unique_ptr<program::Program> program_;
   std::vector<program::StepRow> step_rows_;

@@ -1,6 +1,10 @@
 #include "models/llama/llama_tensor_shard.h"
 
+#include <fmt/format.h>
+
+#include <memory>
 #include <utility>
+#include <vector>
 
 #include "base/error.h"
 #include "models/common/tensor_shard.h"
@@ -13,6 +17,19 @@ shard::Range scaled(shard::Range heads, int64_t width) {
   return {heads.begin * width, heads.end * width};
 }
 
+using Owned = std::vector<std::unique_ptr<std::uint8_t[]>>;
+
+GgufMatrix rows_of(const GgufMatrix& w, shard::Range range, Owned& owned, const std::string& what) {
+  const shard::Range ranges[] = {range};
+  return shard::rows_of(kernels::WeightMatrix::of(w), ranges, owned, what).gguf();
+}
+
+GgufMatrix columns_of(const GgufMatrix& w, shard::Range range, Owned& owned,
+                      const std::string& what) {
+  const shard::Range ranges[] = {range};
+  return shard::columns_of(kernels::WeightMatrix::of(w), ranges, owned, what).gguf();
+}
+
 }  // namespace
 
 LlamaShard shard_llama(const LlamaConfig& config, LlamaGgufWeights weights, int rank, int ranks,
@@ -23,7 +40,7 @@ LlamaShard shard_llama(const LlamaConfig& config, LlamaGgufWeights weights, int 
   // FFN columns in whole blocks of every layer's down matrix (GGUF mixes formats by layer).
   int64_t unit = 1;
   for (const LlamaLayerWeights& l : weights.layers) {
-    unit = std::max(unit, shard::column_unit(l.down));
+    unit = std::max(unit, shard::column_unit(kernels::WeightMatrix::of(l.down)));
   }
   if (config.intermediate_size % unit != 0 || config.intermediate_size / unit < ranks) {
     fail("{}: {} FFN columns cannot be shared among {} ranks in blocks of {}", model,
@@ -39,19 +56,21 @@ LlamaShard shard_llama(const LlamaConfig& config, LlamaGgufWeights weights, int 
   LlamaGgufWeights& w = out.weights;
   w.owned = std::move(weights.owned);  // the HF q/k rows the views below may point into
   w.embedding = weights.embedding;
-  w.output = shard::rows_of(weights.output, vocab);
+  w.output = rows_of(weights.output, vocab, w.owned, model + ": output");
   w.output_norm = std::move(weights.output_norm);
-  for (LlamaLayerWeights& whole : weights.layers) {
+  for (std::size_t i = 0; i < weights.layers.size(); ++i) {
+    LlamaLayerWeights& whole = weights.layers[i];
+    const std::string tag = fmt::format("{}: layer {} ", model, i);
     LlamaLayerWeights l;
     l.attn_norm = std::move(whole.attn_norm);
     l.ffn_norm = std::move(whole.ffn_norm);
-    l.q = shard::rows_of(whole.q, scaled(heads.heads, hd));
-    l.k = shard::rows_of(whole.k, scaled(heads.kv_heads, hd));
-    l.v = shard::rows_of(whole.v, scaled(heads.kv_heads, hd));
-    l.o = shard::columns_of(whole.o, scaled(heads.heads, hd), w.owned);
-    l.gate = shard::rows_of(whole.gate, ffn);
-    l.up = shard::rows_of(whole.up, ffn);
-    l.down = shard::columns_of(whole.down, ffn, w.owned);
+    l.q = rows_of(whole.q, scaled(heads.heads, hd), w.owned, tag + "q");
+    l.k = rows_of(whole.k, scaled(heads.kv_heads, hd), w.owned, tag + "k");
+    l.v = rows_of(whole.v, scaled(heads.kv_heads, hd), w.owned, tag + "v");
+    l.o = columns_of(whole.o, scaled(heads.heads, hd), w.owned, tag + "o");
+    l.gate = rows_of(whole.gate, ffn, w.owned, tag + "gate");
+    l.up = rows_of(whole.up, ffn, w.owned, tag + "up");
+    l.down = columns_of(whole.down, ffn, w.owned, tag + "down");
     w.layers.push_back(std::move(l));
   }
   return out;

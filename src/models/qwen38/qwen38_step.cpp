@@ -56,14 +56,13 @@ Qwen38Step::Qwen38Step(const Qwen38Config& config, const Qwen38Weights& weights,
       delta_rule_chunk_(mode == RowMode::kPrefill ? delta_rule_chunk : 0),
       vocab_(config.vocab_size),
       max_context_(max_context),
-      tap_layers_(std::move(tap_layers)),
-      ranks_(ranks) {
+      tap_layers_(std::move(tap_layers)) {
   const int64_t most = mode == RowMode::kPrefill ? kMaxPrefillRows : kMaxRows;
   if (max_rows < 1 || max_rows > most) fail("a step takes 1..{} rows, not {}", most, max_rows);
-  build(workers);
+  build(workers, ranks);
 }
 
-void Qwen38Step::build(int workers) {
+void Qwen38Step::build(int workers, dist::Communicator* ranks) {
   const Qwen38Config& c = config_;
   const int64_t R = max_rows_, H = c.hidden_size;
   const int64_t I = c.is_moe() ? c.moe.shared_intermediate : c.intermediate_size;
@@ -92,7 +91,7 @@ void Qwen38Step::build(int workers) {
   const bool last_only = logit_rows_ == LogitRows::kLast;
   const int64_t logit_rows = last_only ? 1 : R;
   greedy_.assign(size(logit_rows), 0);
-  rank_ = std::make_unique<RankBuffers>(ranks_, R, H, logit_rows, vocab_);
+  rank_ = std::make_unique<RankBuffers>(ranks, R, H, logit_rows, vocab_);
   StepBuilder b(workers);
   ids_ = {b.buffer(hidden_),
           b.buffer(gdn_proj_),
@@ -125,10 +124,7 @@ void Qwen38Step::build(int workers) {
       StepBuilder::normalised(ids_.hidden, H, NormKind::kF32Plain, weights_.norm.data(),
                               static_cast<float>(c.rms_norm_eps));
   if (last_only) final_rows.first_row = -1;
-  // Under tensor parallelism the lm_head writes the rank's part of the vocabulary, and the
-  // reduction gathers every rank's part into the logits.
-  const program::BufferId head_out = rank_->ranks() ? ids_.local_logits : ids_.logits;
-  b.lm_head_argmax(final_rows, weights_.lm_head, head_out, kMinVocabTile, tile_max_, tile_arg_,
+  b.lm_head_argmax(final_rows, weights_.lm_head, ids_.logits, kMinVocabTile, tile_max_, tile_arg_,
                    greedy_.data(), {b.all(residual)}, {}, logit_rows,
                    rank_->vocab_shard(ids_.local_logits, ids_.logits));
   // Worker scratch: what a delta-net key head needs (attention keeps its scores itself; the MoE

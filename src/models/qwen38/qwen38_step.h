@@ -88,7 +88,7 @@ class Qwen38Step {
   // A row-parallel projection's tiles into the residual stream (StepBuilder::residual_projection).
   int32_t residual_projection(StepBuilder& b, const std::string& name, program::RowInput input,
                               std::vector<program::Tile> tiles, int32_t after);
-  void build(int workers);
+  void build(int workers, dist::Communicator* ranks);
   int32_t add_delta_net(StepBuilder& b, int64_t layer, int32_t residual);
   int32_t add_attention(StepBuilder& b, int64_t layer, int32_t residual, int32_t angles);
   int32_t add_mlp(StepBuilder& b, int64_t layer, int32_t residual);
@@ -108,7 +108,6 @@ class Qwen38Step {
   int64_t vocab_;
   int64_t max_context_;
   std::vector<int64_t> tap_layers_;
-  dist::Communicator* ranks_;
   std::unique_ptr<RankBuffers> rank_;  // tensor parallelism's partial sums and vocabulary part
   std::unique_ptr<program::Program> program_;
 

@@ -97,10 +97,6 @@ Qwen38AttentionWeights shard_attention(const Qwen38Config& c, const Qwen38Attent
   return s;
 }
 
-int64_t column_unit(const kernels::WeightMatrix& w) {
-  return w.format == kernels::WeightFormat::kGguf ? ggml_type_info(w.gguf_type).block_elems : 1;
-}
-
 }  // namespace
 
 Qwen38Shard shard_qwen38(const Qwen38Config& config, Qwen38Weights weights, int rank, int ranks,
@@ -116,7 +112,7 @@ Qwen38Shard shard_qwen38(const Qwen38Config& config, Qwen38Weights weights, int 
   // A MoE block is replicated (below): only a dense MLP's columns are shared.
   int64_t unit = 1;
   for (const Qwen38LayerWeights& l : weights.layers)
-    unit = std::max(unit, column_unit(l.down_proj));
+    unit = std::max(unit, shard::column_unit(l.down_proj));
   if (!c.is_moe() && (c.intermediate_size % unit != 0 || c.intermediate_size / unit < ranks)) {
     fail("{}: {} FFN columns cannot be shared among {} ranks in blocks of {}", model,
          c.intermediate_size, ranks, unit);
