@@ -6,6 +6,7 @@ find_package(fmt REQUIRED)
 find_package(Threads REQUIRED)
 pkg_check_modules(PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
+pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 # The HTTP transport: Boost.Beast on Boost.Asio (header-only; Debian's libboost1.81-dev).
 find_package(Boost 1.81 REQUIRED CONFIG COMPONENTS headers)
 # Line editing for `megadecode chat` (Debian libedit-dev; BSD-licensed, unlike GNU readline).

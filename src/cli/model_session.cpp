@@ -17,12 +17,14 @@
 #include "engine/speculative_round.h"
 #include "io/gguf_file.h"
 #include "io/model_source.h"
+#include "io/pack_manifest.h"
 #include "kernels/matmul.h"
 #include "models/common/gguf_tokenizer.h"
 #include "models/drafters/drafter_loader.h"
 #include "models/model_loader.h"
 #include "models/rank_stream.h"
 #include "models/tensor_parallel_model.h"
+#include "models/weight_pack.h"
 
 namespace md::cli {
 
@@ -67,6 +69,11 @@ void add_model_flags(CLI::App& command, ModelFlags& flags) {
                   "over N ranks: in this process (sharing --threads), or one per process when "
                   "started by mpirun/srun with N processes (llama and qwen3_5 models)")
       ->check(CLI::Range(1, 64));
+  command
+      .add_option("--weights", flags.weights,
+                  "A weight pack written by megadecode pack for this model and --tp: the ranks "
+                  "map their slices from it instead of cutting them from the checkpoint")
+      ->envname("QWEN_PACKED_WEIGHTS");
   command
       .add_option("--executor", flags.executor,
                   "Decode steps: mega (fused program, persistent threads), ops (same program, "
@@ -155,25 +162,27 @@ uint64_t file_hash(const std::string& path) {
 
 // What must be the same on every rank of one model: the binary, the model and the options that
 // shape its shards and their steps (threads may differ from host to host).
-std::string rank_identity(const std::string& directory, const ModelRunOptions& options, int ranks) {
+std::string rank_identity(const std::string& directory, const ModelRunOptions& options, int ranks,
+                          const std::string& pack) {
   std::error_code error;
   const auto bytes = std::filesystem::is_regular_file(directory, error)
                          ? std::filesystem::file_size(directory, error)
                          : 0;
   return fmt::format(
       "binary {:016x}, model {} ({} bytes), tp {}, executor {}, matmul inputs {}, kv {}, dense "
-      "{}, prefill rows {}",
+      "{}, prefill rows {}, pack manifest {:016x}",
       file_hash("/proc/self/exe"), std::filesystem::path(directory).filename().string(), bytes,
       ranks, program::executor_name(options.executor), static_cast<int>(options.matmul_inputs),
       static_cast<int>(options.kv_cache), static_cast<int>(options.dense_weights),
-      options.prefill_rows);
+      options.prefill_rows,
+      pack.empty() ? 0 : file_hash((std::filesystem::path(pack) / kPackManifestName).string()));
 }
 
 // The model over the processes of an MPI job, one rank each: rank 0 returns the model the
 // command drives (RankStreamModel); the other ranks follow its calls until it ends, then exit
 // here, the command's work being rank 0's.
 std::unique_ptr<LanguageModel> load_over_mpi(const std::string& directory, ModelRunOptions options,
-                                             int ranks) {
+                                             int ranks, const std::string& pack) {
   // For the process's life: MPI_Finalize runs at exit.
   static std::unique_ptr<dist::MpiSession> mpi = std::make_unique<dist::MpiSession>();
   dist::Communicator& world = mpi->world();
@@ -181,11 +190,11 @@ std::unique_ptr<LanguageModel> load_over_mpi(const std::string& directory, Model
     fail("--tp {} but the MPI job has {} processes: launch with mpirun -np {} (or srun -n {})",
          ranks, world.size(), ranks, ranks);
   }
-  check_same_everywhere(world, rank_identity(directory, options, ranks));
+  check_same_everywhere(world, rank_identity(directory, options, ranks, pack));
   options.ranks = &world;
   std::unique_ptr<LanguageModel> shard;
   try {
-    shard = load_language_model(directory, options);
+    shard = load_rank_model(directory, options, pack);
   } catch (const Error& e) {
     world.abort(fmt::format("cannot load its shard: {}", e.what()));  // ends the job
     throw;
@@ -208,12 +217,14 @@ bool follows_rank_zero(const ModelFlags& flags) {
 }
 
 std::unique_ptr<LanguageModel> load_model(const std::string& directory,
-                                          const ModelRunOptions& options, int ranks) {
-  if (ranks <= 1) return load_language_model(directory, options);
-  if (dist::launched_by_mpi()) return load_over_mpi(directory, options, ranks);
-  return std::make_unique<TensorParallelModel>(
-      ranks, options,
-      [&directory](const ModelRunOptions& rank) { return load_language_model(directory, rank); });
+                                          const ModelRunOptions& options, int ranks,
+                                          const std::string& pack) {
+  if (ranks <= 1) return load_rank_model(directory, options, pack);
+  if (dist::launched_by_mpi()) return load_over_mpi(directory, options, ranks, pack);
+  return std::make_unique<TensorParallelModel>(ranks, options,
+                                               [&directory, &pack](const ModelRunOptions& rank) {
+                                                 return load_rank_model(directory, rank, pack);
+                                               });
 }
 
 std::optional<std::string> default_model() {
@@ -271,7 +282,7 @@ ModelSession open_model_session(const ModelFlags& flags, int sequences) {
     session.sampling_defaults = engine::default_sampling(defaults);
     session.model_sets_sampling = !defaults.empty();
   }
-  session.model = load_model(directory, options, flags.tp);
+  session.model = load_model(directory, options, flags.tp, flags.weights);
   if (session.tokenizer->vocab_size() > session.model->vocab_size()) {
     fail("{}: the tokenizer has {} tokens but the model's vocabulary is {}", directory,
          session.tokenizer->vocab_size(), session.model->vocab_size());

@@ -32,6 +32,7 @@ struct ModelFlags {
   int64_t force_accept = 0;        // benchmarks only
   float confidence_threshold = 0;  // --spec-confidence-threshold; 0: off
   int tp = 1;                      // tensor-parallel ranks (in-process)
+  std::string weights;             // --weights: a pack for --tp (models/weight_pack.h); or cut
 };
 
 struct SamplingFlags {
@@ -89,9 +90,12 @@ ExecutorKind parse_executor(const std::string& name);
 // command's own (no port, no terminal).
 bool follows_rank_zero(const ModelFlags& flags);
 // The model at `directory`; with ranks > 1, spread over that many in-process tensor-parallel
-// ranks (models/tensor_parallel_model.h) that share options.threads.
+// ranks (models/tensor_parallel_model.h) that share options.threads, or over the processes of an
+// MPI job. With a `pack` (a directory `megadecode pack` wrote), the ranks map their slices from
+// it; it must have been made from this checkpoint for this many ranks.
 std::unique_ptr<LanguageModel> load_model(const std::string& directory,
-                                          const ModelRunOptions& options, int ranks);
+                                          const ModelRunOptions& options, int ranks,
+                                          const std::string& pack = "");
 
 // The --matmul-inputs option, shared with bench (its values: f32, bf16).
 CLI::Option* add_matmul_inputs_option(CLI::App& command, std::string& value);

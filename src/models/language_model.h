@@ -20,6 +20,10 @@
 
 namespace md {
 
+namespace shard {
+class SliceSource;  // models/common/slice_source.h
+}
+
 // Element type of attention KV caches. Bf16 halves the memory; f32 is for exactness tests.
 using KvCacheType = kernels::KvCacheType;
 
@@ -48,6 +52,9 @@ struct ModelRunOptions {
   // make the same calls in the same order. Null (or one rank): the whole model. Families without
   // tensor parallelism refuse more than one rank.
   dist::Communicator* ranks = nullptr;
+  // Where such a rank's weight slices come from (models/common/slice_source.h): null, cut from
+  // the checkpoint at load; else a pack's rank (pack_reader.h) or a pack being written.
+  shard::SliceSource* slices = nullptr;
 };
 
 // Throws md::Error naming `model` when `options` ask for a dense-weight quantisation its family

@@ -19,7 +19,7 @@ expect serve-help-hides-test-hooks $? 'serve --help lists a --test-* option'
 check no-subcommand 2 '' 'subcommand' -- "$bin"
 check unknown-flag 2 '' 'tokenize-me' -- "$bin" tokenize --model x --tokenize-me
 check chat-without-model 2 '' 'no model given.*|--model' -- env MEGADECODE_MODEL= MEGADECODE_ROOT="$work" "$bin" chat
-check not-implemented-pack 3 '' 'not implemented yet' -- "$bin" pack
+check pack-without-out 2 '' '--out' -- "$bin" pack
 # serve: refusals before it listens (a running server is tested in tests/e2e).
 check serve-without-model 1 '' 'no --model given.*default model' -- env MEGADECODE_MODEL= MEGADECODE_ROOT="$work" "$bin" serve --port 0
 check serve-bad-port 2 '' 'port' -- "$bin" serve --port 70000

@@ -5,6 +5,7 @@ TCP on loopback (the transport a multi-host run takes), on the tiny-llama fixtur
   tiny-llama and tiny-qwen38 (Gated DeltaNet heads shared by key head).
 - `serve`: rank 0 listens; the official openai client gets from it the completion one process
   gives, concurrent requests included; in-process ranks (`serve --tp 2` without mpirun) too.
+- A weight pack (`megadecode pack --tp 2`) mapped by both ranks (`--weights`) gives the same text.
 - Faults: a rank killed mid-service ends the whole job, non-zero, with mpirun's message naming
   the rank, well within a bound; so does a rank that cannot load its shard, with its message; ranks started with different options are refused at start-up,
   every rank naming the one that differs; a process count unlike --tp is refused.
@@ -48,6 +49,20 @@ def test_run_over_two_mpi_ranks_gives_the_one_process_text(model):
     one = generate(model=model)
     assert generate(*MPI, "-np", "2", extra=("--tp", "2"), model=model) == one
     assert generate(extra=("--tp", "2"), model=model) == one
+
+
+@pytest.mark.parametrize("model", [MODEL, QWEN], ids=["llama", "qwen38"])
+def test_mpi_ranks_run_from_a_weight_pack_as_from_the_checkpoint(model, tmp_path):
+    pack = tmp_path / "pack"
+    made = run(BIN, "pack", "-m", model, "--tp", "2", "--out", str(pack))
+    assert made.returncode == 0, made.stderr
+    one = generate(model=model)
+    assert generate(*MPI, "-np", "2", extra=("--tp", "2", "--weights", str(pack)), model=model) == one
+    # A pack for another TP size: every rank refuses it, the job ends with the message.
+    wrong = run(*MPI, "-np", "2", BIN, "run", "-m", model, "--tp", "2", "--weights",
+                str(tmp_path / "nowhere"), "-p", PROMPT, "-n", "2", "-t", "1")
+    assert wrong.returncode != 0
+    assert "no manifest.json" in wrong.stdout + wrong.stderr
 
 
 class Server:

@@ -29,6 +29,8 @@ struct LlamaGgufWeights {
   // Bytes some matrices point into instead of the mapping (HF q/k rows permuted for the
   // adjacent-pair RoPE, llama_hf_weights.h); heap blocks, so moving the struct keeps them valid.
   std::vector<std::unique_ptr<std::uint8_t[]>> owned;
+  // A tensor-parallel rank's pack, when its slices were read from one (slice_source.h).
+  std::shared_ptr<const void> slice_storage;
 };
 
 // Throws md::Error naming the tensor when one is missing, shaped unlike `config` says, or in a

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "models/common/slice_source.h"
 #include "models/common/tensor_shard.h"
 
 namespace md {
@@ -17,23 +18,18 @@ shard::Range scaled(shard::Range heads, int64_t width) {
   return {heads.begin * width, heads.end * width};
 }
 
-using Owned = std::vector<std::unique_ptr<std::uint8_t[]>>;
-
-GgufMatrix rows_of(const GgufMatrix& w, shard::Range range, Owned& owned, const std::string& what) {
-  const shard::Range ranges[] = {range};
-  return shard::rows_of(kernels::WeightMatrix::of(w), ranges, owned, what).gguf();
+GgufMatrix rows_of(shard::Slicer& take, const GgufMatrix& w, shard::Range range, std::string key) {
+  return take.rows(kernels::WeightMatrix::of(w), range, std::move(key)).gguf();
 }
-
-GgufMatrix columns_of(const GgufMatrix& w, shard::Range range, Owned& owned,
-                      const std::string& what) {
-  const shard::Range ranges[] = {range};
-  return shard::columns_of(kernels::WeightMatrix::of(w), ranges, owned, what).gguf();
+GgufMatrix columns_of(shard::Slicer& take, const GgufMatrix& w, shard::Range range,
+                      std::string key) {
+  return take.columns(kernels::WeightMatrix::of(w), range, std::move(key)).gguf();
 }
 
 }  // namespace
 
 LlamaShard shard_llama(const LlamaConfig& config, LlamaGgufWeights weights, int rank, int ranks,
-                       const std::string& model) {
+                       const std::string& model, shard::SliceSource& slices) {
   const shard::HeadShard heads = shard::attention_heads(
       config.num_attention_heads, config.num_key_value_heads, rank, ranks, model);
   const int64_t hd = config.head_dim;
@@ -56,21 +52,23 @@ LlamaShard shard_llama(const LlamaConfig& config, LlamaGgufWeights weights, int 
   LlamaGgufWeights& w = out.weights;
   w.owned = std::move(weights.owned);  // the HF q/k rows the views below may point into
   w.embedding = weights.embedding;
-  w.output = rows_of(weights.output, vocab, w.owned, model + ": output");
+  shard::Slicer take(slices, w.owned, model);
+  w.slice_storage = take.storage();
+  w.output = rows_of(take, weights.output, vocab, "output");
   w.output_norm = std::move(weights.output_norm);
   for (std::size_t i = 0; i < weights.layers.size(); ++i) {
     LlamaLayerWeights& whole = weights.layers[i];
-    const std::string tag = fmt::format("{}: layer {} ", model, i);
+    const std::string tag = fmt::format("layer {} ", i);
     LlamaLayerWeights l;
     l.attn_norm = std::move(whole.attn_norm);
     l.ffn_norm = std::move(whole.ffn_norm);
-    l.q = rows_of(whole.q, scaled(heads.heads, hd), w.owned, tag + "q");
-    l.k = rows_of(whole.k, scaled(heads.kv_heads, hd), w.owned, tag + "k");
-    l.v = rows_of(whole.v, scaled(heads.kv_heads, hd), w.owned, tag + "v");
-    l.o = columns_of(whole.o, scaled(heads.heads, hd), w.owned, tag + "o");
-    l.gate = rows_of(whole.gate, ffn, w.owned, tag + "gate");
-    l.up = rows_of(whole.up, ffn, w.owned, tag + "up");
-    l.down = columns_of(whole.down, ffn, w.owned, tag + "down");
+    l.q = rows_of(take, whole.q, scaled(heads.heads, hd), tag + "q");
+    l.k = rows_of(take, whole.k, scaled(heads.kv_heads, hd), tag + "k");
+    l.v = rows_of(take, whole.v, scaled(heads.kv_heads, hd), tag + "v");
+    l.o = columns_of(take, whole.o, scaled(heads.heads, hd), tag + "o");
+    l.gate = rows_of(take, whole.gate, ffn, tag + "gate");
+    l.up = rows_of(take, whole.up, ffn, tag + "up");
+    l.down = columns_of(take, whole.down, ffn, tag + "down");
     w.layers.push_back(std::move(l));
   }
   return out;

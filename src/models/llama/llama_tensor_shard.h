@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "models/common/slice_source.h"
 #include "models/llama/llama_config.h"
 #include "models/llama/llama_gguf_weights.h"
 
@@ -21,7 +22,8 @@ struct LlamaShard {
 };
 
 // Throws md::Error, naming `model`, where the model's heads cannot be shared among `ranks`.
+// The matrix slices come from `slices` (models/common/slice_source.h).
 LlamaShard shard_llama(const LlamaConfig& config, LlamaGgufWeights weights, int rank, int ranks,
-                       const std::string& model);
+                       const std::string& model, shard::SliceSource& slices);
 
 }  // namespace md

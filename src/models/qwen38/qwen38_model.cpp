@@ -100,8 +100,10 @@ void Qwen38Model::apply_run_options() {
     if (run_options_.matmul_inputs != kernels::MatmulInputs::kQ8) {
       whole_lm_head_.inputs = run_options_.matmul_inputs;
     }
-    Qwen38Shard shard = shard_qwen38(config_, std::move(weights_), ranks.rank(), ranks.size(),
-                                     std::filesystem::path(directory_).filename().string());
+    Qwen38Shard shard =
+        shard_qwen38(config_, std::move(weights_), ranks.rank(), ranks.size(),
+                     std::filesystem::path(directory_).filename().string(),
+                     run_options_.slices ? *run_options_.slices : shard::slice_at_load());
     rank_config_ = shard.config;
     weights_ = std::move(shard.weights);
   }

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "models/common/slice_source.h"
 #include "models/common/tensor_shard.h"
 
 namespace md {
@@ -53,7 +54,7 @@ std::vector<int64_t> value_heads_of(const Qwen38Config& c, Range keys) {
 }
 
 Qwen38GdnWeights shard_delta_net(const Qwen38Config& c, const Qwen38GdnWeights& w, Range keys,
-                                 Qwen38Weights& out, const std::string& tag) {
+                                 shard::Slicer& take, const std::string& tag) {
   const int64_t dk = c.linear_key_head_dim, dv = c.linear_value_head_dim,
                 kernel = c.linear_conv_kernel;
   const std::vector<int64_t> key_heads = all_of(keys), value_heads = value_heads_of(c, keys);
@@ -64,30 +65,30 @@ Qwen38GdnWeights shard_delta_net(const Qwen38Config& c, const Qwen38GdnWeights& 
   const std::vector<Range> values = head_ranges(value_heads, dv),
                            heads = head_ranges(value_heads, 1);
   Qwen38GdnWeights s;
-  s.in_proj_qkv = shard::rows_of(w.in_proj_qkv, channels, out.sliced, tag + "in_proj_qkv");
-  s.in_proj_z = shard::rows_of(w.in_proj_z, values, out.sliced, tag + "in_proj_z");
-  s.in_proj_b = shard::rows_of(w.in_proj_b, heads, out.sliced, tag + "in_proj_b");
-  s.in_proj_a = shard::rows_of(w.in_proj_a, heads, out.sliced, tag + "in_proj_a");
+  s.in_proj_qkv = take.rows(w.in_proj_qkv, channels, tag + "in_proj_qkv");
+  s.in_proj_z = take.rows(w.in_proj_z, values, tag + "in_proj_z");
+  s.in_proj_b = take.rows(w.in_proj_b, heads, tag + "in_proj_b");
+  s.in_proj_a = take.rows(w.in_proj_a, heads, tag + "in_proj_a");
   s.conv1d = shard::rows_of(w.conv1d, kernel, channels);
   s.decay_factor = shard::rows_of(w.decay_factor, 1, heads);
   s.dt_bias = shard::rows_of(w.dt_bias, 1, heads);
   s.norm = w.norm;
-  s.out_proj = shard::columns_of(w.out_proj, values, out.sliced, tag + "out_proj");
+  s.out_proj = take.columns(w.out_proj, values, tag + "out_proj");
   return s;
 }
 
 Qwen38AttentionWeights shard_attention(const Qwen38Config& c, const Qwen38AttentionWeights& w,
                                        const shard::HeadShard& heads, bool keeps_bias,
-                                       Qwen38Weights& out, const std::string& tag) {
+                                       shard::Slicer& take, const std::string& tag) {
   const int64_t hd = c.head_dim;
   const std::vector<Range> q{{heads.heads.begin * 2 * hd, heads.heads.end * 2 * hd}};
   const std::vector<Range> kv{{heads.kv_heads.begin * hd, heads.kv_heads.end * hd}};
   const std::vector<Range> o{{heads.heads.begin * hd, heads.heads.end * hd}};
   Qwen38AttentionWeights s;
-  s.q_proj = shard::rows_of(w.q_proj, q, out.sliced, tag + "q_proj");
-  s.k_proj = shard::rows_of(w.k_proj, kv, out.sliced, tag + "k_proj");
-  s.v_proj = shard::rows_of(w.v_proj, kv, out.sliced, tag + "v_proj");
-  s.o_proj = shard::columns_of(w.o_proj, o, out.sliced, tag + "o_proj");
+  s.q_proj = take.rows(w.q_proj, q, tag + "q_proj");
+  s.k_proj = take.rows(w.k_proj, kv, tag + "k_proj");
+  s.v_proj = take.rows(w.v_proj, kv, tag + "v_proj");
+  s.o_proj = take.columns(w.o_proj, o, tag + "o_proj");
   s.q_norm = w.q_norm;
   s.k_norm = w.k_norm;
   if (!w.q_bias.empty()) s.q_bias = shard::rows_of(w.q_bias, 1, q);
@@ -100,7 +101,7 @@ Qwen38AttentionWeights shard_attention(const Qwen38Config& c, const Qwen38Attent
 }  // namespace
 
 Qwen38Shard shard_qwen38(const Qwen38Config& config, Qwen38Weights weights, int rank, int ranks,
-                         const std::string& model) {
+                         const std::string& model, shard::SliceSource& slices) {
   const Qwen38Config& c = config;
   if (ranks > c.linear_num_key_heads) {
     fail("{}: {} ranks cannot share {} Gated DeltaNet key heads (use at most {} ranks)", model,
@@ -130,21 +131,23 @@ Qwen38Shard shard_qwen38(const Qwen38Config& config, Qwen38Weights weights, int 
   Qwen38Weights& w = out.weights;
   w.embed_tokens = weights.embed_tokens;
   w.norm = std::move(weights.norm);
-  w.lm_head = shard::rows_of(weights.lm_head, vocab, w.sliced, model + ": lm_head");
+  shard::Slicer take(slices, w.sliced, model);
+  w.slice_storage = take.storage();
+  w.lm_head = take.rows(weights.lm_head, vocab, "lm_head");
   w.prefix = weights.prefix;
   w.owned = std::move(weights.owned);
   w.storage = std::move(weights.storage);
   for (std::size_t i = 0; i < weights.layers.size(); ++i) {
     Qwen38LayerWeights& whole = weights.layers[i];
     const auto layer = static_cast<int64_t>(i);
-    const std::string tag = fmt::format("{}: layer {} ", model, layer);
+    const std::string tag = fmt::format("layer {} ", layer);
     Qwen38LayerWeights l;
     l.input_layernorm = std::move(whole.input_layernorm);
     l.post_attention_layernorm = std::move(whole.post_attention_layernorm);
     if (c.is_full_attention(layer)) {
-      l.attention = shard_attention(c, whole.attention, heads, rank == 0, w, tag);
+      l.attention = shard_attention(c, whole.attention, heads, rank == 0, take, tag);
     } else {
-      l.gdn = shard_delta_net(c, whole.gdn, keys, w, tag);
+      l.gdn = shard_delta_net(c, whole.gdn, keys, take, tag);
     }
     if (c.is_moe()) {
       // Every rank holds the whole block, routes its (identical) rows and runs the experts they
@@ -152,9 +155,9 @@ Qwen38Shard shard_qwen38(const Qwen38Config& config, Qwen38Weights weights, int 
       // DeltaNet layers around it are shared. (Expert parallelism would split the experts.)
       l.moe = std::move(whole.moe);
     } else {
-      l.gate_proj = shard::rows_of(whole.gate_proj, ffn_ranges, w.sliced, tag + "gate_proj");
-      l.up_proj = shard::rows_of(whole.up_proj, ffn_ranges, w.sliced, tag + "up_proj");
-      l.down_proj = shard::columns_of(whole.down_proj, ffn_ranges, w.sliced, tag + "down_proj");
+      l.gate_proj = take.rows(whole.gate_proj, ffn_ranges, tag + "gate_proj");
+      l.up_proj = take.rows(whole.up_proj, ffn_ranges, tag + "up_proj");
+      l.down_proj = take.columns(whole.down_proj, ffn_ranges, tag + "down_proj");
     }
     w.layers.push_back(std::move(l));
   }

@@ -11,6 +11,7 @@
 
 #include <string>
 
+#include "models/common/slice_source.h"
 #include "models/qwen38/qwen38_config.h"
 #include "models/qwen38/qwen38_weights.h"
 
@@ -24,7 +25,8 @@ struct Qwen38Shard {
 
 // Throws md::Error, naming `model`, for more ranks than Gated DeltaNet key heads, or heads and
 // formats that cannot be shared among `ranks`.
+// The matrix slices come from `slices` (models/common/slice_source.h).
 Qwen38Shard shard_qwen38(const Qwen38Config& config, Qwen38Weights weights, int rank, int ranks,
-                         const std::string& model);
+                         const std::string& model, shard::SliceSource& slices);
 
 }  // namespace md

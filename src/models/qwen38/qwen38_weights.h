@@ -72,6 +72,7 @@ struct Qwen38Weights {
   std::vector<std::unique_ptr<std::uint8_t[]>> packed;  // q8-input row groups (set_matmul_inputs)
   // A tensor-parallel rank's gathered rows and columns (qwen38_tensor_shard.h).
   std::vector<std::unique_ptr<std::uint8_t[]>> sliced;
+  std::shared_ptr<const void> slice_storage;  // the rank's pack, when read from one
 };
 
 // n bf16 values as f32 (exact).
