@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/model_session.h"
 #include "cli/program_profile.h"
+#include "dist/mpi_communicator.h"
 #include "engine/generation.h"
 #include "kernels/isa.h"
 #include "kernels/memory_bandwidth.h"
@@ -403,6 +404,15 @@ std::vector<std::string> default_executors(LanguageModel& model) {
 // row on the fused executor in interleaved rounds: tok/s, the weight bytes all ranks stream per
 // step, the aggregate and per-rank streaming bandwidth, and each count's speed against the first.
 int run_tensor_parallel_bench(const BenchOptions& options) {
+  // Under mpirun every process runs this: one rank count, the job's, whose rank 0 measures while
+  // the others follow it (a list would run its other counts on every process at once).
+  const bool over_mpi = dist::launched_by_mpi();
+  if (over_mpi && options.tp.size() != 1) {
+    fail(
+        "--tp: under mpirun, bench measures the job's own rank count (--tp N with mpirun -np N); "
+        "compare counts with one job each, or without mpirun (in-process ranks)");
+  }
+  const char* transport = over_mpi ? "mpi" : "in-process";
   std::string name;
   std::vector<std::unique_ptr<LanguageModel>> models;
   for (int ranks : options.tp) {
@@ -429,7 +439,7 @@ int run_tensor_parallel_bench(const BenchOptions& options) {
       const int ranks = options.tp[i];
       figures.push_back(
           {{"ranks", ranks},
-           {"transport", "in-process"},
+           {"transport", transport},
            {"tokens_per_s", f.tokens_per_second()},
            {"step_ms", f.step_ms()},
            {"weight_bytes_per_step_all_ranks", f.step_bytes()},
@@ -442,10 +452,17 @@ int run_tensor_parallel_bench(const BenchOptions& options) {
     fmt::print("{}\n", out.dump(2));
     return kExitOk;
   }
-  fmt::print(
-      "{}\ntensor parallel, in-process ranks sharing {} threads; 1 row, mega executor, {} "
-      "rounds\n",
-      name, threads, options.rounds);
+  if (over_mpi) {
+    fmt::print(
+        "{}\ntensor parallel, MPI ranks (one per process, {} threads each); 1 row, mega "
+        "executor, {} rounds\n",
+        name, threads, options.rounds);
+  } else {
+    fmt::print(
+        "{}\ntensor parallel, in-process ranks sharing {} threads; 1 row, mega executor, "
+        "{} rounds\n",
+        name, threads, options.rounds);
+  }
   fmt::print("{:>6} {:>9} {:>9} {:>14} {:>12} {:>12} {:>10}\n", "ranks", "tok/s", "step ms",
              "MiB/step (all)", "GB/s (all)", "GB/s (rank)", "vs first");
   for (std::size_t i = 0; i < series.size(); ++i) {
@@ -735,7 +752,8 @@ CommandAction add_bench_command(CLI::App& app) {
   sub->add_option("--tp", options->tp,
                   "Compare tensor-parallel rank counts instead (in-process ranks sharing "
                   "--threads; 1-row decode tok/s and the weight-streaming bandwidth of all ranks "
-                  "and per rank), e.g. --tp 1,2")
+                  "and per rank), e.g. --tp 1,2; under mpirun -np N: --tp N, one rank per "
+                  "process")
       ->delimiter(',');
   add_matmul_inputs_option(*sub, options->matmul_inputs);
   add_dense_weights_option(*sub, options->dense_weights);

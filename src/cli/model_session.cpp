@@ -199,7 +199,8 @@ std::unique_ptr<LanguageModel> load_over_mpi(const std::string& directory, Model
     world.abort(fmt::format("cannot load its shard: {}", e.what()));  // ends the job
     throw;
   }
-  if (world.rank() == 0) return std::make_unique<RankStreamModel>(std::move(shard), world);
+  const std::size_t others = gather_other_ranks_decode_bytes(*shard, world);
+  if (world.rank() == 0) return std::make_unique<RankStreamModel>(std::move(shard), world, others);
   log::info("rank {} of {}: following rank 0", world.rank(), world.size());
   // The launcher passes a Ctrl-C or SIGTERM to every rank; rank 0 ends the stream when it stops,
   // and this rank with it.

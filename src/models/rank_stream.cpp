@@ -111,9 +111,22 @@ class RankStreamModel::State final : public SequenceState {
   std::unique_ptr<SequenceState> local_;
 };
 
-RankStreamModel::RankStreamModel(std::unique_ptr<LanguageModel> shard, dist::Communicator& world)
-    : shard_(std::move(shard)), world_(world), announcements_(std::make_shared<Announcements>()) {
+RankStreamModel::RankStreamModel(std::unique_ptr<LanguageModel> shard, dist::Communicator& world,
+                                 std::size_t other_ranks_decode_bytes)
+    : shard_(std::move(shard)),
+      world_(world),
+      announcements_(std::make_shared<Announcements>()),
+      other_ranks_decode_bytes_(other_ranks_decode_bytes) {
   if (world.rank() != 0) fail("rank {} cannot drive the model: rank 0 does", world.rank());
+}
+
+std::size_t gather_other_ranks_decode_bytes(const LanguageModel& shard, dist::Communicator& world) {
+  const std::uint64_t mine = shard.decode_weight_bytes();
+  std::vector<std::uint64_t> all(static_cast<std::size_t>(world.size()));
+  world.all_gather(&mine, sizeof mine, all.data());
+  std::uint64_t others = 0;
+  for (std::size_t r = 1; r < all.size(); ++r) others += all[r];
+  return static_cast<std::size_t>(others);
 }
 
 RankStreamModel::~RankStreamModel() {

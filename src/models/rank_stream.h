@@ -26,8 +26,10 @@ namespace md {
 class RankStreamModel final : public LanguageModel {
  public:
   // `shard`: rank 0's shard (loaded with options.ranks = &world). Announces the end of the
-  // stream when destroyed.
-  RankStreamModel(std::unique_ptr<LanguageModel> shard, dist::Communicator& world);
+  // stream when destroyed. `other_ranks_decode_bytes`: Σ decode_weight_bytes() of ranks 1..
+  // (gather_decode_weight_bytes), for the figures of what all ranks stream; 0: unknown.
+  RankStreamModel(std::unique_ptr<LanguageModel> shard, dist::Communicator& world,
+                  std::size_t other_ranks_decode_bytes = 0);
   ~RankStreamModel() override;
 
   std::string description() const override;
@@ -47,7 +49,15 @@ class RankStreamModel final : public LanguageModel {
   void rewind(SequenceState& state, int64_t position) const override;
   bool set_executor(ExecutorKind executor) override;
   program::Program* decode_program(int64_t rows) override { return shard_->decode_program(rows); }
-  std::size_t decode_weight_bytes() const override { return shard_->decode_weight_bytes(); }
+  // What all ranks stream: rank 0's shard and the others' one-row figure (exact for dense
+  // models; a MoE step's other ranks are counted at their one-row estimate).
+  std::size_t decode_weight_bytes() const override {
+    return shard_->decode_weight_bytes() + other_ranks_decode_bytes_;
+  }
+  std::size_t last_step_weight_bytes() const override {
+    const std::size_t mine = shard_->last_step_weight_bytes();
+    return mine > 0 ? mine + other_ranks_decode_bytes_ : 0;
+  }
   std::size_t weight_bytes() const override { return shard_->weight_bytes(); }
   bool supports_verify() const override { return shard_->supports_verify(); }
   void verify(SequenceState& state, std::span<const int32_t> tokens,
@@ -72,7 +82,12 @@ class RankStreamModel final : public LanguageModel {
   std::unique_ptr<LanguageModel> shard_;
   dist::Communicator& world_;
   std::shared_ptr<Announcements> announcements_;
+  std::size_t other_ranks_decode_bytes_;
 };
+
+// Σ over ranks 1.. of their shards' decode_weight_bytes(): a collective every rank calls once,
+// after loading its shard (rank 0 passes the result to RankStreamModel).
+std::size_t gather_other_ranks_decode_bytes(const LanguageModel& shard, dist::Communicator& world);
 
 // Ranks 1..: makes the calls rank 0 announces on `shard` until it announces the end. A call that
 // fails here ends the job with this rank's message.

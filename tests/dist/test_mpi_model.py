@@ -5,6 +5,7 @@ TCP on loopback (the transport a multi-host run takes), on the tiny-llama fixtur
   tiny-llama and tiny-qwen38 (Gated DeltaNet heads shared by key head).
 - `serve`: rank 0 listens; the official openai client gets from it the completion one process
   gives, concurrent requests included; in-process ranks (`serve --tp 2` without mpirun) too.
+- `bench --tp 2` under mpirun reports what all ranks stream, as in-process ranks do.
 - A weight pack (`megadecode pack --tp 2`) mapped by both ranks (`--weights`) gives the same text.
 - Faults: a rank killed mid-service ends the whole job, non-zero, with mpirun's message naming
   the rank, well within a bound; so does a rank that cannot load its shard, with its message; ranks started with different options are refused at start-up,
@@ -12,6 +13,7 @@ TCP on loopback (the transport a multi-host run takes), on the tiny-llama fixtur
 
 Environment (set by ctest): MEGADECODE_BIN, MD_MPIEXEC, MD_TINY_LLAMA, MD_TINY_QWEN38.
 """
+import json
 import os
 import re
 import signal
@@ -63,6 +65,27 @@ def test_mpi_ranks_run_from_a_weight_pack_as_from_the_checkpoint(model, tmp_path
                 str(tmp_path / "nowhere"), "-p", PROMPT, "-n", "2", "-t", "1")
     assert wrong.returncode != 0
     assert "no manifest.json" in wrong.stdout + wrong.stderr
+
+
+def bench_figures(*launch):
+    result = run(*launch, BIN, "bench", "-m", MODEL, "--tp", "2", "--seconds", "0.2", "--rounds",
+                 "1", "-t", "1", "--context", "128", "--json")
+    assert result.returncode == 0, result.stderr
+    [figure] = json.loads(result.stdout)["tensor_parallel"]
+    return figure
+
+
+def test_bench_over_mpi_counts_every_ranks_weights():
+    # The bytes all ranks stream per step do not depend on the transport: rank 0 reports the
+    # others' too (not only its own shard's).
+    mpi = bench_figures(*MPI, "-np", "2")
+    local = bench_figures()
+    assert mpi["transport"] == "mpi" and local["transport"] == "in-process"
+    assert mpi["weight_bytes_per_step_all_ranks"] == local["weight_bytes_per_step_all_ranks"]
+    assert mpi["tokens_per_s"] > 0
+    listed = run(*MPI, "-np", "2", BIN, "bench", "-m", MODEL, "--tp", "1,2", "--seconds", "0.1")
+    assert listed.returncode != 0
+    assert "under mpirun, bench measures the job's own rank count" in listed.stdout + listed.stderr
 
 
 class Server:
