@@ -42,6 +42,7 @@ using Clock = std::chrono::steady_clock;
 struct BenchOptions {
   std::string model;
   std::string synthetic;
+  std::string weights;  // a weight pack for --tp (models/weight_pack.h)
   std::vector<int> rows = {1, 2, 4, 8};
   std::vector<std::string> executors;  // empty: default_executors()
   int threads = 0;
@@ -325,7 +326,11 @@ std::unique_ptr<LanguageModel> open_model(const BenchOptions& options, std::stri
   if (!options.model.empty()) {
     ResolvedModel source = resolve_model_source(options.model);
     name = source.description;
-    return load_model(source.directory, run, ranks);
+    if (!options.weights.empty()) name += ", slices from the pack " + options.weights;
+    return load_model(source.directory, run, ranks, options.weights);
+  }
+  if (!options.weights.empty()) {
+    fail("--weights (or $QWEN_PACKED_WEIGHTS) needs --model: a synthetic shape has no pack");
   }
   name = "synthetic " + options.synthetic;
   if (ranks > 1) {
@@ -755,6 +760,10 @@ CommandAction add_bench_command(CLI::App& app) {
                   "and per rank), e.g. --tp 1,2; under mpirun -np N: --tp N, one rank per "
                   "process")
       ->delimiter(',');
+  sub->add_option("--weights", options->weights,
+                  "A weight pack written by megadecode pack for --model and --tp: the ranks map "
+                  "their slices from it")
+      ->envname("QWEN_PACKED_WEIGHTS");
   add_matmul_inputs_option(*sub, options->matmul_inputs);
   add_dense_weights_option(*sub, options->dense_weights);
   return [options]() {

@@ -128,13 +128,13 @@ PackTensor parse_tensor(const json& v, const std::string& where, const PackRank&
   if (covered != cut_size) {
     fail("{}: {} covers {} {} but holds {}", origin, where, covered, t.cut, cut_size);
   }
-  t.row_bytes = f.count("row_bytes", 1, kMaxBytes / kMaxCount);
+  t.row_bytes = f.count("row_bytes", 1, kMaxBytes);
   t.offset = f.count("offset", 0, kMaxBytes);
   t.bytes = f.count("bytes", 1, kMaxBytes);
   if (t.offset % kPackAlignment != 0) {
     fail("{}: {}.offset {} is not a multiple of {}", origin, where, t.offset, kPackAlignment);
   }
-  if (t.bytes != static_cast<std::uint64_t>(t.rows) * t.row_bytes) {
+  if (t.bytes % t.row_bytes != 0 || t.bytes / t.row_bytes != static_cast<std::uint64_t>(t.rows)) {
     fail("{}: {}.bytes {} is not rows × row_bytes", origin, where, t.bytes);
   }
   if (t.offset + t.bytes > rank.bytes) {

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "base/error.h"
 #include "dist/communicator.h"
@@ -35,7 +36,8 @@ class PackedRank final : public dist::Communicator {
   int rank_, ranks_;
 };
 
-void prepare_output(const fs::path& out) {
+// Creates `out` or checks that it is an empty directory; true when it was created here.
+bool prepare_output(const fs::path& out) {
   std::error_code error;
   if (fs::exists(out, error)) {
     if (!fs::is_directory(out, error))
@@ -44,10 +46,26 @@ void prepare_output(const fs::path& out) {
       fail("--out {}: is not empty (a pack is written into a new or empty directory)",
            out.string());
     }
-    return;
+    return false;
   }
   fs::create_directories(out, error);
   if (error) fail("--out {}: cannot create ({})", out.string(), error.message());
+  return true;
+}
+
+// After a failed pack: what it wrote into `out` (empty before), and `out` itself if it made it.
+void remove_output(const fs::path& out, bool created) noexcept {
+  std::error_code error;
+  if (created) {
+    fs::remove_all(out, error);
+    return;
+  }
+  std::vector<fs::path> written;
+  for (fs::directory_iterator it(out, error); !error && it != fs::directory_iterator();
+       it.increment(error)) {
+    written.push_back(it->path());
+  }
+  for (const fs::path& p : written) fs::remove_all(p, error);
 }
 
 void rename_into_place(const fs::path& from, const fs::path& to) {
@@ -56,18 +74,8 @@ void rename_into_place(const fs::path& from, const fs::path& to) {
   if (error) fail("{}: cannot rename to {} ({})", from.string(), to.string(), error.message());
 }
 
-}  // namespace
-
-PackManifest pack_model(const std::string& model_path, int tp, const std::string& out,
+PackManifest write_pack(const std::string& model_path, int tp, const fs::path& directory,
                         const std::string& revision, const PackProgress& progress) {
-  if (tp < 2 || tp > 4096) {
-    fail(
-        "--tp {}: a pack holds the slices of 2 or more ranks (one rank reads the checkpoint in "
-        "place)",
-        tp);
-  }
-  const fs::path directory(out);
-  prepare_output(directory);
   const CheckpointFingerprint source = fingerprint_checkpoint(model_path);
   PackManifest manifest;
   manifest.tp = tp;
@@ -90,14 +98,37 @@ PackManifest pack_model(const std::string& model_path, int tp, const std::string
     manifest.ranks.push_back(std::move(written));
   }
   const fs::path partial = directory / (std::string(kPackManifestName) + ".partial");
+  const std::string text = pack_manifest_json(manifest);
+  // What a load will read must parse: the writer and the parser's bounds agree.
+  parse_pack_manifest(text, partial.string());
   {
     std::ofstream file(partial, std::ios::binary | std::ios::trunc);
-    file << pack_manifest_json(manifest);
+    file << text;
     file.close();
     if (!file) fail("{}: cannot write", partial.string());
   }
   rename_into_place(partial, directory / kPackManifestName);
   return manifest;
+}
+
+}  // namespace
+
+PackManifest pack_model(const std::string& model_path, int tp, const std::string& out,
+                        const std::string& revision, const PackProgress& progress) {
+  if (tp < 2 || tp > 4096) {
+    fail(
+        "--tp {}: a pack holds the slices of 2 or more ranks (one rank reads the checkpoint in "
+        "place)",
+        tp);
+  }
+  const fs::path directory(out);
+  const bool created = prepare_output(directory);
+  try {
+    return write_pack(model_path, tp, directory, revision, progress);
+  } catch (...) {
+    remove_output(directory, created);
+    throw;
+  }
 }
 
 std::unique_ptr<LanguageModel> load_rank_model(const std::string& model_path,

@@ -1,9 +1,9 @@
 // Weight packs (ARCHITECTURE.md "Weight packs"): a checkpoint's tensor-parallel slices written
 // once per TP size (`megadecode pack --model M --tp N --out DIR`), so that each rank maps its
 // slices densely and in place instead of cutting them from the checkpoint at every load (bf16
-// column slices are copies then; GGUF ones keep the whole rows' stride). The embedding, the
-// norms and whatever else every rank holds whole are still read from the checkpoint, which the
-// manifest identifies.
+// column slices are copies then; GGUF block-format ones keep the whole rows' stride). The
+// embedding, the norms and whatever else every rank holds whole are still read from the checkpoint,
+// which the manifest identifies.
 #pragma once
 
 #include <cstdint>

@@ -60,11 +60,27 @@ def test_mpi_ranks_run_from_a_weight_pack_as_from_the_checkpoint(model, tmp_path
     assert made.returncode == 0, made.stderr
     one = generate(model=model)
     assert generate(*MPI, "-np", "2", extra=("--tp", "2", "--weights", str(pack)), model=model) == one
-    # A pack for another TP size: every rank refuses it, the job ends with the message.
+    # No pack there: every rank refuses it, the job ends with the message.
     wrong = run(*MPI, "-np", "2", BIN, "run", "-m", model, "--tp", "2", "--weights",
                 str(tmp_path / "nowhere"), "-p", PROMPT, "-n", "2", "-t", "1")
     assert wrong.returncode != 0
     assert "no manifest.json" in wrong.stdout + wrong.stderr
+
+
+def test_mpi_ranks_refuse_a_pack_for_another_tp_size_or_packs_that_differ(tmp_path):
+    four, two = tmp_path / "tp4", tmp_path / "tp2"
+    for pack, tp in ((four, "4"), (two, "2")):
+        made = run(BIN, "pack", "-m", MODEL, "--tp", tp, "--out", str(pack))
+        assert made.returncode == 0, made.stderr
+    common = ["-m", MODEL, "--raw", "-p", PROMPT, "-n", "2", "-t", "1", "--tp", "2"]
+    wrong = run(*MPI, "-np", "2", BIN, "run", *common, "--weights", str(four))
+    assert wrong.returncode != 0
+    assert "packed for --tp 4; this run has 2 ranks" in wrong.stdout + wrong.stderr
+    # Rank 1 given another pack than rank 0: refused at start-up, before any rank loads.
+    mixed = run(*MPI, "-np", "1", BIN, "run", *common, "--weights", str(two), ":",
+                "-np", "1", BIN, "run", *common, "--weights", str(four))
+    assert mixed.returncode != 0
+    assert "rank 1 differs from rank 0" in mixed.stdout + mixed.stderr
 
 
 def bench_figures(*launch):

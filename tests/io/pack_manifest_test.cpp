@@ -28,17 +28,18 @@ PackManifest sample() {
     rank.file = "rank-" + std::to_string(r) + "-of-2.bin";
     rank.tensors.push_back(
         {"layer 0 q", "rows", {{r * 8, r * 8 + 8}}, "bf16", 8, 16, 32, 0, 256, "0000000000000001"});
+    // Two ranges of 32 columns: two Q8_0 blocks of 34 bytes a row.
     rank.tensors.push_back({"layer 0 o",
                             "columns",
-                            {{r * 4, r * 4 + 2}, {r * 4 + 6, r * 4 + 8}},
+                            {{r * 32, r * 32 + 32}, {r * 32 + 64, r * 32 + 96}},
                             "Q8_0",
                             16,
-                            4,
-                            34,
+                            64,
+                            68,
                             256,
-                            544,
+                            1088,
                             "abcdefabcdef0123"});
-    rank.bytes = 800;
+    rank.bytes = 1344;
     m.ranks.push_back(rank);
   }
   return m;
@@ -53,7 +54,7 @@ TEST(PackManifest, ReadsBackWhatItWrote) {
   const PackManifest back = parse_pack_manifest(pack_manifest_json(m), kOrigin);
   EXPECT_TRUE(same(back, m));
   EXPECT_EQ(back.ranks[1].tensors[1].ranges.size(), 2u);
-  EXPECT_EQ(back.ranks[1].tensors[1].ranges[1].begin, 10);
+  EXPECT_EQ(back.ranks[1].tensors[1].ranges[1].begin, 96);
   EXPECT_EQ(back.source.revision, "0123abcd");
 }
 
@@ -86,7 +87,7 @@ TEST(PackManifest, RefusesWhatIsWrong) {
   expect_refused("coverage", "\"rows\": 8", "\"rows\": 9", "covers 8 rows but holds 9");
   expect_refused("alignment", "\"offset\": 256", "\"offset\": 255", "not a multiple of 64");
   expect_refused("size", "\"bytes\": 256", "\"bytes\": 255", "not rows × row_bytes");
-  expect_refused("past the file", "\"bytes\": 800", "\"bytes\": 799", "past its rank file");
+  expect_refused("past the file", "\"bytes\": 1344", "\"bytes\": 1343", "past its rank file");
   expect_refused("hash", "\"abcdefabcdef0123\"", "\"ABCDEFABCDEF0123\"", "16 lowercase hex");
   expect_refused("negative", "\"cols\": 16", "\"cols\": -16", "not a whole number");
   expect_refused("fraction", "\"cols\": 16", "\"cols\": 16.5", "not a whole number");
@@ -122,13 +123,13 @@ TEST(PackManifest, RefusesRangesThatDoNotDescribeASlice) {
   expect_refused(
       "overlap",
       [](PackManifest& m) {
-        m.ranks[1].tensors[1].ranges = {{4, 6}, {5, 7}};
+        m.ranks[1].tensors[1].ranges = {{32, 64}, {63, 95}};
       },
       "does not follow");
   expect_refused(
       "descending",
       [](PackManifest& m) {
-        m.ranks[1].tensors[1].ranges = {{10, 12}, {4, 6}};
+        m.ranks[1].tensors[1].ranges = {{96, 128}, {32, 64}};
       },
       "does not follow");
   expect_refused(
@@ -136,6 +137,22 @@ TEST(PackManifest, RefusesRangesThatDoNotDescribeASlice) {
   expect_refused(
       "huge", [](PackManifest& m) { m.ranks[0].tensors[0].rows = int64_t{1} << 41; },
       "outside 1..");
+}
+
+// Rows as long as real models have (a 27B model's bf16 q_proj row is 10 KiB; a rank's share of
+// a vocabulary of 248 320 rows of them is 300 MB).
+TEST(PackManifest, TakesRealSizes) {
+  PackManifest m = sample();
+  PackTensor& head = m.ranks[0].tensors[0];
+  head.rows = 31040;
+  head.cols = 5120;
+  head.row_bytes = 10240;
+  head.ranges = {{0, 31040}};
+  head.bytes = static_cast<std::uint64_t>(head.rows) * head.row_bytes;
+  m.ranks[0].tensors[1].offset = head.bytes;
+  m.ranks[0].bytes = head.bytes + m.ranks[0].tensors[1].bytes;
+  const PackManifest back = parse_pack_manifest(pack_manifest_json(m), kOrigin);
+  EXPECT_EQ(back.ranks[0].tensors[0].bytes, 31040u * 10240u);
 }
 
 // Mutations that keep to JSON's shape often enough to reach the field checks: numbers swapped for

@@ -25,6 +25,7 @@ check pack 0 'packed tiny-llama for --tp 2 into .*: [0-9]+ slices' 'rank 2 of 2 
 cmp -s "$work/cut" "$work/packed"; expect pack-same-text $? "the pack's run differs: $(cat "$work/cut") / $(cat "$work/packed")"
 QWEN_PACKED_WEIGHTS="$work/pack" "$bin" run -m "$model" --tp 2 --raw -p "The quick brown fox" --greedy -n 8 >"$work/env" 2>/dev/null
 cmp -s "$work/cut" "$work/env"; expect pack-from-env $? "QWEN_PACKED_WEIGHTS: $(cat "$work/env")"
+check pack-bench 0 'slices from the pack .*' '' -- "$bin" bench -m "$model" --tp 2 --weights "$work/pack" --seconds 0.05 --rounds 1 --context 128 -t 2
 check pack-wrong-tp 1 '' 'packed for --tp 2; this run has 4 ranks' -- "$bin" run -m "$model" --tp 4 --weights "$work/pack" -p hi -n 1
 check pack-not-empty 1 '' 'is not empty' -- "$bin" pack -m "$model" --tp 2 --out "$work/pack"
 check pack-one-rank 2 '' 'tp' -- "$bin" pack -m "$model" --tp 1 --out "$work/pack1"

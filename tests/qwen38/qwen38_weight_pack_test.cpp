@@ -129,6 +129,12 @@ TEST(Qwen38WeightPack, RefusesAPackThatDoesNotFitTheRun) {
   renamed.ranks[1].tensors[0].key = "layer 99 q_proj";
   write_file(pack.path() / kPackManifestName, pack_manifest_json(renamed));
   expect_refused(model, 2, pack.str(), "holds no slice");
+  // A slice the model does not ask for (a copy of one it does, under a new name).
+  PackManifest extra = manifest;
+  extra.ranks[1].tensors.push_back(extra.ranks[1].tensors[0]);
+  extra.ranks[1].tensors.back().key = "layer 99 q_proj";
+  write_file(pack.path() / kPackManifestName, pack_manifest_json(extra));
+  expect_refused(model, 2, pack.str(), "holds 1 slice(s) tiny-qwen38 did not ask for");
   // Another layout for the same name.
   PackManifest moved = manifest;
   for (PackTensor& t : moved.ranks[1].tensors) {
@@ -155,10 +161,15 @@ TEST(Qwen38WeightPack, WritesOnlyIntoANewOrEmptyDirectoryForTwoOrMoreRanks) {
   ScratchPath other;
   EXPECT_THROW(pack_model(model, 1, other.str(), "", quiet), Error);
   EXPECT_FALSE(fs::exists(other.path()));
-  // More ranks than the model's Gated DeltaNet key heads: the family's own refusal, nothing left
-  // that looks like a pack.
+  // More ranks than the model's Gated DeltaNet key heads: the family's own refusal, and nothing
+  // of the pack left behind.
   EXPECT_THROW(pack_model(model, 64, other.str(), "", quiet), Error);
-  EXPECT_FALSE(fs::exists(other.path() / kPackManifestName));
+  EXPECT_FALSE(fs::exists(other.path()));  // the directory it made is gone again
+  // Into an existing empty directory: emptied again, kept.
+  fs::create_directories(other.path());
+  EXPECT_THROW(pack_model(model, 64, other.str(), "", quiet), Error);
+  EXPECT_TRUE(fs::is_directory(other.path()));
+  EXPECT_TRUE(fs::is_empty(other.path()));
 }
 
 }  // namespace

@@ -66,8 +66,10 @@ PackManifest read_pack_manifest(const std::string& directory, const std::string&
   PackManifest manifest = parse_pack_manifest(read_text(file, directory),
                                               fmt::format("{}/{}", directory, kPackManifestName));
   if (manifest.tp != ranks && ranks == 1) {
-    fail("{} was packed for --tp {}; this run has 1 rank (run with --tp {}, or without --weights)",
-         directory, manifest.tp, manifest.tp);
+    fail(
+        "{} was packed for --tp {}; this run has 1 rank (run with --tp {}, or without --weights "
+        "and $QWEN_PACKED_WEIGHTS)",
+        directory, manifest.tp, manifest.tp);
   }
   if (manifest.tp != ranks) {
     fail(

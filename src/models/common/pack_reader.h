@@ -25,6 +25,9 @@ PackManifest read_pack_manifest(const std::string& directory, const std::string&
 class PackReader final : public shard::SliceSource {
  public:
   PackReader(const std::string& directory, const std::string& model_path, int rank, int ranks);
+  // by_key_ points into manifest_.
+  PackReader(const PackReader&) = delete;
+  PackReader& operator=(const PackReader&) = delete;
 
   kernels::WeightMatrix slice(const kernels::WeightMatrix& whole,
                               const shard::SliceRequest& request, shard::OwnedBytes& owned,
