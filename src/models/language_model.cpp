@@ -16,8 +16,8 @@ void require_one_rank(const ModelRunOptions& options, const std::string& model,
                       std::string_view family) {
   if (options.ranks == nullptr || options.ranks->size() == 1) return;
   fail(
-      "{}: tensor parallelism ({} ranks) is not implemented for {} models yet (llama and "
-      "qwen3_5 only)",
+      "{}: tensor parallelism ({} ranks) is not implemented for {} models yet (llama, "
+      "qwen3_5 and muse_spark only)",
       model, options.ranks->size(), family);
 }
 

@@ -12,7 +12,11 @@ void run_all_reduce(const AllReduceOperands& op, const Program& program) {
   float* partial = program.buffer(op.partial);
   op.comm->all_reduce_sum(partial, n);
   float* out = program.buffer(op.out);
-  for (int64_t i = 0; i < n; ++i) out[i] += partial[i];
+  if (op.accumulate) {
+    for (int64_t i = 0; i < n; ++i) out[i] += partial[i];
+  } else {
+    std::copy(partial, partial + n, out);
+  }
   if (op.copy_to == kNoBuffer) return;
   float* copy = program.buffer(op.copy_to);
   for (int64_t row = 0; row < program.rows(); ++row) {

@@ -596,7 +596,8 @@ struct ArgmaxOperands {
 // kAllReduce: one task: the step rows' partial products ([rows][width] of `partial`: this rank's
 // share of a row-parallel projection, o or down) summed across `comm`'s ranks in rank order
 // (dist::Communicator::all_reduce_sum, so every rank holds the same bits), then added into `out`
-// (the residual stream), whose rows are then copied to copy_to (a drafter's tap) when set. While
+// (the residual stream), or written there when `accumulate` is false (a branch that a gated join
+// reads, Muse Spark's), whose rows are then copied to copy_to (a drafter's tap) when set. While
 // it waits for the other ranks, the rank's other workers go on with the tasks that do not wait
 // for it (the next layer's weights stream meanwhile).
 struct AllReduceOperands {
@@ -605,6 +606,7 @@ struct AllReduceOperands {
   dist::Communicator* comm = nullptr;
   BufferId copy_to = kNoBuffer;
   int64_t copy_offset = 0, copy_stride = 0;
+  bool accumulate = true;
 };
 
 // kFamilyKernel: a family-specific body that the shared layer library does not express yet

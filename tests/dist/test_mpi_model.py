@@ -2,7 +2,7 @@
 TCP on loopback (the transport a multi-host run takes), on the tiny-llama fixture.
 
 - `run`: the greedy text of two MPI ranks equals one process's and two in-process ranks', on
-  tiny-llama and tiny-qwen38 (Gated DeltaNet heads shared by key head).
+  tiny-llama, tiny-qwen38 (Gated DeltaNet heads shared by key head) and muse-spark-tiny.
 - `serve`: rank 0 listens; the official openai client gets from it the completion one process
   gives, concurrent requests included; in-process ranks (`serve --tp 2` without mpirun) too.
 - `bench --tp 2` under mpirun reports what all ranks stream, as in-process ranks do.
@@ -11,7 +11,8 @@ TCP on loopback (the transport a multi-host run takes), on the tiny-llama fixtur
   the rank, well within a bound; so does a rank that cannot load its shard, with its message; ranks started with different options are refused at start-up,
   every rank naming the one that differs; a process count unlike --tp is refused.
 
-Environment (set by ctest): MEGADECODE_BIN, MD_MPIEXEC, MD_TINY_LLAMA, MD_TINY_QWEN38.
+Environment (set by ctest): MEGADECODE_BIN, MD_MPIEXEC, MD_TINY_LLAMA, MD_TINY_QWEN38,
+MD_TINY_MUSE.
 """
 import json
 import os
@@ -29,6 +30,7 @@ BIN = os.environ["MEGADECODE_BIN"]
 MPIEXEC = os.environ["MD_MPIEXEC"]
 MODEL = os.environ["MD_TINY_LLAMA"]
 QWEN = os.environ["MD_TINY_QWEN38"]
+MUSE = os.environ["MD_TINY_MUSE"]
 MPI = [MPIEXEC, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "tcp,self",
        "--mca", "btl_tcp_if_include", "lo"]
 PROMPT = "The quick brown fox"
@@ -46,7 +48,7 @@ def generate(*launch, extra=(), model=MODEL):
     return result.stdout
 
 
-@pytest.mark.parametrize("model", [MODEL, QWEN], ids=["llama", "qwen38"])
+@pytest.mark.parametrize("model", [MODEL, QWEN, MUSE], ids=["llama", "qwen38", "muse_spark"])
 def test_run_over_two_mpi_ranks_gives_the_one_process_text(model):
     one = generate(model=model)
     assert generate(*MPI, "-np", "2", extra=("--tp", "2"), model=model) == one

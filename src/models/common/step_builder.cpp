@@ -243,19 +243,27 @@ int32_t StepBuilder::residual_projection(const std::string& name, program::RowIn
                                          std::vector<program::Tile> tiles,
                                          std::vector<Dependency> waits, dist::Communicator* ranks,
                                          program::BufferId partial) {
+  return summed_projection(name + "+residual", input, std::move(tiles), std::move(waits), ranks,
+                           partial);
+}
+
+int32_t StepBuilder::summed_projection(const std::string& name, program::RowInput input,
+                                       std::vector<program::Tile> tiles,
+                                       std::vector<Dependency> waits, dist::Communicator* ranks,
+                                       program::BufferId partial) {
   if (ranks == nullptr || ranks->size() == 1 || tiles.empty()) {
-    return projection(name + "+residual", input, std::move(tiles), std::move(waits));
+    return projection(name, input, std::move(tiles), std::move(waits));
   }
   // Every tile of one projection writes the same stream (whole rows) and copies to the same tap.
   const program::Tile first = tiles.front();
-  if (first.out_offset != 0) fail("{}: a residual stream is written from its first column", name);
+  if (first.out_offset != 0) fail("{}: a summed output is written from its first column", name);
   for (program::Tile& tile : tiles) {
     tile.out = partial;
     tile.accumulate = false;
     tile.copy_to = program::kNoBuffer;
   }
   const int32_t products = projection(name, input, std::move(tiles), std::move(waits));
-  return add({name + ".all_reduce+residual",
+  return add({name + ".all_reduce",
               1,
               program::AllReduceOperands{.partial = partial,
                                          .out = first.out,
@@ -263,7 +271,8 @@ int32_t StepBuilder::residual_projection(const std::string& name, program::RowIn
                                          .comm = ranks,
                                          .copy_to = first.copy_to,
                                          .copy_offset = first.copy_offset,
-                                         .copy_stride = first.copy_stride},
+                                         .copy_stride = first.copy_stride,
+                                         .accumulate = first.accumulate},
               {all(products)},
               {}});
 }

@@ -60,6 +60,12 @@ class StepBuilder {
                               std::vector<program::Tile> tiles,
                               std::vector<program::Dependency> waits, dist::Communicator* ranks,
                               program::BufferId partial);
+  // The same for a row-parallel projection that writes (not adds) its output, e.g. a branch a
+  // gated join reads: the tiles' own `accumulate` says which, on one rank as on many.
+  int32_t summed_projection(const std::string& name, program::RowInput input,
+                            std::vector<program::Tile> tiles,
+                            std::vector<program::Dependency> waits, dist::Communicator* ranks,
+                            program::BufferId partial);
   // act(x·gateᵀ) · (x·upᵀ) into `gate_out` (`up_out` is the up half's scratch), [rows][I].
   int32_t gate_up_silu(std::string name, program::RowInput input, const kernels::WeightMatrix& gate,
                        const kernels::WeightMatrix& up, program::BufferId gate_out,

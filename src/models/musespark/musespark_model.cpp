@@ -1,6 +1,7 @@
 #include "models/musespark/musespark_model.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "base/cache_aligned.h"
 #include "base/error.h"
@@ -14,6 +15,7 @@
 #include "models/musespark/musespark_experts.h"
 #include "models/musespark/musespark_row_math.h"
 #include "models/musespark/musespark_state.h"
+#include "models/musespark/musespark_tensor_shard.h"
 #include "models/musespark/musespark_testing.h"
 
 namespace md {
@@ -75,7 +77,20 @@ MuseSparkModel::MuseSparkModel(std::string name, MuseSparkConfig config, MuseSpa
 
 void MuseSparkModel::check_run_options(const ModelRunOptions& run_options,
                                        const std::string& name) {
-  require_one_rank(run_options, name, "muse_spark");
+  if (run_options.ranks != nullptr && run_options.ranks->size() > 1) {
+    if (run_options.executor == ExecutorKind::kReference) {
+      fail(
+          "{}: tensor parallelism runs the step programs (executor mega or ops), not the "
+          "reference",
+          name);
+    }
+    if (run_options.dense_weights == DenseWeights::kInt8) {
+      fail(
+          "{}: int8 dense weights are not split across tensor-parallel ranks yet (use "
+          "--dense-weights as-stored)",
+          name);
+    }
+  }
   if (run_options.matmul_inputs != kernels::MatmulInputs::kF32) {
     fail("{}: muse_spark runs its matrices with f32 inputs only for now", name);
   }
@@ -84,6 +99,24 @@ void MuseSparkModel::check_run_options(const ModelRunOptions& run_options,
 
 void MuseSparkModel::apply_run_options() {
   check_run_options(run_options_, directory_);
+  rank_config_ = config_;
+  if (tensor_parallel()) {
+    if (!fused()) {
+      fail(
+          "{}: tensor parallelism runs the step programs, not the reference forward's test "
+          "hooks",
+          directory_);
+    }
+    whole_lm_head_ = weights_.lm_head;
+    dist::Communicator& ranks = *run_options_.ranks;
+    MuseSparkShard shard =
+        shard_musespark(config_, std::move(weights_), ranks.rank(), ranks.size(),
+                        std::filesystem::path(directory_).filename().string(),
+                        run_options_.slices ? *run_options_.slices : shard::slice_at_load());
+    run_options_.slices = nullptr;  // a pack's reader lives only as long as the load
+    rank_config_ = shard.config;
+    weights_ = std::move(shard.weights);
+  }
   if (run_options_.dense_weights == DenseWeights::kInt8) {
     resident_bytes_ += quantize_dense_int8(weights_, pool_.get());
   }
@@ -98,11 +131,14 @@ std::string MuseSparkModel::description() const {
   for (const MuseLayerWeights& layer : weights_.layers) nvfp4 += layer.experts.nvfp4 ? 1 : 0;
   return fmt::format(
       "muse_spark {} layers ({} full NoPE, {} sliding window {}), hidden {}, {} experts top-{} "
-      "(NVFP4 on {} layers){}, vocab {} ({})",
+      "(NVFP4 on {} layers){}, vocab {}{} ({})",
       config_.num_layers, config_.num_full_attention_layers(), config_.num_sliding_layers(),
       config_.sliding_window, config_.hidden_size, config_.num_experts,
       config_.num_experts_per_token, nvfp4,
       run_options_.dense_weights == DenseWeights::kInt8 ? ", int8 dense" : "", config_.vocab_size,
+      tensor_parallel()
+          ? fmt::format(", rank {} of {}", run_options_.ranks->rank(), run_options_.ranks->size())
+          : "",
       directory_);
 }
 
@@ -116,13 +152,14 @@ std::vector<int32_t> MuseSparkModel::stop_token_ids() const {
 
 std::size_t MuseSparkModel::state_bytes_per_token() const {
   // Full layers grow with the context; sliding layers hold at most a window.
-  return static_cast<std::size_t>(2 * config_.num_full_attention_layers() * config_.kv_dim()) *
+  return static_cast<std::size_t>(2 * config_.num_full_attention_layers() * rank_config_.kv_dim()) *
          kv_element_bytes();
 }
 
 std::size_t MuseSparkModel::state_bytes_fixed() const {
   return static_cast<std::size_t>(2 * config_.num_sliding_layers() *
-                                  (config_.sliding_window + kMuseVerifyRows) * config_.kv_dim()) *
+                                  (config_.sliding_window + kMuseVerifyRows) *
+                                  rank_config_.kv_dim()) *
          kv_element_bytes();
 }
 
@@ -135,7 +172,7 @@ std::unique_ptr<SequenceState> MuseSparkModel::new_sequence(int64_t capacity) co
     fail("context {} is outside 1..{} (the context limit of {})", capacity, max_context(),
          directory_);
   }
-  return std::make_unique<MuseSparkState>(config_, capacity, run_options_.kv_cache);
+  return std::make_unique<MuseSparkState>(rank_config_, capacity, run_options_.kv_cache);
 }
 
 std::size_t MuseSparkModel::weight_bytes() const {
@@ -273,8 +310,9 @@ MuseStep& MuseSparkModel::step(int64_t rows, RowMode mode, LogitRows logits) {
     if (built->max_rows() == rows && built->mode() == mode && built->logit_rows() == logits)
       return *built;
   }
-  steps_.push_back(std::make_unique<MuseStep>(config_, weights_, experts_, rope_, rows, mode,
-                                              pool_->size(), tap_layers_, logits));
+  steps_.push_back(std::make_unique<MuseStep>(rank_config_, weights_, experts_, rope_, rows, mode,
+                                              pool_->size(), tap_layers_, logits,
+                                              run_options_.ranks));
   return *steps_.back();
 }
 
@@ -376,7 +414,7 @@ void MuseSparkModel::commit(SequenceState& state, int64_t rows_kept) {
 
 TargetView MuseSparkModel::target_view() const {
   return TargetView{.embed_tokens = weights_.embed_tokens,
-                    .lm_head = weights_.lm_head,
+                    .lm_head = tensor_parallel() ? whole_lm_head_ : weights_.lm_head,
                     .hidden_size = config_.hidden_size,
                     .vocab_size = config_.vocab_size,
                     .num_layers = config_.num_layers,

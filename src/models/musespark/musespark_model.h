@@ -66,7 +66,9 @@ class MuseSparkModel final : public LanguageModel {
               std::vector<float>& logits) override;
   // Greedy tokens of the last decode/verify step run by a program (computed inside the step).
   const std::vector<int32_t>& last_greedy() const { return last_greedy_; }
+  // False for the reference forward under tensor parallelism (the ranks run programs only).
   bool set_executor(ExecutorKind executor) override {
+    if (tensor_parallel() && executor == ExecutorKind::kReference) return false;
     run_options_.executor = executor;
     return true;
   }
@@ -102,6 +104,12 @@ class MuseSparkModel final : public LanguageModel {
   // a prompt ran as programs rather than through the reference forward.
   int64_t prefill_program_runs() const { return prefill_program_runs_; }
   const MuseSparkWeights& weights() const { return weights_; }
+  bool tensor_parallel() const {
+    return run_options_.ranks != nullptr && run_options_.ranks->size() > 1;
+  }
+  // This rank's share under tensor parallelism (its heads and KV heads; the whole model's
+  // otherwise), which its steps and states are sized for.
+  const MuseSparkConfig& rank_config() const { return rank_config_; }
 
  private:
   // check_run_options(), then the dense matrices quantised when asked.
@@ -123,8 +131,12 @@ class MuseSparkModel final : public LanguageModel {
 
   std::string directory_;
   MuseSparkConfig config_;
+  MuseSparkConfig rank_config_;
   std::unique_ptr<Checkpoint> checkpoint_;  // null for weights built in memory
   MuseSparkWeights weights_;
+  // Under tensor parallelism, the whole lm_head (a view of the checkpoint) for a drafter beside
+  // rank 0; weights_.lm_head is the rank's part.
+  kernels::WeightMatrix whole_lm_head_;
   std::vector<kernels::ExpertMatrices> experts_;  // per layer, views of weights_' experts
   std::size_t resident_bytes_ = 0;                // weights built in memory, int8 copies
   ModelRunOptions run_options_;

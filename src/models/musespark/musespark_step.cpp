@@ -27,7 +27,7 @@ std::size_t size(int64_t n) {
 MuseStep::MuseStep(const MuseSparkConfig& config, const MuseSparkWeights& weights,
                    const std::vector<kernels::ExpertMatrices>& experts, const kernels::Rope& rope,
                    int64_t max_rows, RowMode mode, int workers, std::vector<int64_t> tap_layers,
-                   LogitRows logits)
+                   LogitRows logits, dist::Communicator* ranks)
     : config_(config),
       weights_(weights),
       experts_(experts),
@@ -38,7 +38,7 @@ MuseStep::MuseStep(const MuseSparkConfig& config, const MuseSparkWeights& weight
       tap_layers_(std::move(tap_layers)) {
   const int64_t most = mode == RowMode::kPrefill ? kMaxPrefillRows : kMaxRows;
   if (max_rows < 1 || max_rows > most) fail("a step takes 1..{} rows, not {}", most, max_rows);
-  build(workers);
+  build(workers, ranks);
 }
 
 int64_t MuseStep::moe_slots() const {
@@ -50,7 +50,7 @@ int64_t MuseStep::tap_slot(int64_t layer) const {
   return tapped == tap_layers_.end() ? -1 : tapped - tap_layers_.begin();
 }
 
-void MuseStep::build(int workers) {
+void MuseStep::build(int workers, dist::Communicator* ranks) {
   const MuseSparkConfig& c = config_;
   const int64_t R = max_rows_, H = c.hidden_size, hm = c.moe_hidden_size;
   const auto n_taps = static_cast<int64_t>(tap_layers_.size());
@@ -80,11 +80,25 @@ void MuseStep::build(int workers) {
   const int64_t entries = R * c.num_experts_per_token;
   expert_act_.assign(size(entries * c.moe_intermediate_size), 0.0f);
   expert_each_.assign(size(entries * hm), 0.0f);
+  rank_ = std::make_unique<RankBuffers>(ranks, R, H, logit_rows, c.vocab_size);
   StepBuilder b(workers);
-  ids_ = {b.buffer(stream_), b.buffer(q_),          b.buffer(k_),           b.buffer(v_),
-          b.buffer(gate_),   b.buffer(attended_),   b.buffer(branch_),      b.buffer(latent_),
-          b.buffer(router_), b.buffer(expert_act_), b.buffer(expert_each_), b.buffer(mixed_),
-          b.buffer(angles_), b.buffer(logits_),     b.buffer(taps_)};
+  ids_ = {b.buffer(stream_),
+          b.buffer(q_),
+          b.buffer(k_),
+          b.buffer(v_),
+          b.buffer(gate_),
+          b.buffer(attended_),
+          b.buffer(branch_),
+          b.buffer(latent_),
+          b.buffer(router_),
+          b.buffer(expert_act_),
+          b.buffer(expert_each_),
+          b.buffer(mixed_),
+          b.buffer(angles_),
+          b.buffer(logits_),
+          b.buffer(taps_),
+          b.buffer(rank_->partial),
+          b.buffer(rank_->local_logits)};
 
   // §4.1: the embedding row normed without a weight is the stream.
   const int32_t embed =
@@ -107,11 +121,18 @@ void MuseStep::build(int workers) {
       StepBuilder::normalised(ids_.stream, H, NormKind::kF32Plain, weights_.final_norm.data(),
                               static_cast<float>(c.rms_norm_eps));
   if (last_only) final_rows.first_row = -1;
+  // The untrained tail in the ids of the rank's part of the vocabulary (all of it on one rank).
+  int64_t valid = c.vocab_used;
+  if (rank_->ranks() != nullptr) {
+    const dist::Range mine =
+        dist::even_part(c.vocab_size, rank_->ranks()->size(), rank_->ranks()->rank());
+    valid = std::clamp(c.vocab_used - mine.begin, int64_t{0}, mine.size());
+  }
   b.lm_head_argmax(final_rows, weights_.lm_head, ids_.logits, kMinVocabTile, tile_max_, tile_arg_,
                    greedy_.data(), {b.all(residual)},
                    {static_cast<float>(c.final_logit_softcapping),
-                    static_cast<float>(c.output_multiplier), c.vocab_used},
-                   logit_rows);
+                    static_cast<float>(c.output_multiplier), valid},
+                   logit_rows, rank_->vocab_shard(ids_.local_logits, ids_.logits));
   program_ = b.build(0, max_rows_);
 }
 
@@ -171,8 +192,9 @@ int32_t MuseStep::add_attention(StepBuilder& b, int64_t layer, int32_t residual,
 
   std::vector<program::Tile> out;
   b.add_tiles(out, w.o_proj, ids_.branch, 0, H, false);
-  const int32_t o = b.projection(tag + "o", StepBuilder::rows(ids_.attended, c.q_dim()),
-                                 std::move(out), {b.all(attended)});
+  const int32_t o =
+      b.summed_projection(tag + "o", StepBuilder::rows(ids_.attended, c.q_dim()), std::move(out),
+                          {b.all(attended)}, rank_->ranks(), ids_.partial);
   return b.add({tag + "attention_join",
                 max_rows_,
                 program::GatedResidualOperands{.branch = ids_.branch,

@@ -9,6 +9,12 @@
 // (with the drafter's taps); then the final norm fused into the lm_head tiles, softcapped with the
 // untrained tail masked, with per-tile argmax and the reduction. Built once per (rows, row mode)
 // and run for every step; the instructions are plain data (no family kernels).
+//
+// On a tensor-parallel rank (`ranks`; config and weights are the rank's shard,
+// musespark_tensor_shard.h) the o tiles write partial products that a kAllReduce sums into the
+// branch before the gated join, and the lm_head covers the rank's part of the vocabulary (its
+// untrained tail masked in the rank's own ids) with the argmax and logits reduced across the
+// ranks; the MoE block, replicated on every rank, runs as on one.
 #pragma once
 
 #include <array>
@@ -19,6 +25,7 @@
 
 #include "kernels/moe_routing.h"
 #include "kernels/rope.h"
+#include "models/common/rank_buffers.h"
 #include "models/common/row_mode.h"
 #include "models/language_model.h"
 #include "models/musespark/musespark_config.h"
@@ -40,7 +47,7 @@ class MuseStep {
   MuseStep(const MuseSparkConfig& config, const MuseSparkWeights& weights,
            const std::vector<kernels::ExpertMatrices>& experts, const kernels::Rope& rope,
            int64_t max_rows, RowMode mode, int workers, std::vector<int64_t> tap_layers = {},
-           LogitRows logits = LogitRows::kAll);
+           LogitRows logits = LogitRows::kAll, dist::Communicator* ranks = nullptr);
 
   program::Program& program() { return *program_; }
   int64_t max_rows() const { return max_rows_; }
@@ -70,9 +77,9 @@ class MuseStep {
  private:
   struct Buffers {
     program::BufferId stream, q, k, v, gate, attended, branch, latent, router, expert_act,
-        expert_each, mixed, angles, logits, taps;
+        expert_each, mixed, angles, logits, taps, partial, local_logits;
   };
-  void build(int workers);
+  void build(int workers, dist::Communicator* ranks);
   int32_t add_attention(StepBuilder& b, int64_t layer, int32_t residual, int32_t angles);
   int32_t add_moe(StepBuilder& b, int64_t layer, int32_t residual);
   // Distinct experts a step of max_rows_ rows can choose in one layer (its plan's slots).
@@ -101,6 +108,7 @@ class MuseStep {
   std::vector<float> tile_max_;
   std::vector<int32_t> tile_arg_;
   std::vector<int32_t> greedy_;  // [rows with logits]
+  std::unique_ptr<RankBuffers> rank_;
 };
 
 }  // namespace md

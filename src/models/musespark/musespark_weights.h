@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "base/thread_pool.h"
@@ -64,6 +65,10 @@ struct MuseSparkWeights {
   std::vector<float> final_norm;  // used as stored (no + 1)
   std::vector<MuseLayerWeights> layers;
   OwnedWeights owned;
+  // A tensor-parallel rank's copied slices and the pack it read slices from, if any
+  // (musespark_tensor_shard.h).
+  std::vector<std::unique_ptr<std::uint8_t[]>> sliced;
+  std::shared_ptr<const void> slice_storage;
 };
 
 // The floor of α² in the residual gates (transformers, the seed and llama.cpp's converter agree).

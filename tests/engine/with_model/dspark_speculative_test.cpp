@@ -21,11 +21,13 @@
 #include <vector>
 
 #include "engine/choice_decoder.h"
+#include "engine/generation.h"
 #include "engine/sampler.h"
 #include "engine/speculative_round.h"
 #include "models/drafters/dspark/dspark_drafter.h"
 #include "models/kimi/kimi_state.h"
 #include "models/model_loader.h"
+#include "models/tensor_parallel_model.h"
 #include "text/tokenizer.h"
 
 namespace md::test {
@@ -264,6 +266,36 @@ TEST_P(DSparkSpeculative, LosslessRuleWithTheDrafterDistribution) {
   EXPECT_GT(rejected, kDraws / 10);  // q is not p: the residual matters
   EXPECT_LT(worst, bound);
   EXPECT_GT(worst_broken, bound) << "the negative control passed";
+}
+
+// Muse Spark over two in-process tensor-parallel ranks: the drafter runs beside rank 0 on the
+// whole lm_head and reads the taps after the ranks' sums; greedy output through speculative
+// rounds equals the same ranks' plain decoding and one rank's.
+TEST(DSparkSpeculativeTensorParallel, MuseSparkGreedyOutputEqualsPlainDecoding) {
+  const std::string target = golden("musespark/muse-spark-tiny");
+  ModelRunOptions run;
+  run.threads = 2;
+  run.kv_cache = KvCacheType::kF32;
+  TensorParallelModel tp(
+      2, run, [&](const ModelRunOptions& rank) { return load_language_model(target, rank); });
+  const std::unique_ptr<LanguageModel> one = load_language_model(target, run);
+  const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(target);
+  const std::unique_ptr<SpeculativeDrafter> drafter =
+      load_dspark_drafter(golden("kimi/dspark-muse-spark-tiny"), tp.target_view());
+  engine::GenerationRequest request = request_of(prompt_of(13), 0);
+  engine::Generator by_one(*one, *tokenizer, kCapacity);
+  const engine::GenerationResult expected = by_one.generate(request, nullptr);
+  engine::Generator plain(tp, *tokenizer, kCapacity);
+  const engine::GenerationResult unspeculated = plain.generate(request, nullptr);
+  engine::Generator spec(tp, *tokenizer, kCapacity);
+  spec.set_drafter(drafter.get());
+  const engine::GenerationResult got = spec.generate(request, nullptr);
+  ASSERT_EQ(got.tokens.size(), expected.tokens.size());
+  for (std::size_t i = 0; i < got.tokens.size(); ++i) {
+    ASSERT_EQ(got.tokens[i].id, unspeculated.tokens[i].id) << "token " << i;
+    ASSERT_EQ(got.tokens[i].id, expected.tokens[i].id) << "token " << i;
+  }
+  EXPECT_GT(got.stats.speculation.rounds, 3);
 }
 
 std::string pair_name(const ::testing::TestParamInfo<Pair>& param) {

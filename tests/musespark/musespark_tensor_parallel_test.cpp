@@ -1,0 +1,200 @@
+// Muse Spark under tensor parallelism, ranks as threads of this process (TensorParallelModel over
+// dist::InProcessGroup), against the same model on one rank: greedy tokens identical (the step's
+// own argmax, reduced across the ranks, too), logits and drafter taps within the bound the
+// changed summation order allows, the untrained vocabulary tail at −∞ exactly where one rank has
+// it (each rank masks it in its own ids), prompts as prefill programs, verify rows and commit(k);
+// on muse-spark-tiny (8 query heads over 2 KV heads: 2 ranks take one KV head each, 4 ranks
+// replicate them) and muse-spark-small (3 over 1: 2 ranks share a replicated KV head's group 2 /
+// 1). A pack of the model's slices runs bitwise as slices cut at load. Negative control: a
+// communicator that drops layer 0's o all-reduce breaks the bound.
+//
+// The bound. As for Llama and Qwen (llama_tensor_parallel_test.cpp), a row-parallel o product
+// summed per rank, then across the ranks, is the same real sum rounded along another path: off
+// by about √n·u·Σ|terms| (n = q_dim inputs, u = 2⁻²⁴). But where Llama adds that product to the
+// residual stream (the error then relative to the stream's scale: ~10⁻⁶), Muse Spark's gated
+// join first normalises the branch to unit RMS, so the error counts relative to the branch
+// itself — and a sum of n random-sign terms (random fixture weights) is √n times smaller than
+// Σ|terms|: about n·u of relative error per layer, n·u·layers through the model. The bound is
+// twice that, from each fixture's own config (tiny: 2·512·2⁻²⁴·6 = 3.7·10⁻⁴; small: 1.1·10⁻⁴);
+// measured 7·10⁻⁵ and 1.5·10⁻⁵ (the test prints them). A dropped all-reduce is off by 1.6, a
+// misplaced vocabulary mask by ∞.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../support/tensor_parallel_support.h"
+#include "../support/weight_pack_support.h"
+#include "base/error.h"
+#include "musespark_test_util.h"
+
+namespace md::test {
+namespace {
+
+// 2·n·u·layers (above) for the model at `fixture`.
+double bound_for(const MuseSparkConfig& c) {
+  return 2.0 * static_cast<double>(c.q_dim()) * std::ldexp(1.0, -24) *
+         static_cast<double>(c.num_layers);
+}
+constexpr int64_t kContext = 96;
+
+using Loader = TensorParallelModel::Loader;
+
+ModelRunOptions options_for(ExecutorKind executor, int threads) {
+  ModelRunOptions run;
+  run.threads = threads;
+  run.kv_cache = KvCacheType::kF32;
+  run.executor = executor;
+  run.prefill_rows = 16;
+  return run;
+}
+
+Loader muse(const std::string& fixture) {
+  return [fixture](const ModelRunOptions& run) -> std::unique_ptr<LanguageModel> {
+    return std::make_unique<MuseSparkModel>(musespark_fixture_dir(fixture), run);
+  };
+}
+
+std::vector<int32_t> prompt_of(int64_t length) {
+  std::vector<int32_t> ids;
+  for (int64_t i = 0; i < length; ++i) ids.push_back(static_cast<int32_t>((i * 211 + 5) % 480));
+  return ids;
+}
+
+int32_t argmax(const float* logits, int64_t vocab) {
+  return static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
+}
+
+// max |a − b| over the largest finite |b|, where −∞ must stand in the same places in both
+// (infinity when it does not, or when the sizes differ).
+double masked_gap(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return INFINITY;
+  double gap = 0, scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::isinf(a[i]) || std::isinf(b[i])) {
+      if (a[i] != b[i]) return INFINITY;
+      continue;
+    }
+    gap = std::max(gap, std::abs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(b[i])));
+  }
+  return gap / scale;
+}
+
+struct Session {
+  std::vector<float> logits, taps;
+  std::vector<int32_t> tokens, step_greedy;
+};
+
+// A prompt (prefill programs, every row's logits), greedy decode steps, a verify of three rows
+// and a commit of two, one more step: every logit in order, the tokens, the steps' own argmax.
+Session session(LanguageModel& model, const std::vector<int32_t>& prompt) {
+  Session out;
+  auto state = model.new_sequence(kContext);
+  std::vector<float> logits;
+  const int64_t vocab = model.vocab_size();
+  model.forward(*state, prompt, LogitRows::kAll, logits);
+  out.logits = logits;
+  int32_t next = argmax(logits.data() + (prompt.size() - 1) * vocab, vocab);
+  for (int step = 0; step < 4; ++step) {
+    out.tokens.push_back(next);
+    SequenceState* states[] = {state.get()};
+    model.decode(states, std::vector<int32_t>{next}, logits);
+    out.logits.insert(out.logits.end(), logits.begin(), logits.end());
+    next = argmax(logits.data(), vocab);
+  }
+  model.verify(*state, std::vector<int32_t>{next, 11, 12}, logits);
+  out.logits.insert(out.logits.end(), logits.begin(), logits.end());
+  model.commit(*state, 2);
+  SequenceState* states[] = {state.get()};
+  model.decode(states, std::vector<int32_t>{14}, logits);
+  out.logits.insert(out.logits.end(), logits.begin(), logits.end());
+  out.tokens.push_back(argmax(logits.data(), vocab));
+  out.taps = model.last_taps();
+  EXPECT_EQ(state->position(), static_cast<int64_t>(prompt.size()) + 4 + 2 + 1);
+  return out;
+}
+
+void expect_like_one_rank(const std::string& fixture, int ranks, ExecutorKind executor) {
+  const std::string what =
+      fmt::format("{}, {} ranks, {}", fixture, ranks, program::executor_name(executor));
+  const std::unique_ptr<LanguageModel> one = muse(fixture)(options_for(executor, 2));
+  TensorParallelModel tp(ranks, options_for(executor, ranks), muse(fixture));
+  one->set_tap_layers({1});
+  tp.set_tap_layers({1});
+  const std::vector<int32_t> prompt = prompt_of(19);
+  const Session expected = session(*one, prompt);
+  const Session got = session(tp, prompt);
+  EXPECT_EQ(got.tokens, expected.tokens) << what;
+  EXPECT_EQ(dynamic_cast<MuseSparkModel&>(tp.rank(0)).last_greedy(),
+            dynamic_cast<MuseSparkModel&>(*one).last_greedy())
+      << what;
+  const auto& config = dynamic_cast<MuseSparkModel&>(*one).config();
+  const double bound = bound_for(config);
+  ASSERT_FALSE(expected.taps.empty()) << what;
+  EXPECT_LE(masked_gap(got.taps, expected.taps), bound) << what;
+  const double gap = masked_gap(got.logits, expected.logits);
+  std::printf("%s: relative logit gap %.3g (bound %.3g)\n", what.c_str(), gap, bound);
+  EXPECT_LE(gap, bound) << what;
+  // The untrained tail is there to be masked (the comparison above holds it in place).
+  ASSERT_LT(config.vocab_used, config.vocab_size);
+  EXPECT_EQ(got.logits[static_cast<std::size_t>(config.vocab_used)],
+            -std::numeric_limits<float>::infinity());
+}
+
+TEST(MuseTensorParallel, FixturesMatchOneRank) {
+  for (ExecutorKind executor : {ExecutorKind::kMega, ExecutorKind::kOps}) {
+    expect_like_one_rank("muse-spark-tiny", 2, executor);
+    expect_like_one_rank("muse-spark-small", 2, executor);
+  }
+  expect_like_one_rank("muse-spark-tiny", 4, ExecutorKind::kMega);
+}
+
+TEST(MuseTensorParallel, NegativeControlADroppedAllReduceBreaksTheBound) {
+  const ModelRunOptions options = options_for(ExecutorKind::kMega, 2);
+  const std::unique_ptr<LanguageModel> one = muse("muse-spark-tiny")(options);
+  std::vector<std::unique_ptr<md::testing::FaultyCommunicator>> dropping;
+  TensorParallelModel tp(2, options, [&](const ModelRunOptions& rank) {
+    dropping.push_back(std::make_unique<md::testing::FaultyCommunicator>(
+        *rank.ranks, md::testing::FaultyCommunicator::Fault::kDrop, 0));
+    ModelRunOptions with = rank;
+    with.ranks = dropping.back().get();
+    return muse("muse-spark-tiny")(with);
+  });
+  const std::vector<int32_t> prompt = prompt_of(9);
+  auto a = one->new_sequence(kContext);
+  auto b = tp.new_sequence(kContext);
+  std::vector<float> expected, got;
+  one->forward(*a, prompt, LogitRows::kAll, expected);
+  tp.forward(*b, prompt, LogitRows::kAll, got);
+  const double gap = masked_gap(got, expected);
+  std::printf("dropped all-reduce: relative logit gap %.3g\n", gap);
+  EXPECT_GT(gap, 100 * bound_for(dynamic_cast<MuseSparkModel&>(*one).config()));
+  EXPECT_TRUE(std::isfinite(gap));  // the mask stays where it was; only values moved
+}
+
+TEST(MuseTensorParallel, APackRunsBitwiseAsSlicesCutAtLoad) {
+  md::testing::expect_pack_round_trip(musespark_fixture_dir("muse-spark-tiny"), 2, prompt_of(7), 2);
+}
+
+TEST(MuseTensorParallel, RefusesWhatItCannotSplit) {
+  for (auto [executor, dense, message] :
+       {std::tuple{ExecutorKind::kReference, DenseWeights::kAsStored, "not the reference"},
+        std::tuple{ExecutorKind::kMega, DenseWeights::kInt8, "int8 dense weights"}}) {
+    ModelRunOptions options = options_for(executor, 2);
+    options.dense_weights = dense;
+    try {
+      TensorParallelModel tp(2, options, muse("muse-spark-tiny"));
+      ADD_FAILURE() << "loaded: " << message;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace md::test
