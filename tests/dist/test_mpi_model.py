@@ -55,7 +55,7 @@ def test_run_over_two_mpi_ranks_gives_the_one_process_text(model):
     assert generate(extra=("--tp", "2"), model=model) == one
 
 
-@pytest.mark.parametrize("model", [MODEL, QWEN], ids=["llama", "qwen38"])
+@pytest.mark.parametrize("model", [MODEL, QWEN, MUSE], ids=["llama", "qwen38", "muse_spark"])
 def test_mpi_ranks_run_from_a_weight_pack_as_from_the_checkpoint(model, tmp_path):
     pack = tmp_path / "pack"
     made = run(BIN, "pack", "-m", model, "--tp", "2", "--out", str(pack))

@@ -257,6 +257,11 @@ int32_t StepBuilder::summed_projection(const std::string& name, program::RowInpu
   // Every tile of one projection writes the same stream (whole rows) and copies to the same tap.
   const program::Tile first = tiles.front();
   if (first.out_offset != 0) fail("{}: a summed output is written from its first column", name);
+  for (const program::Tile& tile : tiles) {
+    if (tile.accumulate != first.accumulate) {
+      fail("{}: a summed projection's tiles must all add or all write", name);
+    }
+  }
   for (program::Tile& tile : tiles) {
     tile.out = partial;
     tile.accumulate = false;

@@ -3,9 +3,10 @@
 // attention with QK norms and an output gate, gated residuals, the latent MoE with sigmoid routing
 // over bf16 or NVFP4 experts, the softcapped output with the untrained ids masked. House numerics:
 // f32 activations, f32 accumulation, weights read in place (NVFP4 rows dequantised as they are
-// used). Decode and verify steps run as one fused program (musespark_step.h) on the executor the
-// run options name (mega or ops), or through the reference forward; prompts always run the
-// reference forward.
+// used). Prompts (prefill programs in chunks of prefill_rows), decode and verify steps run as
+// fused programs (musespark_step.h) on the executor the run options name (mega or ops), or
+// through the reference forward. On a tensor-parallel rank (ModelRunOptions::ranks) the model
+// holds its shard (musespark_tensor_shard.h) and runs the programs only.
 #pragma once
 
 #include <memory>
@@ -94,6 +95,7 @@ class MuseSparkModel final : public LanguageModel {
   std::size_t weight_bytes() const override;
   // Every dense matrix, the router, the k experts a row takes in each layer, and lm_head (not the
   // embedding table, of which a step reads one row).
+  // (On a tensor-parallel rank: its attention slices and lm_head part, and the whole MoE block.)
   std::size_t decode_weight_bytes() const override;
   // The dense matrices, the router and lm_head, and each expert the step ran once (a fused step:
   // each distinct expert its routing plans list).
@@ -112,7 +114,8 @@ class MuseSparkModel final : public LanguageModel {
   const MuseSparkConfig& rank_config() const { return rank_config_; }
 
  private:
-  // check_run_options(), then the dense matrices quantised when asked.
+  // check_run_options(), then the rank's shard taken under tensor parallelism, or the dense
+  // matrices quantised when asked.
   void apply_run_options();
   std::size_t kv_element_bytes() const;
   std::size_t expert_bytes(const MuseExperts& experts) const;
