@@ -70,10 +70,6 @@ std::vector<int32_t> prompt_of(int64_t length) {
   return ids;
 }
 
-int32_t argmax(const float* logits, int64_t vocab) {
-  return static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
-}
-
 // max |a − b| over the largest finite |b|, where −∞ must stand in the same places in both
 // (infinity when it does not, or when the sizes differ).
 double masked_gap(const std::vector<float>& a, const std::vector<float>& b) {
@@ -90,48 +86,10 @@ double masked_gap(const std::vector<float>& a, const std::vector<float>& b) {
   return gap / scale;
 }
 
-struct Session {
-  std::vector<float> logits, taps;
-  std::vector<int32_t> tokens, step_greedy;
-};
+using md::testing::Session;
 
-// A prompt (prefill programs, every row's logits), greedy decode steps, a verify of three rows
-// and a commit of two, one more step: every logit in order, the tokens, the steps' own argmax.
 Session session(LanguageModel& model, const std::vector<int32_t>& prompt) {
-  Session out;
-  auto state = model.new_sequence(kContext);
-  std::vector<float> logits;
-  const int64_t vocab = model.vocab_size();
-  model.forward(*state, prompt, LogitRows::kAll, logits);
-  out.logits = logits;
-  int32_t next = argmax(logits.data() + (prompt.size() - 1) * vocab, vocab);
-  for (int step = 0; step < 4; ++step) {
-    out.tokens.push_back(next);
-    SequenceState* states[] = {state.get()};
-    model.decode(states, std::vector<int32_t>{next}, logits);
-    out.logits.insert(out.logits.end(), logits.begin(), logits.end());
-    next = argmax(logits.data(), vocab);
-  }
-  // Two sequences in one step: the second a fresh one-token sequence beside this one.
-  auto other = model.new_sequence(kContext);
-  model.forward(*other, std::vector<int32_t>{7}, LogitRows::kLast, logits);
-  out.logits.insert(out.logits.end(), logits.begin(), logits.end());
-  {
-    SequenceState* both[] = {state.get(), other.get()};
-    model.decode(both, std::vector<int32_t>{next, 9}, logits);
-    out.logits.insert(out.logits.end(), logits.begin(), logits.end());
-    next = argmax(logits.data(), vocab);
-  }
-  model.verify(*state, std::vector<int32_t>{next, 11, 12}, logits);
-  out.logits.insert(out.logits.end(), logits.begin(), logits.end());
-  model.commit(*state, 2);
-  SequenceState* states[] = {state.get()};
-  model.decode(states, std::vector<int32_t>{14}, logits);
-  out.logits.insert(out.logits.end(), logits.begin(), logits.end());
-  out.tokens.push_back(argmax(logits.data(), vocab));
-  out.taps = model.last_taps();
-  EXPECT_EQ(state->position(), static_cast<int64_t>(prompt.size()) + 4 + 1 + 2 + 1);
-  return out;
+  return md::testing::session(model, prompt, kContext, 4, 3);
 }
 
 void expect_like_one_rank(const std::string& fixture, int ranks, ExecutorKind executor) {

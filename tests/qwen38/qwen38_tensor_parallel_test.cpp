@@ -40,10 +40,6 @@ std::vector<int32_t> prompt_of(int64_t length, int seed) {
   return ids;
 }
 
-int32_t argmax(const float* logits, int64_t vocab) {
-  return static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
-}
-
 using md::testing::relative_gap;
 
 using Loader = TensorParallelModel::Loader;
@@ -72,38 +68,10 @@ ModelRunOptions options_for(ExecutorKind executor, int threads) {
   return run;
 }
 
-// A prompt's logits (every row), greedy decode steps, then a verify of four rows and a commit of
-// two followed by one more step: every logit in order, and the tokens chosen.
-struct Session {
-  std::vector<float> logits, taps;  // taps: the last step's, when the model has tap layers
-  std::vector<int32_t> tokens;
-};
+using md::testing::Session;
 
 Session session(LanguageModel& model, const std::vector<int32_t>& prompt) {
-  Session out;
-  auto state = model.new_sequence(kContext);
-  std::vector<float> logits;
-  const int64_t vocab = model.vocab_size();
-  model.forward(*state, prompt, LogitRows::kAll, logits);
-  out.logits = logits;
-  int32_t next = argmax(logits.data() + (prompt.size() - 1) * vocab, vocab);
-  for (int step = 0; step < 6; ++step) {
-    out.tokens.push_back(next);
-    SequenceState* states[] = {state.get()};
-    model.decode(states, std::vector<int32_t>{next}, logits);
-    out.logits.insert(out.logits.end(), logits.begin(), logits.end());
-    next = argmax(logits.data(), vocab);
-  }
-  model.verify(*state, std::vector<int32_t>{next, 11, 12, 13}, logits);
-  out.logits.insert(out.logits.end(), logits.begin(), logits.end());
-  model.commit(*state, 2);
-  SequenceState* states[] = {state.get()};
-  model.decode(states, std::vector<int32_t>{14}, logits);
-  out.logits.insert(out.logits.end(), logits.begin(), logits.end());
-  out.tokens.push_back(argmax(logits.data(), vocab));
-  out.taps = model.last_taps();
-  EXPECT_EQ(state->position(), static_cast<int64_t>(prompt.size()) + 6 + 2 + 1);
-  return out;
+  return md::testing::session(model, prompt, kContext, 6, 4);
 }
 
 void expect_like_one_rank(const Loader& load, int ranks, ExecutorKind executor,

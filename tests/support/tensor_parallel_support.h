@@ -1,6 +1,9 @@
-// What the tensor-parallel tests share: the relative logit gap they bound, and the negative
-// controls' communicator, which misbehaves once on purpose.
+// What the tensor-parallel tests share: the session they run on one rank and on many, the
+// relative logit gap they bound, and the negative controls' communicator, which misbehaves once
+// on purpose.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
@@ -84,6 +87,57 @@ inline double gap_with_a_dropped_all_reduce(LanguageModel& one,
   one.forward(*a, prompt, LogitRows::kAll, expected);
   tp.forward(*b, prompt, LogitRows::kAll, got);
   return relative_gap(got, expected);
+}
+
+// What the tensor-parallel tests run on one rank and on many: a prompt's logits (every row),
+// `steps` greedy decode steps, a step of two sequences (this one and a fresh one-token one), a
+// verify of `verify_rows` rows and a commit of two, then one more step: every logit in order, the
+// tokens chosen, and the last step's taps (when the model has tap layers).
+struct Session {
+  std::vector<float> logits, taps;
+  std::vector<int32_t> tokens;
+};
+
+inline int32_t argmax_of(const float* logits, int64_t vocab) {
+  return static_cast<int32_t>(std::max_element(logits, logits + vocab) - logits);
+}
+
+inline Session session(LanguageModel& model, const std::vector<int32_t>& prompt, int64_t context,
+                       int steps, int verify_rows) {
+  Session out;
+  auto state = model.new_sequence(context);
+  std::vector<float> logits;
+  const int64_t vocab = model.vocab_size();
+  auto keep = [&] { out.logits.insert(out.logits.end(), logits.begin(), logits.end()); };
+  model.forward(*state, prompt, LogitRows::kAll, logits);
+  keep();
+  int32_t next = argmax_of(logits.data() + (prompt.size() - 1) * vocab, vocab);
+  for (int step = 0; step < steps; ++step) {
+    out.tokens.push_back(next);
+    SequenceState* states[] = {state.get()};
+    model.decode(states, std::vector<int32_t>{next}, logits);
+    keep();
+    next = argmax_of(logits.data(), vocab);
+  }
+  auto other = model.new_sequence(context);
+  model.forward(*other, std::vector<int32_t>{7}, LogitRows::kLast, logits);
+  keep();
+  SequenceState* both[] = {state.get(), other.get()};
+  model.decode(both, std::vector<int32_t>{next, 9}, logits);
+  keep();
+  next = argmax_of(logits.data(), vocab);
+  std::vector<int32_t> verified{next};
+  for (int r = 1; r < verify_rows; ++r) verified.push_back(10 + r);
+  model.verify(*state, verified, logits);
+  keep();
+  model.commit(*state, 2);
+  SequenceState* states[] = {state.get()};
+  model.decode(states, std::vector<int32_t>{14}, logits);
+  keep();
+  out.tokens.push_back(argmax_of(logits.data(), vocab));
+  out.taps = model.last_taps();
+  EXPECT_EQ(state->position(), static_cast<int64_t>(prompt.size()) + steps + 1 + 2 + 1);
+  return out;
 }
 
 }  // namespace md::testing

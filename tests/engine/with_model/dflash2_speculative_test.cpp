@@ -12,6 +12,7 @@
 #include "engine/generation.h"
 #include "models/drafters/dflash2/dflash2_drafter.h"
 #include "models/tensor_parallel_model.h"
+#include "tensor_parallel_speculation.h"
 
 namespace md::test {
 namespace {
@@ -76,19 +77,7 @@ TEST(DFlash2Speculative, UnderTensorParallelismGreedyOutputEqualsPlainDecoding) 
   request.max_tokens = 48;
   request.ignore_eos = true;
 
-  engine::Generator by_one(*one, *tokenizer, 256);
-  const engine::GenerationResult expected = by_one.generate(request, nullptr);
-  engine::Generator plain(tp, *tokenizer, 256);
-  const engine::GenerationResult unspeculated = plain.generate(request, nullptr);
-  engine::Generator spec(tp, *tokenizer, 256);
-  spec.set_drafter(drafter.get());
-  const engine::GenerationResult got = spec.generate(request, nullptr);
-  ASSERT_EQ(got.tokens.size(), expected.tokens.size());
-  for (std::size_t i = 0; i < got.tokens.size(); ++i) {
-    ASSERT_EQ(got.tokens[i].id, unspeculated.tokens[i].id) << "token " << i;
-    ASSERT_EQ(got.tokens[i].id, expected.tokens[i].id) << "token " << i;
-  }
-  EXPECT_GT(got.stats.speculation.rounds, 3);
+  expect_speculation_like_plain_decoding(*one, tp, *tokenizer, *drafter, request, 256);
 }
 
 }  // namespace

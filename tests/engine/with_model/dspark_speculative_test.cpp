@@ -21,13 +21,13 @@
 #include <vector>
 
 #include "engine/choice_decoder.h"
-#include "engine/generation.h"
 #include "engine/sampler.h"
 #include "engine/speculative_round.h"
 #include "models/drafters/dspark/dspark_drafter.h"
 #include "models/kimi/kimi_state.h"
 #include "models/model_loader.h"
 #include "models/tensor_parallel_model.h"
+#include "tensor_parallel_speculation.h"
 #include "text/tokenizer.h"
 
 namespace md::test {
@@ -282,20 +282,8 @@ TEST(DSparkSpeculativeTensorParallel, MuseSparkGreedyOutputEqualsPlainDecoding) 
   const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(target);
   const std::unique_ptr<SpeculativeDrafter> drafter =
       load_dspark_drafter(golden("kimi/dspark-muse-spark-tiny"), tp.target_view());
-  engine::GenerationRequest request = request_of(prompt_of(13), 0);
-  engine::Generator by_one(*one, *tokenizer, kCapacity);
-  const engine::GenerationResult expected = by_one.generate(request, nullptr);
-  engine::Generator plain(tp, *tokenizer, kCapacity);
-  const engine::GenerationResult unspeculated = plain.generate(request, nullptr);
-  engine::Generator spec(tp, *tokenizer, kCapacity);
-  spec.set_drafter(drafter.get());
-  const engine::GenerationResult got = spec.generate(request, nullptr);
-  ASSERT_EQ(got.tokens.size(), expected.tokens.size());
-  for (std::size_t i = 0; i < got.tokens.size(); ++i) {
-    ASSERT_EQ(got.tokens[i].id, unspeculated.tokens[i].id) << "token " << i;
-    ASSERT_EQ(got.tokens[i].id, expected.tokens[i].id) << "token " << i;
-  }
-  EXPECT_GT(got.stats.speculation.rounds, 3);
+  expect_speculation_like_plain_decoding(*one, tp, *tokenizer, *drafter,
+                                         request_of(prompt_of(13), 0), kCapacity);
 }
 
 std::string pair_name(const ::testing::TestParamInfo<Pair>& param) {
