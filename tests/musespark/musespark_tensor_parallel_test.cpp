@@ -45,18 +45,12 @@ double bound_for(const MuseSparkConfig& c) {
   return 2.0 * static_cast<double>(c.q_dim()) * std::ldexp(1.0, -24) *
          static_cast<double>(c.num_layers);
 }
+
 constexpr int64_t kContext = 96;
 
 using Loader = TensorParallelModel::Loader;
 
-ModelRunOptions options_for(ExecutorKind executor, int threads) {
-  ModelRunOptions run;
-  run.threads = threads;
-  run.kv_cache = KvCacheType::kF32;
-  run.executor = executor;
-  run.prefill_rows = 16;
-  return run;
-}
+using md::testing::options_for;
 
 Loader muse(const std::string& fixture) {
   return [fixture](const ModelRunOptions& run) -> std::unique_ptr<LanguageModel> {

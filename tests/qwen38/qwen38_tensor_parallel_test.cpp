@@ -59,14 +59,7 @@ Loader gguf(const std::string& file) {
   };
 }
 
-ModelRunOptions options_for(ExecutorKind executor, int threads) {
-  ModelRunOptions run;
-  run.threads = threads;
-  run.kv_cache = KvCacheType::kF32;
-  run.executor = executor;
-  run.prefill_rows = 16;
-  return run;
-}
+using md::testing::options_for;
 
 using md::testing::Session;
 

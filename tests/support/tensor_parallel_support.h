@@ -89,6 +89,17 @@ inline double gap_with_a_dropped_all_reduce(LanguageModel& one,
   return relative_gap(got, expected);
 }
 
+// The run options of the tensor-parallel tests: f32 KV caches (exact comparisons), prompts in
+// prefill programs of 16 rows (several chunks even for short prompts).
+inline ModelRunOptions options_for(ExecutorKind executor, int threads) {
+  ModelRunOptions run;
+  run.threads = threads;
+  run.kv_cache = KvCacheType::kF32;
+  run.executor = executor;
+  run.prefill_rows = 16;
+  return run;
+}
+
 // What the tensor-parallel tests run on one rank and on many: a prompt's logits (every row),
 // `steps` greedy decode steps, a step of two sequences (this one and a fresh one-token one), a
 // verify of `verify_rows` rows and a commit of two, then one more step: every logit in order, the

@@ -15,6 +15,7 @@
 
 #include "models/tensor_parallel_model.h"
 #include "models/weight_pack.h"
+#include "tensor_parallel_support.h"
 
 namespace md::testing {
 
@@ -43,19 +44,11 @@ class ScratchPath {
   std::filesystem::path path_;
 };
 
-inline ModelRunOptions pack_test_options(int threads) {
-  ModelRunOptions run;
-  run.threads = threads;
-  run.kv_cache = KvCacheType::kF32;
-  run.prefill_rows = 16;
-  return run;
-}
-
 // The model at `path` on `ranks` in-process ranks, slices from `pack` (empty: cut at load).
 inline std::unique_ptr<LanguageModel> on_ranks(const std::string& path, int ranks,
                                                const std::string& pack) {
   return std::make_unique<TensorParallelModel>(
-      ranks, pack_test_options(ranks),
+      ranks, options_for(ExecutorKind::kMega, ranks),
       [path, pack](const ModelRunOptions& run) { return load_rank_model(path, run, pack); });
 }
 
