@@ -55,7 +55,7 @@ class Fields {
   }
   std::uint64_t number(const json& v, const std::string& what, std::uint64_t low,
                        std::uint64_t high) const {
-    if (!v.is_number_integer() || (v.is_number_integer() && !v.is_number_unsigned() && v < 0)) {
+    if (!v.is_number_integer() || (!v.is_number_unsigned() && v < 0)) {
       fail("{}: {} is not a whole number of at least 0", origin_, what);
     }
     const auto n = v.get<std::uint64_t>();

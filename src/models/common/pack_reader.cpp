@@ -9,6 +9,7 @@
 #include "base/error.h"
 #include "io/checkpoint_fingerprint.h"
 #include "io/content_hash.h"
+#include "models/common/tensor_shard.h"
 
 namespace md {
 
@@ -50,12 +51,6 @@ bool same_ranges(const std::vector<PackRange>& a, std::span<const dist::Range> b
     if (a[i].begin != b[i].begin || a[i].end != b[i].end) return false;
   }
   return true;
-}
-
-int64_t covered(std::span<const dist::Range> ranges) {
-  int64_t n = 0;
-  for (const dist::Range& r : ranges) n += r.size();
-  return n;
 }
 
 }  // namespace
@@ -120,8 +115,8 @@ kernels::WeightMatrix PackReader::slice(const kernels::WeightMatrix& whole,
   }
   const PackTensor& t = *it->second;
   const bool by_rows = request.cut == shard::Cut::kRows;
-  const int64_t rows = by_rows ? covered(request.ranges) : whole.rows;
-  const int64_t cols = by_rows ? whole.cols : covered(request.ranges);
+  const int64_t rows = by_rows ? shard::covered(request.ranges) : whole.rows;
+  const int64_t cols = by_rows ? whole.cols : shard::covered(request.ranges);
   const std::size_t row_bytes = shard::dense_row_bytes(whole, cols);
   if (t.cut != shard::cut_name(request.cut) || !same_ranges(t.ranges, request.ranges) ||
       t.format != shard::stored_format(whole) || t.rows != rows || t.cols != cols ||

@@ -44,11 +44,16 @@ class SliceSource {
   virtual std::shared_ptr<const void> storage() const { return nullptr; }
 };
 
-// A shard's hand on its source: the model's name for messages and where copies go.
+SliceSource& slice_at_load();
+
+// A shard's hand on its source (null: cut at load): the model's name for messages and where
+// copies go.
 class Slicer {
  public:
-  Slicer(SliceSource& source, OwnedBytes& owned, std::string model)
-      : source_(source), owned_(owned), model_(std::move(model)) {}
+  Slicer(SliceSource* source, OwnedBytes& owned, std::string model)
+      : source_(source != nullptr ? *source : slice_at_load()),
+        owned_(owned),
+        model_(std::move(model)) {}
 
   kernels::WeightMatrix rows(const kernels::WeightMatrix& w, std::span<const dist::Range> ranges,
                              std::string key) {
@@ -74,8 +79,7 @@ class Slicer {
   std::string model_;
 };
 
-// Cuts each slice from the whole matrix (tensor_shard.h rows_of / columns_of).
-SliceSource& slice_at_load();
+// slice_at_load() cuts each slice from the whole matrix (tensor_shard.h rows_of / columns_of).
 kernels::WeightMatrix cut(const kernels::WeightMatrix& whole, const SliceRequest& request,
                           OwnedBytes& owned, const std::string& model);
 

@@ -52,13 +52,13 @@ std::pair<int64_t, std::size_t> block_of(const kernels::WeightMatrix& w, const s
   }
 }
 
-int64_t total(std::span<const Range> ranges) {
+}  // namespace
+
+int64_t covered(std::span<const Range> ranges) {
   int64_t n = 0;
   for (const Range& r : ranges) n += r.size();
   return n;
 }
-
-}  // namespace
 
 kernels::WeightMatrix rows_of(const kernels::WeightMatrix& w, std::span<const Range> ranges,
                               std::vector<std::unique_ptr<std::uint8_t[]>>& owned,
@@ -70,7 +70,7 @@ kernels::WeightMatrix rows_of(const kernels::WeightMatrix& w, std::span<const Ra
     }
   }
   kernels::WeightMatrix slice = w;
-  slice.rows = total(ranges);
+  slice.rows = covered(ranges);
   slice.packed = nullptr;
   if (ranges.size() == 1) {
     slice.data = w.row(ranges[0].begin);
@@ -99,7 +99,7 @@ kernels::WeightMatrix columns_of(const kernels::WeightMatrix& w, std::span<const
     }
   }
   kernels::WeightMatrix slice = w;
-  slice.cols = total(ranges);
+  slice.cols = covered(ranges);
   slice.packed = nullptr;
   const std::size_t row_bytes = static_cast<std::size_t>(slice.cols / unit) * unit_bytes;
   // (GGUF BF16 goes to the bf16 kernels, which read rows exactly one row apart: copied.)

@@ -45,6 +45,9 @@ kernels::WeightMatrix rows_of(const kernels::WeightMatrix& w, std::span<const Ra
 kernels::WeightMatrix columns_of(const kernels::WeightMatrix& w, std::span<const Range> ranges,
                                  std::vector<std::unique_ptr<std::uint8_t[]>>& owned,
                                  const std::string& what);
+// Σ of the ranges' sizes: the rows or columns a cut keeps.
+int64_t covered(std::span<const Range> ranges);
+
 // f32 vector rows [ranges…] of `width` values each, in order.
 std::vector<float> rows_of(const std::vector<float>& v, int64_t width,
                            std::span<const Range> ranges);

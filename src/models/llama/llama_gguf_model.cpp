@@ -76,9 +76,9 @@ LlamaGgufModel::LlamaGgufModel(const std::string& path, std::shared_ptr<const Gg
     if (executor_ == ExecutorKind::kReference) {
       fail("tensor parallelism runs the step programs (executor mega or ops), not the reference");
     }
-    LlamaShard shard = shard_llama(config_, std::move(weights_), ranks_->rank(), ranks_->size(),
-                                   std::filesystem::path(path_).filename().string(),
-                                   options.slices ? *options.slices : shard::slice_at_load());
+    LlamaShard shard =
+        shard_llama(config_, std::move(weights_), ranks_->rank(), ranks_->size(),
+                    std::filesystem::path(path_).filename().string(), options.slices);
     rank_config_ = shard.config;
     weights_ = std::move(shard.weights);
   }

@@ -29,7 +29,7 @@ GgufMatrix columns_of(shard::Slicer& take, const GgufMatrix& w, shard::Range ran
 }  // namespace
 
 LlamaShard shard_llama(const LlamaConfig& config, LlamaGgufWeights weights, int rank, int ranks,
-                       const std::string& model, shard::SliceSource& slices) {
+                       const std::string& model, shard::SliceSource* slices) {
   const shard::HeadShard heads = shard::attention_heads(
       config.num_attention_heads, config.num_key_value_heads, rank, ranks, model);
   const int64_t hd = config.head_dim;

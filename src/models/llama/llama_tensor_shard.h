@@ -22,8 +22,8 @@ struct LlamaShard {
 };
 
 // Throws md::Error, naming `model`, where the model's heads cannot be shared among `ranks`.
-// The matrix slices come from `slices` (models/common/slice_source.h).
+// The matrix slices come from `slices` (models/common/slice_source.h; null: cut at load).
 LlamaShard shard_llama(const LlamaConfig& config, LlamaGgufWeights weights, int rank, int ranks,
-                       const std::string& model, shard::SliceSource& slices);
+                       const std::string& model, shard::SliceSource* slices);
 
 }  // namespace md

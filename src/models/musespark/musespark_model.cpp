@@ -111,8 +111,7 @@ void MuseSparkModel::apply_run_options() {
     dist::Communicator& ranks = *run_options_.ranks;
     MuseSparkShard shard =
         shard_musespark(config_, std::move(weights_), ranks.rank(), ranks.size(),
-                        std::filesystem::path(directory_).filename().string(),
-                        run_options_.slices ? *run_options_.slices : shard::slice_at_load());
+                        std::filesystem::path(directory_).filename().string(), run_options_.slices);
     run_options_.slices = nullptr;  // a pack's reader lives only as long as the load
     rank_config_ = shard.config;
     weights_ = std::move(shard.weights);

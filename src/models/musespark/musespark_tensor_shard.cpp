@@ -17,7 +17,7 @@ shard::Range scaled(shard::Range heads, int64_t width) {
 }  // namespace
 
 MuseSparkShard shard_musespark(const MuseSparkConfig& config, MuseSparkWeights weights, int rank,
-                               int ranks, const std::string& model, shard::SliceSource& slices) {
+                               int ranks, const std::string& model, shard::SliceSource* slices) {
   const shard::HeadShard heads = shard::attention_heads(
       config.num_attention_heads, config.num_key_value_heads, rank, ranks, model);
   const int64_t hd = config.head_dim;

@@ -23,8 +23,8 @@ struct MuseSparkShard {
 };
 
 // Throws md::Error, naming `model`, where the heads cannot be shared among `ranks`. The slices
-// come from `slices`.
+// come from `slices` (null: cut at load).
 MuseSparkShard shard_musespark(const MuseSparkConfig& config, MuseSparkWeights weights, int rank,
-                               int ranks, const std::string& model, shard::SliceSource& slices);
+                               int ranks, const std::string& model, shard::SliceSource* slices);
 
 }  // namespace md

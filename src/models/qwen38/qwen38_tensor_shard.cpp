@@ -101,7 +101,7 @@ Qwen38AttentionWeights shard_attention(const Qwen38Config& c, const Qwen38Attent
 }  // namespace
 
 Qwen38Shard shard_qwen38(const Qwen38Config& config, Qwen38Weights weights, int rank, int ranks,
-                         const std::string& model, shard::SliceSource& slices) {
+                         const std::string& model, shard::SliceSource* slices) {
   const Qwen38Config& c = config;
   if (ranks > c.linear_num_key_heads) {
     fail("{}: {} ranks cannot share {} Gated DeltaNet key heads (use at most {} ranks)", model,

@@ -25,8 +25,8 @@ struct Qwen38Shard {
 
 // Throws md::Error, naming `model`, for more ranks than Gated DeltaNet key heads, or heads and
 // formats that cannot be shared among `ranks`.
-// The matrix slices come from `slices` (models/common/slice_source.h).
+// The matrix slices come from `slices` (models/common/slice_source.h; null: cut at load).
 Qwen38Shard shard_qwen38(const Qwen38Config& config, Qwen38Weights weights, int rank, int ranks,
-                         const std::string& model, shard::SliceSource& slices);
+                         const std::string& model, shard::SliceSource* slices);
 
 }  // namespace md
