@@ -709,7 +709,8 @@ CommandAction add_bench_command(CLI::App& app) {
   sub->add_option("-m,--model", options->model, "Model directory or org/name[@revision]");
   sub->add_option("--synthetic", options->synthetic,
                   "Built-in shape with random weights: qwen38-0.8b, qwen38-tiny, "
-                  "muse-spark-tiny, muse-spark-layer (default qwen38-0.8b when no --model)");
+                  "muse-spark-tiny, muse-spark-layer, kimi-k3-tiny, kimi-k3-layer, kimi-k3-edges "
+                  "(default qwen38-0.8b when no --model)");
   sub->add_option("--rows", options->rows, "Decode batch sizes (independent sequences)")
       ->delimiter(',');
   sub->add_option("--executors", options->executors,

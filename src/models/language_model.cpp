@@ -12,15 +12,6 @@ void require_stored_dense_weights(DenseWeights dense, const std::string& model) 
   }
 }
 
-void require_one_rank(const ModelRunOptions& options, const std::string& model,
-                      std::string_view family) {
-  if (options.ranks == nullptr || options.ranks->size() == 1) return;
-  fail(
-      "{}: tensor parallelism ({} ranks) is not implemented for {} models yet (llama, "
-      "qwen3_5 and muse_spark only)",
-      model, options.ranks->size(), family);
-}
-
 void LanguageModel::decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
                            std::vector<float>& logits) {
   decode_each(states, tokens, logits, [](std::size_t) {});

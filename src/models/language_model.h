@@ -63,10 +63,6 @@ void require_stored_dense_weights(DenseWeights dense, const std::string& model);
 inline void require_stored_dense_weights(const ModelRunOptions& options, const std::string& model) {
   require_stored_dense_weights(options.dense_weights, model);
 }
-// Throws md::Error naming `model` and its `family` when `options` give more than one
-// tensor-parallel rank to a family whose steps have no tensor-parallel lowering yet.
-void require_one_rank(const ModelRunOptions& options, const std::string& model,
-                      std::string_view family);
 
 // The state of one sequence: everything earlier tokens left behind (KV cache, recurrent and conv
 // states) and how many tokens it holds. Capacity is fixed when it is created.

@@ -24,10 +24,6 @@ std::unique_ptr<LanguageModel> load_language_model(const std::string& directory,
   }
   ModelFamily family = family_of(load_model_config(directory));
   if (family != ModelFamily::kMuseSpark) require_stored_dense_weights(options, directory);
-  if (family != ModelFamily::kLlama && family != ModelFamily::kQwen38 &&
-      family != ModelFamily::kMuseSpark) {
-    require_one_rank(options, directory, family_name(family));
-  }
   switch (family) {
     case ModelFamily::kQwen38:
       return std::make_unique<Qwen38Model>(directory, options);

@@ -49,8 +49,12 @@ void run_moe_route(const MoeRouteOperands& op, const Program& program, float* sc
     const float* row = logits + n * op.stride;
     choose(op, row, scratch, choices.data());
     for (int64_t j = 0; j < op.experts_per_token; ++j) {
-      routed[at(count++)] = {choices[at(j)].expert, static_cast<int32_t>(n), choices[at(j)].weight,
-                             static_cast<int32_t>(j)};
+      const kernels::ExpertChoice& c = choices[at(j)];
+      if (c.expert < op.owned_begin || c.expert >= op.owned_end) {
+        plan.choices[at(n * kernels::kMaxExpertsPerToken + j)] = {-1, 0, c.weight};
+        continue;
+      }
+      routed[at(count++)] = {c.expert, static_cast<int32_t>(n), c.weight, static_cast<int32_t>(j)};
     }
     if (op.shared_gate_column >= 0) {
       plan.shared_scale[at(n)] = kernels::sigmoid(row[op.shared_gate_column]);
@@ -166,6 +170,7 @@ void run_moe_mix_row(const MoeMixOperands& op, int64_t row, const Program& progr
   float* each = program.buffer(op.each);
   for (int64_t i = 0; i < op.experts_per_token; ++i) {
     const RowChoice& choice = op.plan->choice(row, i);
+    if (choice.slot < 0) continue;  // another rank's expert
     float* o = each + static_cast<int64_t>(op.plan->entry(choice.slot, choice.entry)) * op.width;
     if (!op.normalise) {
       for (int64_t c = 0; c < op.width; ++c) out[c] += o[c] * choice.weight;

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -318,6 +319,7 @@ enum class MoeScoring : uint8_t {
 
 // Where the i-th expert a row chose (in the router's order) sits in the plan: slot, the row's
 // index among that slot's rows, and its routing weight.
+// A choice of an expert another rank holds (expert parallelism) has slot −1.
 struct RowChoice {
   int32_t slot = 0, entry = 0;
   float weight = 0;
@@ -379,6 +381,10 @@ struct MoeRouteOperands {
   const float* bias = nullptr;  // [experts]
   float multiplier = 1;
   float sum_epsilon = 0;  // added to the chosen scores' sum that divides each weight
+  // Expert parallelism: the experts this rank holds, [owned_begin, owned_end). Every rank routes
+  // every row alike; pairs whose expert another rank holds stay out of the plan, so the plan's
+  // experts, downs and mix cover this rank's share and a sum across the ranks completes them.
+  int64_t owned_begin = 0, owned_end = std::numeric_limits<int64_t>::max();
 
   // Worker scratch the task needs: one row's routing probabilities (sigmoid: scores, selection
   // values and marks).

@@ -2,7 +2,8 @@
 TCP on loopback (the transport a multi-host run takes), on the tiny-llama fixture.
 
 - `run`: the greedy text of two MPI ranks equals one process's and two in-process ranks', on
-  tiny-llama, tiny-qwen38 (Gated DeltaNet heads shared by key head) and muse-spark-tiny.
+  tiny-llama, tiny-qwen38 (Gated DeltaNet heads shared by key head), muse-spark-tiny and
+  kimi-k3-tiny (KDA and MLA heads shared, experts split among the ranks).
 - `serve`: rank 0 listens; the official openai client gets from it the completion one process
   gives, concurrent requests included; in-process ranks (`serve --tp 2` without mpirun) too.
 - `bench --tp 2` under mpirun reports what all ranks stream, as in-process ranks do.
@@ -12,7 +13,7 @@ TCP on loopback (the transport a multi-host run takes), on the tiny-llama fixtur
   every rank naming the one that differs; a process count unlike --tp is refused.
 
 Environment (set by ctest): MEGADECODE_BIN, MD_MPIEXEC, MD_TINY_LLAMA, MD_TINY_QWEN38,
-MD_TINY_MUSE.
+MD_TINY_MUSE, MD_TINY_KIMI.
 """
 import json
 import os
@@ -31,6 +32,9 @@ MPIEXEC = os.environ["MD_MPIEXEC"]
 MODEL = os.environ["MD_TINY_LLAMA"]
 QWEN = os.environ["MD_TINY_QWEN38"]
 MUSE = os.environ["MD_TINY_MUSE"]
+KIMI = os.environ["MD_TINY_KIMI"]
+FAMILIES = [MODEL, QWEN, MUSE, KIMI]
+FAMILY_IDS = ["llama", "qwen38", "muse_spark", "kimi_k3"]
 MPI = [MPIEXEC, "--allow-run-as-root", "--oversubscribe", "--mca", "btl", "tcp,self",
        "--mca", "btl_tcp_if_include", "lo"]
 PROMPT = "The quick brown fox"
@@ -48,14 +52,14 @@ def generate(*launch, extra=(), model=MODEL):
     return result.stdout
 
 
-@pytest.mark.parametrize("model", [MODEL, QWEN, MUSE], ids=["llama", "qwen38", "muse_spark"])
+@pytest.mark.parametrize("model", FAMILIES, ids=FAMILY_IDS)
 def test_run_over_two_mpi_ranks_gives_the_one_process_text(model):
     one = generate(model=model)
     assert generate(*MPI, "-np", "2", extra=("--tp", "2"), model=model) == one
     assert generate(extra=("--tp", "2"), model=model) == one
 
 
-@pytest.mark.parametrize("model", [MODEL, QWEN, MUSE], ids=["llama", "qwen38", "muse_spark"])
+@pytest.mark.parametrize("model", FAMILIES, ids=FAMILY_IDS)
 def test_mpi_ranks_run_from_a_weight_pack_as_from_the_checkpoint(model, tmp_path):
     pack = tmp_path / "pack"
     made = run(BIN, "pack", "-m", model, "--tp", "2", "--out", str(pack))

@@ -14,7 +14,7 @@ inline std::string kimi_fixture_path(const std::string& name) {
 }
 
 // "kimi-k3-tiny" → "kimi_k3_tiny" (gtest names allow no '-').
-inline std::string kimi_param_name(const testing::TestParamInfo<std::string>& info) {
+inline std::string kimi_param_name(const ::testing::TestParamInfo<std::string>& info) {
   std::string name = info.param;
   for (char& c : name) c = c == '-' ? '_' : c;
   return name;

@@ -68,15 +68,16 @@ class FaultyCommunicator final : public dist::Communicator {
 
 // The negative control of the tensor-parallel tests: the relative gap between `one` rank's
 // logits of `prompt` (every row) and those of two ranks, loaded by `load` with `options`, whose
-// first all-reduce (layer 0's o products) loses the other rank's part.
+// all-reduce number `at` of the first step (0: layer 0's o products) loses the other rank's part.
 inline double gap_with_a_dropped_all_reduce(LanguageModel& one,
                                             const TensorParallelModel::Loader& load,
                                             const ModelRunOptions& options,
-                                            const std::vector<int32_t>& prompt, int64_t context) {
+                                            const std::vector<int32_t>& prompt, int64_t context,
+                                            int at = 0) {
   std::vector<std::unique_ptr<FaultyCommunicator>> dropping;
   TensorParallelModel tp(2, options, [&](const ModelRunOptions& rank) {
     dropping.push_back(
-        std::make_unique<FaultyCommunicator>(*rank.ranks, FaultyCommunicator::Fault::kDrop, 0));
+        std::make_unique<FaultyCommunicator>(*rank.ranks, FaultyCommunicator::Fault::kDrop, at));
     ModelRunOptions with = rank;
     with.ranks = dropping.back().get();
     return load(with);

@@ -1,10 +1,12 @@
 #include "models/kimi/kimi_model.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include "base/error.h"
 #include "models/common/config_files.h"
 #include "models/common/prefill_chunks.h"
+#include "models/kimi/kimi_tensor_shard.h"
 
 namespace md {
 
@@ -29,11 +31,10 @@ KimiModel::KimiModel(const std::string& directory, const ModelRunOptions& run_op
       checkpoint_(std::make_unique<Checkpoint>(directory)),
       weights_(bind_kimi_k3_weights(*checkpoint_, config_)),
       pool_(std::make_unique<ThreadPool>(run_options.threads)),
-      reference_(config_, weights_, with_cache_type(reference_options, run_options), pool_.get()),
       executor_(run_options.executor),
       prefill_rows_(run_options.prefill_rows),
       executors_(std::make_unique<program::Executors>(pool_->size())) {
-  check_run_options(run_options, directory_);
+  apply_run_options(run_options, reference_options);
 }
 
 KimiModel::KimiModel(std::string name, KimiK3Config config, KimiK3Weights weights,
@@ -43,16 +44,46 @@ KimiModel::KimiModel(std::string name, KimiK3Config config, KimiK3Weights weight
       weights_(std::move(weights)),
       resident_bytes_(resident_bytes),
       pool_(std::make_unique<ThreadPool>(run_options.threads)),
-      reference_(config_, weights_, with_cache_type({}, run_options), pool_.get()),
       executor_(run_options.executor),
       prefill_rows_(run_options.prefill_rows),
       executors_(std::make_unique<program::Executors>(pool_->size())) {
+  apply_run_options(run_options, {});
+}
+
+void KimiModel::apply_run_options(const ModelRunOptions& run_options,
+                                  const KimiReferenceOptions& reference_options) {
   check_run_options(run_options, directory_);
+  const KimiReferenceOptions options = with_cache_type(reference_options, run_options);
+  rank_config_ = config_;
+  if (run_options.ranks != nullptr && run_options.ranks->size() > 1) {
+    if (!runs_programs(executor_, options)) {
+      fail(
+          "{}: tensor parallelism runs the step programs, not the reference forward's test "
+          "hooks",
+          directory_);
+    }
+    ranks_ = run_options.ranks;
+    whole_lm_head_ = weights_.lm_head;
+    KimiShard shard =
+        shard_kimi(config_, std::move(weights_), ranks_->rank(), ranks_->size(),
+                   std::filesystem::path(directory_).filename().string(), run_options.slices);
+    rank_config_ = shard.config;
+    weights_ = std::move(shard.weights);
+    experts_ = kimi_experts_of(config_, ranks_->rank(), ranks_->size());
+  }
+  // Over the heads the rank holds: its key-absorb matrices and its share of the KDA state.
+  reference_ = std::make_unique<KimiReference>(rank_config_, weights_, options, pool_.get());
 }
 
 void KimiModel::check_run_options(const ModelRunOptions& run_options, const std::string& name) {
   require_stored_dense_weights(run_options, name);
-  require_one_rank(run_options, name, "kimi_k3");
+  if (run_options.ranks != nullptr && run_options.ranks->size() > 1 &&
+      run_options.executor == ExecutorKind::kReference) {
+    fail(
+        "{}: tensor parallelism runs the step programs (executor mega or ops), not the "
+        "reference",
+        name);
+  }
   if (run_options.matmul_inputs != kernels::MatmulInputs::kF32) {
     fail("{}: kimi_k3 runs its matrices with f32 inputs only for now", name);
   }
@@ -61,9 +92,13 @@ void KimiModel::check_run_options(const ModelRunOptions& run_options, const std:
 
 std::string KimiModel::description() const {
   return fmt::format(
-      "kimi_k3 {} layers ({} KDA, {} MLA), hidden {}, {} experts top-{} (MXFP4), vocab {} ({})",
+      "kimi_k3 {} layers ({} KDA, {} MLA), hidden {}, {} experts top-{} (MXFP4), vocab {}{} ({})",
       config_.num_layers, config_.num_kda_layers(), config_.num_mla_layers(), config_.hidden_size,
-      config_.num_experts, config_.num_experts_per_token, config_.vocab_size, directory_);
+      config_.num_experts, config_.num_experts_per_token, config_.vocab_size,
+      tensor_parallel() ? fmt::format(", rank {} of {} (experts {}..{})", ranks_->rank(),
+                                      ranks_->size(), experts_.begin, experts_.end - 1)
+                        : "",
+      directory_);
 }
 
 int64_t KimiModel::max_context() const {
@@ -77,12 +112,14 @@ std::vector<int32_t> KimiModel::stop_token_ids() const {
 std::size_t KimiModel::state_bytes_per_token() const {
   // The absorbed latent cache (§7.2) in the run's cache type.
   return static_cast<std::size_t>(config_.num_mla_layers() * config_.mla_latent_cache_width()) *
-         (reference_.options().bf16_latent_cache ? sizeof(uint16_t) : sizeof(float));
+         (reference_->options().bf16_latent_cache ? sizeof(uint16_t) : sizeof(float));
 }
 
 std::size_t KimiModel::state_bytes_fixed() const {
-  const int64_t conv = 3 * (config_.short_conv_kernel - 1) * config_.kda_channels();
-  const int64_t delta = config_.kda_num_heads * config_.kda_head_dim * config_.kda_head_dim;
+  // The rank's KDA heads (all of them on one rank).
+  const KimiK3Config& c = rank_config_;
+  const int64_t conv = 3 * (c.short_conv_kernel - 1) * c.kda_channels();
+  const int64_t delta = c.kda_num_heads * c.kda_head_dim * c.kda_head_dim;
   return static_cast<std::size_t>(config_.num_kda_layers() * (conv + delta)) * sizeof(float);
 }
 
@@ -91,8 +128,8 @@ std::unique_ptr<SequenceState> KimiModel::new_sequence(int64_t capacity) const {
     fail("context {} is outside 1..{} (the context limit of {})", capacity, max_context(),
          directory_);
   }
-  return std::make_unique<KimiState>(config_, reference_.new_state(), capacity,
-                                     reference_.options().bf16_latent_cache);
+  return std::make_unique<KimiState>(rank_config_, reference_->new_state(), capacity,
+                                     reference_->options().bf16_latent_cache);
 }
 
 // Every row's taps are written by the step, so the buffer is only sized, not cleared.
@@ -115,9 +152,9 @@ void KimiModel::run_tokens(KimiState& state, const int32_t* ids, int64_t n, floa
     const int64_t end = std::min(n, begin + prefill_rows_);
     const int64_t from = std::max(begin, first_logit);
     const int64_t rows = std::max<int64_t>(0, end - from);
-    reference_.run(ids + begin, end - begin, state.data(), /*chunked=*/n > 1,
-                   rows > 0 ? logits + (from - first_logit) * vocab : nullptr, rows,
-                   tap_row(taps, begin));
+    reference_->run(ids + begin, end - begin, state.data(), /*chunked=*/n > 1,
+                    rows > 0 ? logits + (from - first_logit) * vocab : nullptr, rows,
+                    tap_row(taps, begin));
   }
   state.sync_position();
 }
@@ -128,9 +165,17 @@ void KimiModel::forward(SequenceState& base, std::span<const int32_t> tokens, Lo
   auto& state = dynamic_cast<KimiState&>(base);
   state.keep_all();
   const auto n = static_cast<int64_t>(tokens.size());
-  // One token runs the decode form (the reference's recurrence), several the chunked form.
+  // One token runs the decode form (the reference's recurrence: a one-row decode step computes
+  // the same bits), several the chunked form.
   if (fused() && n > 1) {
     prefill(state, tokens, rows, logits);
+    return;
+  }
+  if (fused()) {
+    KimiState* typed = &state;
+    KimiStep& built = step(1, RowMode::kIndependent);
+    built.prepare(std::span<KimiState* const>(&typed, 1), tokens);
+    run_step(built, logits);
     return;
   }
   const int64_t out_rows = rows == LogitRows::kAll ? n : 1;
@@ -228,13 +273,13 @@ void KimiModel::commit(SequenceState& base, int64_t rows_kept) {
 void KimiModel::set_tap_layers(std::vector<int64_t> layers) {
   check_tap_layers(layers, config_.num_layers);
   tap_layers_ = layers;
-  reference_.set_tap_layers(std::move(layers));
+  reference_->set_tap_layers(std::move(layers));
   steps_.clear();  // the step programs copy taps out: rebuilt with the new list
 }
 
 TargetView KimiModel::target_view() const {
   return TargetView{.embed_tokens = weights_.embed_tokens,
-                    .lm_head = weights_.lm_head,
+                    .lm_head = tensor_parallel() ? whole_lm_head_ : weights_.lm_head,
                     .hidden_size = config_.hidden_size,
                     .vocab_size = config_.vocab_size,
                     .num_layers = config_.num_layers,
@@ -243,10 +288,13 @@ TargetView KimiModel::target_view() const {
                     .matmul_inputs = kernels::MatmulInputs::kF32};
 }
 
-bool KimiModel::fused() const {
-  const KimiReferenceOptions& o = reference_.options();
-  return executor_ != ExecutorKind::kReference && o.ablation == KimiAblation::kNone &&
+bool KimiModel::runs_programs(ExecutorKind executor, const KimiReferenceOptions& o) {
+  return executor != ExecutorKind::kReference && o.ablation == KimiAblation::kNone &&
          o.absorbed_mla && o.latent_cache_perturbation == 0;
+}
+
+bool KimiModel::fused() const {
+  return runs_programs(executor_, reference_->options());
 }
 
 KimiStep& KimiModel::step(int64_t rows, RowMode mode, LogitRows logits) {
@@ -255,8 +303,8 @@ KimiStep& KimiModel::step(int64_t rows, RowMode mode, LogitRows logits) {
     if (built->max_rows() == rows && built->mode() == mode && built->logit_rows() == logits)
       return *built;
   }
-  steps_.push_back(std::make_unique<KimiStep>(config_, weights_, reference_, rows, mode,
-                                              pool_->size(), tap_layers_, logits));
+  steps_.push_back(std::make_unique<KimiStep>(rank_config_, weights_, *reference_, rows, mode,
+                                              pool_->size(), tap_layers_, logits, ranks_));
   return *steps_.back();
 }
 
@@ -279,9 +327,13 @@ void KimiModel::run_step(KimiStep& built, std::vector<float>& logits) {
 }
 
 std::size_t KimiModel::decode_weight_bytes() const {
+  // Under expert parallelism the rank's expected share of the k experts a token takes.
+  const auto held =
+      static_cast<std::size_t>(tensor_parallel() ? experts_.size() : config_.num_experts);
   std::size_t total = dense_decode_bytes();
   for (int64_t l = config_.first_k_dense_replace; l < config_.num_layers; ++l) {
-    total += expert_bytes(l) * static_cast<std::size_t>(config_.num_experts_per_token);
+    total += expert_bytes(l) * static_cast<std::size_t>(config_.num_experts_per_token) * held /
+             static_cast<std::size_t>(config_.num_experts);
   }
   return total;
 }

@@ -4,6 +4,10 @@
 // program (kimi_step.h) on the executor the run options name (mega or ops), or through the
 // reference token by token (--executor reference): the same bits either way. Verify keeps the
 // KDA state after every row so that commit() can return to any count (§11, §12).
+//
+// Under tensor parallelism (ModelRunOptions::ranks) each rank holds its shard
+// (kimi_tensor_shard.h) and runs every step, prompts included, as programs; the reference forward
+// and its test hooks are refused there.
 #pragma once
 
 #include <memory>
@@ -11,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "dist/communicator.h"
+#include "dist/partition.h"
 #include "io/checkpoint.h"
 #include "models/kimi/kimi_config.h"
 #include "models/kimi/kimi_reference.h"
@@ -52,7 +58,9 @@ class KimiModel final : public LanguageModel {
                std::vector<float>& logits) override;
   void decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
               std::vector<float>& logits) override;
+  // Under tensor parallelism only the program executors.
   bool set_executor(ExecutorKind executor) override {
+    if (tensor_parallel() && executor == ExecutorKind::kReference) return false;
     executor_ = executor;
     return true;
   }
@@ -60,6 +68,8 @@ class KimiModel final : public LanguageModel {
   program::Program* decode_program(int64_t rows) override;
   // Greedy tokens of the last decode/verify step run by a program (computed inside the step).
   const std::vector<int32_t>& last_greedy() const { return last_greedy_; }
+  // Per MoE layer, the distinct experts the last fused step ran (on this rank).
+  const std::vector<int64_t>& experts_run() const { return experts_run_; }
 
   // Verify rows: 1..8 tokens at the sequence's next positions, each row the decode form chained
   // on the row before (KDA state, MLA cache), logits for every row; commit() keeps a prefix.
@@ -87,6 +97,8 @@ class KimiModel final : public LanguageModel {
   std::size_t last_step_weight_bytes() const override;
 
   const KimiK3Config& config() const { return config_; }
+  // The rank's share of the heads and dense MLP (the whole config on one rank).
+  const KimiK3Config& rank_config() const { return rank_config_; }
   // Prefill program runs so far (each a chunk of up to prefill_rows tokens): how tests tell that
   // a prompt ran as programs rather than through the reference forward.
   int64_t prefill_program_runs() const { return prefill_program_runs_; }
@@ -105,19 +117,30 @@ class KimiModel final : public LanguageModel {
     return static_cast<int64_t>(tap_layers_.size()) * config_.hidden_size;
   }
 
+  // Checks the run options, takes the rank's shard under tensor parallelism and builds the
+  // reference forward over the weights the rank holds.
+  void apply_run_options(const ModelRunOptions& run_options,
+                         const KimiReferenceOptions& reference_options);
+  bool tensor_parallel() const { return ranks_ != nullptr; }
+
   std::string directory_;
   KimiK3Config config_;
+  KimiK3Config rank_config_;
   std::unique_ptr<Checkpoint> checkpoint_;  // null for weights built in memory
   KimiK3Weights weights_;
-  std::size_t resident_bytes_ = 0;  // weights built in memory
+  kernels::WeightMatrix whole_lm_head_;  // what a drafter reads under tensor parallelism
+  std::size_t resident_bytes_ = 0;       // weights built in memory
   std::unique_ptr<ThreadPool> pool_;
-  KimiReference reference_;
+  dist::Communicator* ranks_ = nullptr;  // a tensor-parallel rank's (null: one rank)
+  dist::Range experts_{};                // the routed experts this rank runs
+  std::unique_ptr<KimiReference> reference_;
   std::vector<int64_t> tap_layers_;
   std::vector<float> last_taps_;
 
   // Whether decode and verify steps run the fused program: a program executor is chosen and the
   // reference options are the engine's (ablations and cache perturbations exist there only).
   bool fused() const;
+  static bool runs_programs(ExecutorKind executor, const KimiReferenceOptions& options);
   // The fused steps, built on first use per (rows, row mode, logit rows), and what runs them.
   KimiStep& step(int64_t rows, RowMode mode, LogitRows logits = LogitRows::kAll);
   // A prompt of several tokens (checked) through the prefill program in chunks of up to

@@ -7,6 +7,7 @@
 #include "kernels/residual_mix.h"
 #include "models/common/step_builder.h"
 #include "models/common/step_rows.h"
+#include "models/kimi/kimi_tensor_shard.h"
 #include "program/cpu_residual_mix.h"
 
 namespace md {
@@ -39,7 +40,7 @@ void append(std::vector<Dependency>& to, const std::vector<Dependency>& more) {
 
 KimiStep::KimiStep(const KimiK3Config& config, const KimiK3Weights& weights,
                    const KimiReference& reference, int64_t max_rows, RowMode mode, int workers,
-                   std::vector<int64_t> tap_layers, LogitRows logits)
+                   std::vector<int64_t> tap_layers, LogitRows logits, dist::Communicator* ranks)
     : config_(config),
       weights_(weights),
       reference_(reference),
@@ -53,11 +54,18 @@ KimiStep::KimiStep(const KimiK3Config& config, const KimiK3Weights& weights,
     fail("kimi_k3: {} attention-residual blocks exceed the fused step's {}",
          config.num_residual_blocks(), program::kMaxResidualCandidates - 1);
   }
-  build(workers);
+  build(workers, ranks);
 }
 
 int64_t KimiStep::moe_slots() const {
   return std::min(config_.num_experts, max_rows_ * config_.num_experts_per_token);
+}
+
+int64_t KimiStep::shared_width() const {
+  for (int64_t l = config_.first_k_dense_replace; l < config_.num_layers; ++l) {
+    return weights_.layers[size(l)].moe.shared_gate.rows;
+  }
+  return 0;
 }
 
 int64_t KimiStep::tap_slot(int64_t layer) const {
@@ -65,7 +73,7 @@ int64_t KimiStep::tap_slot(int64_t layer) const {
   return tapped == tap_layers_.end() ? -1 : tapped - tap_layers_.begin();
 }
 
-void KimiStep::build(int workers) {
+void KimiStep::build(int workers, dist::Communicator* ranks) {
   const KimiK3Config& c = config_;
   const int64_t R = max_rows_, H = c.hidden_size, C = c.kda_channels();
   int64_t fa_rank = 0;  // the decay's low rank (the widest, should layers differ)
@@ -75,7 +83,7 @@ void KimiStep::build(int workers) {
     }
   }
   const int64_t qk = c.mla_qk_head_dim(), heads = c.num_attention_heads;
-  const int64_t shared_i = c.num_shared_experts > 0 ? c.shared_intermediate_size() : 0;
+  const int64_t shared_i = c.num_shared_experts > 0 ? shared_width() : 0;
   const auto n_taps = static_cast<int64_t>(tap_layers_.size());
   for (auto [storage, width] : {std::pair{&stream_, H},
                                 {&sub_, H},
@@ -109,15 +117,38 @@ void KimiStep::build(int workers) {
   const bool last_only = logit_rows_ == LogitRows::kLast;
   const int64_t logit_rows = last_only ? 1 : R;
   greedy_.assign(size(logit_rows), 0);
+  rank_ = std::make_unique<RankBuffers>(ranks, R, H, logit_rows, c.vocab_size);
+  // The rank's partial latent mixes (expert parallelism), summed across the ranks.
+  moe_partial_.assign(size(rank_->ranks() != nullptr ? R * c.routed_expert_hidden_size : 0), 0.0f);
   states_.assign(size(R), nullptr);
   step_rows_.assign(size(R), {});
   StepBuilder b(workers);
-  ids_ = {b.buffer(stream_),    b.buffer(sub_),    b.buffer(mixed_),      b.buffer(blocks_),
-          b.buffer(kda_in_),    b.buffer(fa_),     b.buffer(kda_out_),    b.buffer(cq_),
-          b.buffer(q_),         b.buffer(ckv_),    b.buffer(mla_gate_),   b.buffer(mla_out_),
-          b.buffer(act_),       b.buffer(up_),     b.buffer(shared_act_), b.buffer(shared_up_),
-          b.buffer(router_),    b.buffer(latent_), b.buffer(expert_act_), b.buffer(expert_each_),
-          b.buffer(moe_mixed_), b.buffer(logits_), b.buffer(taps_)};
+  ids_ = {b.buffer(stream_),
+          b.buffer(sub_),
+          b.buffer(mixed_),
+          b.buffer(blocks_),
+          b.buffer(kda_in_),
+          b.buffer(fa_),
+          b.buffer(kda_out_),
+          b.buffer(cq_),
+          b.buffer(q_),
+          b.buffer(ckv_),
+          b.buffer(mla_gate_),
+          b.buffer(mla_out_),
+          b.buffer(act_),
+          b.buffer(up_),
+          b.buffer(shared_act_),
+          b.buffer(shared_up_),
+          b.buffer(router_),
+          b.buffer(latent_),
+          b.buffer(expert_act_),
+          b.buffer(expert_each_),
+          b.buffer(moe_mixed_),
+          b.buffer(logits_),
+          b.buffer(taps_),
+          b.buffer(rank_->partial),
+          b.buffer(rank_->local_logits),
+          b.buffer(moe_partial_)};
 
   const int32_t embed =
       b.add({"embed", R, program::EmbedOperands{weights_.embed_tokens, ids_.stream}, {}, {}});
@@ -148,7 +179,8 @@ void KimiStep::build(int workers) {
                               static_cast<float>(c.rms_norm_eps));
   if (last_only) final_rows.first_row = -1;
   b.lm_head_argmax(final_rows, weights_.lm_head, ids_.logits, kMinVocabTile, tile_max_, tile_arg_,
-                   greedy_.data(), {b.all(output_mix)}, {}, logit_rows);
+                   greedy_.data(), {b.all(output_mix)}, {}, logit_rows,
+                   rank_->vocab_shard(ids_.local_logits, ids_.logits));
   program_ = b.build(0, max_rows_);
 }
 
@@ -230,9 +262,7 @@ int32_t KimiStep::add_kda(StepBuilder& b, int64_t layer, int32_t mix) {
   }
   b.need_scratch(op.scratch_floats(max_rows_));
   const int32_t kda = b.add({tag + "kda", c.kda_num_heads, op, {}, std::move(head_waits)});
-  std::vector<program::Tile> out;
-  b.add_tiles(out, lw.o_proj, ids_.sub, 0, H, false);
-  return b.projection(tag + "o", StepBuilder::rows(ids_.kda_out, C), std::move(out), {b.all(kda)});
+  return into_sub(b, tag + "o", StepBuilder::rows(ids_.kda_out, C), lw.o_proj, false, {b.all(kda)});
 }
 
 // §7.3: the input norm fused into q_a|kv_a|gate, the q_a norm, q_b, each row's cache entry, a
@@ -294,10 +324,8 @@ int32_t KimiStep::add_mla(StepBuilder& b, int64_t layer, int32_t mix) {
   b.need_scratch(op.scratch_floats());
   const int32_t attended =
       b.add({tag + "latent_attention", heads, op, {b.all(entries)}, std::move(head_waits)});
-  std::vector<program::Tile> out;
-  b.add_tiles(out, lw.o_proj, ids_.sub, 0, H, false);
-  return b.projection(tag + "o", StepBuilder::rows(ids_.mla_out, op.out_stride()), std::move(out),
-                      {b.all(attended)});
+  return into_sub(b, tag + "o", StepBuilder::rows(ids_.mla_out, op.out_stride()), lw.o_proj, false,
+                  {b.all(attended)});
 }
 
 // §8: the dense SiTU MLP, or the latent MoE plus the shared experts, into `sub`.
@@ -312,10 +340,8 @@ std::vector<Dependency> KimiStep::add_ffn(StepBuilder& b, int64_t layer, int32_t
   if (!c.is_moe_layer(layer)) {
     const int32_t gate_up = b.gate_up_silu(tag + "norm>gate|up+situ", input, lw.dense_gate,
                                            lw.dense_up, ids_.act, ids_.up, {b.all(mix)}, situ(c));
-    std::vector<program::Tile> down;
-    b.add_tiles(down, lw.dense_down, ids_.sub, 0, H, false);
-    return {b.all(b.projection(tag + "down", StepBuilder::rows(ids_.act, c.intermediate_size),
-                               std::move(down), {b.all(gate_up)}))};
+    return {b.all(into_sub(b, tag + "down", StepBuilder::rows(ids_.act, c.intermediate_size),
+                           lw.dense_down, false, {b.all(gate_up)}))};
   }
   const KimiMoeWeights& w = lw.moe;
   std::vector<program::Tile> tiles;
@@ -325,16 +351,16 @@ std::vector<Dependency> KimiStep::add_ffn(StepBuilder& b, int64_t layer, int32_t
       b.projection(tag + "norm>router|latent_down", input, std::move(tiles), {b.all(mix)});
   moe_plans_.push_back(
       std::make_unique<program::MoePlan>(moe_slots(), max_rows_, c.num_experts_per_token));
-  const program::MoeRouteOperands route{.logits = ids_.router,
-                                        .stride = E,
-                                        .experts = E,
-                                        .experts_per_token = c.num_experts_per_token,
-                                        .shared_gate_column = -1,
-                                        .plan = moe_plans_.back().get(),
-                                        .scoring = program::MoeScoring::kSigmoidBias,
-                                        .bias = w.router_bias.data(),
-                                        .multiplier = 1.0f,
-                                        .sum_epsilon = 0.0f};
+  program::MoeRouteOperands route{.logits = ids_.router,
+                                  .stride = E,
+                                  .experts = E,
+                                  .experts_per_token = c.num_experts_per_token,
+                                  .shared_gate_column = -1,
+                                  .plan = moe_plans_.back().get(),
+                                  .scoring = program::MoeScoring::kSigmoidBias,
+                                  .bias = w.router_bias.data(),
+                                  .multiplier = 1.0f,
+                                  .sum_epsilon = 0.0f};
   const program::MoeExpertsOperands experts{.input = ids_.latent,
                                             .hidden = latent,
                                             .experts = &w.experts,
@@ -347,14 +373,31 @@ std::vector<Dependency> KimiStep::add_ffn(StepBuilder& b, int64_t layer, int32_t
   down.intermediate = c.moe_intermediate_size;
   down.hidden = latent;
   down.each = ids_.expert_each;
+  const bool parted = rank_->ranks() != nullptr;
+  if (parted) {
+    const dist::Range mine = kimi_experts_of(c, rank_->ranks()->rank(), rank_->ranks()->size());
+    route.owned_begin = mine.begin;
+    route.owned_end = mine.end;
+  }
   const program::MoeMixOperands mixed{.each = ids_.expert_each,
-                                      .out = ids_.moe_mixed,
+                                      .out = parted ? ids_.moe_partial : ids_.moe_mixed,
                                       .width = latent,
                                       .experts_per_token = c.num_experts_per_token,
                                       .normalise = false};
-  const int32_t routed = b.moe_mixed(tag + "moe", route, experts, down, mixed, max_rows_,
-                                     b.tiles_writing(pre, ids_.router, 0, E),
-                                     b.tiles_writing(pre, ids_.latent, 0, latent));
+  int32_t routed = b.moe_mixed(tag + "moe", route, experts, down, mixed, max_rows_,
+                               b.tiles_writing(pre, ids_.router, 0, E),
+                               b.tiles_writing(pre, ids_.latent, 0, latent));
+  if (parted) {
+    routed = b.add({tag + "moe.all_reduce",
+                    1,
+                    program::AllReduceOperands{.partial = ids_.moe_partial,
+                                               .out = ids_.moe_mixed,
+                                               .width = latent,
+                                               .comm = rank_->ranks(),
+                                               .accumulate = false},
+                    {b.all(routed)},
+                    {}});
+  }
   const int32_t latent_norm = b.add({tag + "latent_norm",
                                      max_rows_,
                                      program::NormRowsOperands{.buffer = ids_.moe_mixed,
@@ -374,12 +417,19 @@ std::vector<Dependency> KimiStep::add_ffn(StepBuilder& b, int64_t layer, int32_t
   const int32_t shared_gate_up =
       b.gate_up_silu(tag + "norm>shared_gate|up+situ", input, w.shared_gate, w.shared_up,
                      ids_.shared_act, ids_.shared_up, {b.all(mix)}, situ(c));
-  std::vector<program::Tile> shared_down;
-  b.add_tiles(shared_down, w.shared_down, ids_.sub, 0, H, true);
-  const int32_t shared = b.projection(
-      tag + "shared_down+sub", StepBuilder::rows(ids_.shared_act, c.shared_intermediate_size()),
-      std::move(shared_down), {b.all(shared_gate_up), b.all(latent_up)});
+  const int32_t shared =
+      into_sub(b, tag + "shared_down+sub", StepBuilder::rows(ids_.shared_act, shared_width()),
+               w.shared_down, true, {b.all(shared_gate_up), b.all(latent_up)});
   return {b.all(shared)};
+}
+
+int32_t KimiStep::into_sub(StepBuilder& b, const std::string& name, program::RowInput input,
+                           const kernels::WeightMatrix& w, bool accumulate,
+                           std::vector<Dependency> waits) {
+  std::vector<program::Tile> tiles;
+  b.add_tiles(tiles, w, ids_.sub, 0, config_.hidden_size, accumulate);
+  return b.summed_projection(name, input, std::move(tiles), std::move(waits), rank_->ranks(),
+                             ids_.partial);
 }
 
 void KimiStep::experts_run(std::vector<int64_t>& out) const {

@@ -10,6 +10,13 @@
 // all rows that chose it, the mix in each row's router order, the latent norm, latent_up, the
 // shared experts added); then the output mix and the final norm fused into the lm_head tiles
 // with per-tile argmax. Plain-data instructions only. Built once per (rows, row mode).
+//
+// On a tensor-parallel rank (`ranks`; config and weights are the rank's shard, kimi_tensor_shard.h)
+// the o, dense down and shared-expert down tiles write partial products that a kAllReduce sums
+// (into `sub`, the shared experts' onto the routed output); the MoE routes every row on every rank
+// but runs and mixes only the rank's experts, a kAllReduce summing the partial mixes before the
+// latent norm; and the lm_head covers the rank's part of the vocabulary, the argmax and logits
+// reduced across the ranks.
 #pragma once
 
 #include <array>
@@ -18,6 +25,7 @@
 #include <span>
 #include <vector>
 
+#include "models/common/rank_buffers.h"
 #include "models/common/row_mode.h"
 #include "models/kimi/kimi_config.h"
 #include "models/kimi/kimi_reference.h"
@@ -41,7 +49,7 @@ class KimiStep {
   // and KDA runs chunked (the reference options' kda_chunk) as the reference prefill does.
   KimiStep(const KimiK3Config& config, const KimiK3Weights& weights, const KimiReference& reference,
            int64_t max_rows, RowMode mode, int workers, std::vector<int64_t> tap_layers = {},
-           LogitRows logits = LogitRows::kAll);
+           LogitRows logits = LogitRows::kAll, dist::Communicator* ranks = nullptr);
 
   program::Program& program() { return *program_; }
   int64_t max_rows() const { return max_rows_; }
@@ -71,9 +79,14 @@ class KimiStep {
   struct Buffers {
     program::BufferId stream, sub, mixed, blocks, kda_in, fa, kda_out, cq, q, ckv, mla_gate,
         mla_out, act, up, shared_act, shared_up, router, latent, expert_act, expert_each, moe_mixed,
-        logits, taps;
+        logits, taps, partial, local_logits, moe_partial;
   };
-  void build(int workers);
+  void build(int workers, dist::Communicator* ranks);
+  // A row-parallel projection of `w` (its rows written, or added, into `sub`): summed across the
+  // ranks on a tensor-parallel rank.
+  int32_t into_sub(StepBuilder& b, const std::string& name, program::RowInput input,
+                   const kernels::WeightMatrix& w, bool accumulate,
+                   std::vector<program::Dependency> waits);
   // A residual_mix waiting for `waits`; `tapped_layer` is the layer whose post-layer prefix the
   // update completes (-1: none).
   int32_t add_mix(StepBuilder& b, std::string name, program::PrefixUpdate update,
@@ -84,6 +97,7 @@ class KimiStep {
   // The FFN's instructions; returns what the next mix waits for (every producer of `sub`).
   std::vector<program::Dependency> add_ffn(StepBuilder& b, int64_t layer, int32_t mix);
   int64_t moe_slots() const;
+  int64_t shared_width() const;  // the shared experts' intermediate width on this rank
   int64_t tap_slot(int64_t layer) const;
 
   const KimiK3Config& config_;
@@ -101,7 +115,8 @@ class KimiStep {
 
   std::vector<float> stream_, sub_, mixed_, blocks_, kda_in_, fa_, kda_out_, cq_, q_, ckv_,
       mla_gate_, mla_out_, act_, up_, shared_act_, shared_up_, router_, latent_, expert_act_,
-      expert_each_, moe_mixed_, logits_, taps_;
+      expert_each_, moe_mixed_, logits_, taps_, moe_partial_;
+  std::unique_ptr<RankBuffers> rank_;
   std::vector<std::unique_ptr<program::MoePlan>> moe_plans_;
   std::vector<float> tile_max_;
   std::vector<int32_t> tile_arg_;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "io/checkpoint.h"
@@ -59,6 +60,9 @@ struct KimiK3Weights {
   std::vector<float> output_mix;  // wO: output_attn_res_norm ⊙ output_attn_res_proj [H]
   std::vector<KimiLayerWeights> layers;
   OwnedWeights owned;
+  // Under tensor parallelism: slices copied at load, and the rank's pack when read from one.
+  std::vector<std::unique_ptr<std::uint8_t[]>> sliced;
+  std::shared_ptr<const void> slice_storage;
 };
 
 // Binds every tensor of the text model. Throws md::Error naming the tensor, its file and the

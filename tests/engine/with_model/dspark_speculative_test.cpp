@@ -271,8 +271,11 @@ TEST_P(DSparkSpeculative, LosslessRuleWithTheDrafterDistribution) {
 // Muse Spark over two in-process tensor-parallel ranks: the drafter runs beside rank 0 on the
 // whole lm_head and reads the taps after the ranks' sums; greedy output through speculative
 // rounds equals the same ranks' plain decoding and one rank's.
-TEST(DSparkSpeculativeTensorParallel, MuseSparkGreedyOutputEqualsPlainDecoding) {
-  const std::string target = golden("musespark/muse-spark-tiny");
+// `target` (under MD_GOLDEN_DIR) on two ranks, its DSpark drafter (under MD_GOLDEN_DIR/kimi)
+// beside rank 0 on the whole lm_head.
+void expect_greedy_under_tensor_parallelism(const std::string& target_dir,
+                                            const std::string& drafter) {
+  const std::string target = golden(target_dir);
   ModelRunOptions run;
   run.threads = 2;
   run.kv_cache = KvCacheType::kF32;
@@ -280,10 +283,19 @@ TEST(DSparkSpeculativeTensorParallel, MuseSparkGreedyOutputEqualsPlainDecoding) 
       2, run, [&](const ModelRunOptions& rank) { return load_language_model(target, rank); });
   const std::unique_ptr<LanguageModel> one = load_language_model(target, run);
   const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(target);
-  const std::unique_ptr<SpeculativeDrafter> drafter =
-      load_dspark_drafter(golden("kimi/dspark-muse-spark-tiny"), tp.target_view());
-  expect_speculation_like_plain_decoding(*one, tp, *tokenizer, *drafter,
-                                         request_of(prompt_of(13), 0), kCapacity);
+  const std::unique_ptr<SpeculativeDrafter> draft =
+      load_dspark_drafter(golden("kimi/" + drafter), tp.target_view());
+  expect_speculation_like_plain_decoding(*one, tp, *tokenizer, *draft, request_of(prompt_of(13), 0),
+                                         kCapacity);
+}
+
+TEST(DSparkSpeculativeTensorParallel, MuseSparkGreedyOutputEqualsPlainDecoding) {
+  expect_greedy_under_tensor_parallelism("musespark/muse-spark-tiny", "dspark-muse-spark-tiny");
+}
+
+// Kimi K3's experts split among the ranks (expert parallelism) and its KDA and MLA heads too.
+TEST(DSparkSpeculativeTensorParallel, KimiK3GreedyOutputEqualsPlainDecoding) {
+  expect_greedy_under_tensor_parallelism("kimi/kimi-k3-tiny", "dspark-kimi-k3-tiny");
 }
 
 std::string pair_name(const ::testing::TestParamInfo<Pair>& param) {
