@@ -102,34 +102,11 @@ TEST(KimiTensorParallel, FixturesMatchOneRank) {
   expect_like_one_rank("kimi-k3-small", 3, ExecutorKind::kMega);
 }
 
-// Each expert runs on the one rank that holds it: in a step of two sequences, the experts the
-// ranks ran add up, layer by layer, to those one rank ran, and no rank ran them all.
 TEST(KimiTensorParallel, TheRanksShareTheRoutedExperts) {
   const ModelRunOptions options = options_for(ExecutorKind::kMega, 2);
   const std::unique_ptr<LanguageModel> one = kimi("kimi-k3-tiny")(options);
   TensorParallelModel tp(2, options, kimi("kimi-k3-tiny"));
-  auto step = [](LanguageModel& model) {
-    auto a = model.new_sequence(kContext);
-    auto b = model.new_sequence(kContext);
-    std::vector<float> logits;
-    model.forward(*a, prompt_of(5), LogitRows::kLast, logits);
-    model.forward(*b, prompt_of(3), LogitRows::kLast, logits);
-    SequenceState* both[] = {a.get(), b.get()};
-    model.decode(both, std::vector<int32_t>{17, 230}, logits);
-  };
-  step(*one);
-  step(tp);
-  const std::vector<int64_t>& whole = kimi_of(*one).experts_run();
-  ASSERT_EQ(whole.size(), static_cast<std::size_t>(kimi_of(*one).config().num_moe_layers()));
-  bool split = false;
-  for (std::size_t layer = 0; layer < whole.size(); ++layer) {
-    const int64_t first = kimi_of(tp.rank(0)).experts_run()[layer];
-    const int64_t second = kimi_of(tp.rank(1)).experts_run()[layer];
-    EXPECT_EQ(first + second, whole[layer]) << "MoE layer " << layer;
-    split = split || (first > 0 && second > 0);
-  }
-  EXPECT_TRUE(split) << "no layer ran experts on both ranks";
-  EXPECT_LT(tp.last_step_weight_bytes(), 2 * one->last_step_weight_bytes());
+  md::testing::expect_the_ranks_share_the_experts<KimiModel>(*one, tp, kContext);
 }
 
 TEST(KimiTensorParallel, NegativeControlsADroppedAllReduceBreaksTheBound) {

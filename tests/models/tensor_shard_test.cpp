@@ -1,7 +1,7 @@
 // The sharding rules of tensor parallelism (models/common/tensor_shard.h): heads shared as whole
 // KV groups, or KV heads replicated with their groups shared; weight slices by rows and by
-// block-aligned columns (views where the format allows, copies for BF16), and refusals that say
-// what cannot be shared.
+// block-aligned columns (views where the format allows, copies for BF16), routed experts dealt
+// to the ranks (expert parallelism), and refusals that say what cannot be shared.
 #include "models/common/tensor_shard.h"
 
 #include <gtest/gtest.h>
@@ -81,6 +81,32 @@ kernels::GgufMatrix columns_of(const kernels::GgufMatrix& w, Range range,
                                std::vector<std::unique_ptr<std::uint8_t[]>>& owned) {
   const Range ranges[] = {range};
   return shard::columns_of(kernels::WeightMatrix::of(w), ranges, owned, "w").gguf();
+}
+
+// Expert parallelism: every expert on exactly one rank, the first ranks one more where they do
+// not divide evenly, and no rank left without one.
+TEST(RoutedExperts, EvenSharesCoveringEveryExpertOnce) {
+  for (const auto& [experts, ranks] : {std::pair<int64_t, int>{16, 2}, {8, 3}, {5, 5}, {896, 32}}) {
+    int64_t next = 0;
+    for (int r = 0; r < ranks; ++r) {
+      const Range mine = routed_experts(experts, r, ranks, "m");
+      EXPECT_EQ(mine.begin, next) << experts << " over " << ranks;
+      EXPECT_GE(mine.size(), experts / ranks);
+      EXPECT_LE(mine.size(), experts / ranks + 1);
+      next = mine.end;
+    }
+    EXPECT_EQ(next, experts);
+  }
+  const Range first = routed_experts(8, 0, 3, "m");
+  EXPECT_EQ(first.size(), 3);
+  try {
+    (void)routed_experts(4, 0, 8, "model-x");
+    ADD_FAILURE() << "8 ranks took 4 experts";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("model-x: 8 ranks cannot share 4 routed experts"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Slices, RowsAndBlockAlignedColumnsAreViews) {

@@ -6,12 +6,15 @@
 // the last row's only), a step of two sequences, verify rows and commit(k);
 // on muse-spark-tiny (8 query heads over 2 KV heads: 2 ranks take one KV head each, 4 ranks
 // replicate them) and muse-spark-small (3 over 1: 2 ranks share a replicated KV head's group 2 /
-// 1; 3 ranks one query head each, and uneven vocabulary parts). A pack of the model's slices runs
-// bitwise as slices cut at load. Negative control: a communicator that drops layer 0's o all-reduce
-// breaks the bound.
+// 1; 3 ranks one query head each, and uneven vocabulary parts). The routed experts are split among
+// the ranks (expert parallelism): the experts the ranks ran in a step add up to one rank's. A pack
+// of the model's slices runs bitwise as slices cut at load. Negative controls: a communicator that
+// drops layer 0's o all-reduce, or its all-reduce of the partial expert mixes, breaks the bound.
 //
 // The bound. As for Llama and Qwen (llama_tensor_parallel_test.cpp), a row-parallel o product
-// summed per rank, then across the ranks, is the same real sum rounded along another path. Where
+// summed per rank, then across the ranks, is the same real sum rounded along another path (so are
+// the experts' partial mixes, each rank's experts in the router's order, then across the ranks:
+// expert parallelism). Where
 // Llama adds that product to the residual stream, so that its rounding counts against the
 // stream's scale (~10⁻⁶ of the logits measured, bound 5·10⁻⁵), Muse Spark's gated join first
 // normalises the branch to unit RMS: the rounding counts against the branch itself, which for a
@@ -19,10 +22,10 @@
 // softmaxes, QK norms and joins downstream amplify it further. Llama's 5·10⁻⁵ was exceeded here
 // (7·10⁻⁵ on muse-spark-tiny, 2 ranks). So the bound is a scale heuristic, not a derivation:
 // 2·n·u·layers from each fixture's own config (n = q_dim, u = 2⁻²⁴; tiny 3.7·10⁻⁴, small
-// 1.1·10⁻⁴), about 5× the measured gaps (the test prints them: 7·10⁻⁵, 3.4·10⁻⁵ on 4 ranks,
-// 8·10⁻⁶ and 1.3·10⁻⁵ on muse-spark-small's 2 and 3 ranks). What it must catch is far outside it: a
-// dropped all-reduce is off by 1.6 (≈ 4000×), a misplaced vocabulary mask by ∞, an all-reduce that
-// adds onto the previous layer's branch by O(1).
+// 1.1·10⁻⁴), about 5× the measured gaps (the test prints them: 6.2·10⁻⁵, 5.5·10⁻⁵ on 4 ranks,
+// 8.2·10⁻⁶ and 1.3·10⁻⁵ on muse-spark-small's 2 and 3 ranks). What it must catch is far outside
+// it: a dropped all-reduce (o or expert mix) is off by more than 1 (≈ 3000×), a misplaced
+// vocabulary mask by ∞, an all-reduce that adds onto the previous layer's branch by O(1).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -124,27 +127,38 @@ TEST(MuseTensorParallel, FixturesMatchOneRank) {
   expect_like_one_rank("muse-spark-small", 3, ExecutorKind::kMega);
 }
 
-TEST(MuseTensorParallel, NegativeControlADroppedAllReduceBreaksTheBound) {
+TEST(MuseTensorParallel, TheRanksShareTheRoutedExperts) {
   const ModelRunOptions options = options_for(ExecutorKind::kMega, 2);
   const std::unique_ptr<LanguageModel> one = muse("muse-spark-tiny")(options);
-  std::vector<std::unique_ptr<md::testing::FaultyCommunicator>> dropping;
-  TensorParallelModel tp(2, options, [&](const ModelRunOptions& rank) {
-    dropping.push_back(std::make_unique<md::testing::FaultyCommunicator>(
-        *rank.ranks, md::testing::FaultyCommunicator::Fault::kDrop, 0));
-    ModelRunOptions with = rank;
-    with.ranks = dropping.back().get();
-    return muse("muse-spark-tiny")(with);
-  });
+  TensorParallelModel tp(2, options, muse("muse-spark-tiny"));
+  md::testing::expect_the_ranks_share_the_experts<MuseSparkModel>(*one, tp, kContext);
+}
+
+// The first step's all-reduces: layer 0's o (0), then its partial expert mixes (1).
+TEST(MuseTensorParallel, NegativeControlsADroppedAllReduceBreaksTheBound) {
+  const ModelRunOptions options = options_for(ExecutorKind::kMega, 2);
+  const std::unique_ptr<LanguageModel> one = muse("muse-spark-tiny")(options);
   const std::vector<int32_t> prompt = prompt_of(9);
   auto a = one->new_sequence(kContext);
-  auto b = tp.new_sequence(kContext);
-  std::vector<float> expected, got;
+  std::vector<float> expected;
   one->forward(*a, prompt, LogitRows::kAll, expected);
-  tp.forward(*b, prompt, LogitRows::kAll, got);
-  const double gap = masked_gap(got, expected);
-  std::printf("dropped all-reduce: relative logit gap %.3g\n", gap);
-  EXPECT_GT(gap, 100 * bound_for(dynamic_cast<MuseSparkModel&>(*one).config()));
-  EXPECT_TRUE(std::isfinite(gap));  // the mask stays where it was; only values moved
+  for (const auto& [at, what] : {std::pair{0, "layer 0 o"}, std::pair{1, "layer 0 expert mix"}}) {
+    std::vector<std::unique_ptr<md::testing::FaultyCommunicator>> dropping;
+    TensorParallelModel tp(2, options, [&](const ModelRunOptions& rank) {
+      dropping.push_back(std::make_unique<md::testing::FaultyCommunicator>(
+          *rank.ranks, md::testing::FaultyCommunicator::Fault::kDrop, at));
+      ModelRunOptions with = rank;
+      with.ranks = dropping.back().get();
+      return muse("muse-spark-tiny")(with);
+    });
+    auto b = tp.new_sequence(kContext);
+    std::vector<float> got;
+    tp.forward(*b, prompt, LogitRows::kAll, got);
+    const double gap = masked_gap(got, expected);
+    std::printf("dropped %s all-reduce: relative logit gap %.3g\n", what, gap);
+    EXPECT_GT(gap, 100 * bound_for(dynamic_cast<MuseSparkModel&>(*one).config())) << what;
+    EXPECT_TRUE(std::isfinite(gap)) << what;  // the mask stays where it was; only values moved
+  }
 }
 
 TEST(MuseTensorParallel, APackRunsBitwiseAsSlicesCutAtLoad) {

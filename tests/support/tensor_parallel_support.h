@@ -90,6 +90,39 @@ inline double gap_with_a_dropped_all_reduce(LanguageModel& one,
   return relative_gap(got, expected);
 }
 
+// Expert parallelism: each expert runs on the one rank that holds it. In a step of two sequences
+// (after prompts of 5 and 3 tokens), the experts two ranks of `tp` ran add up, layer by layer, to
+// those `one` rank ran, and some layer ran experts on both ranks. `Model` (a family's model class)
+// reports a fused step's experts per MoE layer through experts_run().
+template <typename Model>
+void expect_the_ranks_share_the_experts(LanguageModel& one, TensorParallelModel& tp,
+                                        int64_t context) {
+  auto step = [context](LanguageModel& model) {
+    auto a = model.new_sequence(context);
+    auto b = model.new_sequence(context);
+    std::vector<float> logits;
+    model.forward(*a, std::vector<int32_t>{5, 216, 427, 138, 349}, LogitRows::kLast, logits);
+    model.forward(*b, std::vector<int32_t>{61, 272, 3}, LogitRows::kLast, logits);
+    SequenceState* both[] = {a.get(), b.get()};
+    model.decode(both, std::vector<int32_t>{17, 230}, logits);
+  };
+  step(one);
+  step(tp);
+  ASSERT_EQ(tp.ranks(), 2);
+  const std::vector<int64_t>& whole = dynamic_cast<Model&>(one).experts_run();
+  const std::vector<int64_t>& first = dynamic_cast<Model&>(tp.rank(0)).experts_run();
+  const std::vector<int64_t>& second = dynamic_cast<Model&>(tp.rank(1)).experts_run();
+  ASSERT_FALSE(whole.empty());
+  ASSERT_EQ(first.size(), whole.size());
+  ASSERT_EQ(second.size(), whole.size());
+  bool split = false;
+  for (std::size_t layer = 0; layer < whole.size(); ++layer) {
+    EXPECT_EQ(first[layer] + second[layer], whole[layer]) << "MoE layer " << layer;
+    split = split || (first[layer] > 0 && second[layer] > 0);
+  }
+  EXPECT_TRUE(split) << "no layer ran experts on both ranks";
+}
+
 // The run options of the tensor-parallel tests: f32 KV caches (exact comparisons), prompts in
 // prefill programs of 16 rows (several chunks even for short prompts).
 inline ModelRunOptions options_for(ExecutorKind executor, int threads) {

@@ -1,7 +1,7 @@
 // What a tensor-parallel rank's step program holds beyond the whole model's (models/common/
-// tensor_shard.h): the row-parallel products before their sum across the ranks, its part of the
-// vocabulary's logits, and the gather's scratch and candidates (program::VocabShard). One rank
-// (or none) needs none of them.
+// tensor_shard.h): the row-parallel products before their sum across the ranks, the partial mix of
+// the routed experts it holds (expert parallelism), its part of the vocabulary's logits, and the
+// gather's scratch and candidates (program::VocabShard). One rank (or none) needs none of them.
 #pragma once
 
 #include <cstdint>
@@ -15,14 +15,16 @@ namespace md {
 
 class RankBuffers {
  public:
-  // Sized for steps of `rows` rows of `hidden` values and `logit_rows` rows of logits over
-  // `vocab` ids; nothing when `ranks` is null or one rank.
+  // Sized for steps of `rows` rows of `hidden` values, `logit_rows` rows of logits over `vocab`
+  // ids and (MoE models) rows of `expert_width` mixed expert outputs; nothing when `ranks` is
+  // null or one rank.
   RankBuffers(dist::Communicator* ranks, int64_t rows, int64_t hidden, int64_t logit_rows,
-              int64_t vocab)
+              int64_t vocab, int64_t expert_width = 0)
       : ranks_(ranks != nullptr && ranks->size() > 1 ? ranks : nullptr), vocab_(vocab) {
     if (ranks_ == nullptr) return;
     const int64_t part = dist::largest_part(vocab, ranks_->size());
     partial.assign(at(rows * hidden), 0.0f);
+    expert_mix.assign(at(rows * expert_width), 0.0f);
     local_logits.assign(at(logit_rows * part), 0.0f);
     scratch_.assign(at(ranks_->size() * logit_rows * part), 0.0f);
     best_.assign(at((ranks_->size() + 1) * logit_rows), {});
@@ -44,6 +46,7 @@ class RankBuffers {
   }
 
   std::vector<float> partial;       // [rows][hidden]
+  std::vector<float> expert_mix;    // [rows][expert width]
   std::vector<float> local_logits;  // [logit rows][largest vocabulary part]
 
  private:

@@ -5,6 +5,7 @@
 
 #include "base/error.h"
 #include "dist/communicator.h"
+#include "models/common/tensor_shard.h"
 #include "program/projection_tiles.h"
 
 namespace md {
@@ -200,18 +201,36 @@ int32_t StepBuilder::moe(const std::string& name, const program::MoeRouteOperand
               {}});
 }
 
-int32_t StepBuilder::moe_mixed(const std::string& name, const program::MoeRouteOperands& route,
+int32_t StepBuilder::moe_mixed(const std::string& name, program::MoeRouteOperands route,
                                program::MoeExpertsOperands experts, program::MoeDownOperands down,
                                program::MoeMixOperands mix, int64_t rows,
                                std::vector<Dependency> route_waits,
-                               std::vector<Dependency> input_waits) {
+                               std::vector<Dependency> input_waits, dist::Communicator* ranks,
+                               program::BufferId partial) {
+  const bool parted = ranks != nullptr && ranks->size() > 1;
+  const program::BufferId out = mix.out;
+  if (parted) {
+    const dist::Range mine =
+        shard::routed_experts(route.experts, ranks->rank(), ranks->size(), name);
+    route.owned_begin = mine.begin;
+    route.owned_end = mine.end;
+    mix.out = partial;
+  }
   const int32_t gate_up =
       routed_experts(name, route, experts, std::move(route_waits), std::move(input_waits));
   down.tile_rows = program::projection_tile_rows(down.hidden, workers_);
   down.plan = route.plan;
   const int32_t each = add({name + ".experts_down", down.tiles(), down, {all(gate_up)}, {}});
   mix.plan = route.plan;
-  return add({name + ".norm+mix", rows, mix, {all(each)}, {}});
+  const int32_t mixed = add({name + ".norm+mix", rows, mix, {all(each)}, {}});
+  if (!parted) return mixed;
+  return add(
+      {name + ".all_reduce",
+       1,
+       program::AllReduceOperands{
+           .partial = partial, .out = out, .width = mix.width, .comm = ranks, .accumulate = false},
+       {all(mixed)},
+       {}});
 }
 
 int32_t StepBuilder::lm_head_argmax(program::RowInput input, const kernels::WeightMatrix& w,

@@ -94,11 +94,17 @@ class StepBuilder {
   // (besides the routing, waiting for `input_waits`: the rows they read), their down into
   // `down.each` per (expert, row), and the mix per row (of `rows`) into `mix.out`. Tile sizes, the
   // plan and the worker scratch are set here. Returns the mix instruction.
-  int32_t moe_mixed(const std::string& name, const program::MoeRouteOperands& route,
+  // With a communicator of more than one rank, expert parallelism: every rank routes every row
+  // alike but runs and mixes only its experts (shard::routed_experts), writing the partial mix
+  // into `partial` ([rows][mix.width]), and an all_reduce sums the ranks' parts into `mix.out`;
+  // then the all_reduce is returned.
+  int32_t moe_mixed(const std::string& name, program::MoeRouteOperands route,
                     program::MoeExpertsOperands experts, program::MoeDownOperands down,
                     program::MoeMixOperands mix, int64_t rows,
                     std::vector<program::Dependency> route_waits,
-                    std::vector<program::Dependency> input_waits);
+                    std::vector<program::Dependency> input_waits,
+                    dist::Communicator* ranks = nullptr,
+                    program::BufferId partial = program::kNoBuffer);
   // The lm_head tiles (at least `min_tile` rows each; their logits softcapped when `softcap`
   // says) with their per-tile argmax, then the reduction to one greedy token per input row (of at
   // most `row_capacity`, the length of `greedy`). `tile_max` / `tile_arg` are resized to fit.

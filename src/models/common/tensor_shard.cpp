@@ -32,6 +32,16 @@ HeadShard attention_heads(int64_t heads, int64_t kv_heads, int rank, int ranks,
   return {{kv * group + share.begin, kv * group + share.end}, {kv, kv + 1}};
 }
 
+Range routed_experts(int64_t experts, int rank, int ranks, const std::string& model) {
+  if (experts < ranks) {
+    fail(
+        "{}: {} ranks cannot share {} routed experts (expert parallelism gives each rank at least "
+        "one: use at most {} ranks)",
+        model, ranks, experts, experts);
+  }
+  return even_part(experts, ranks, rank);
+}
+
 int64_t column_unit(const kernels::WeightMatrix& w) {
   return w.format == kernels::WeightFormat::kGguf ? ggml_type_info(w.gguf_type).block_elems : 1;
 }

@@ -31,6 +31,10 @@ struct HeadShard {
 HeadShard attention_heads(int64_t heads, int64_t kv_heads, int rank, int ranks,
                           const std::string& model);
 
+// Expert parallelism: the routed experts (of `experts`) that rank `rank` of `ranks` holds and
+// runs, an even share. Throws md::Error (naming `model`) when some rank would hold none.
+Range routed_experts(int64_t experts, int rank, int ranks, const std::string& model);
+
 // The column unit a row-parallel split of `w` must respect: its format's block (GGUF), else 1.
 int64_t column_unit(const kernels::WeightMatrix& w);
 

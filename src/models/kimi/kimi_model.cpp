@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "models/common/config_files.h"
 #include "models/common/prefill_chunks.h"
+#include "models/common/tensor_shard.h"
 #include "models/kimi/kimi_tensor_shard.h"
 
 namespace md {
@@ -69,7 +70,8 @@ void KimiModel::apply_run_options(const ModelRunOptions& run_options,
                    std::filesystem::path(directory_).filename().string(), run_options.slices);
     rank_config_ = shard.config;
     weights_ = std::move(shard.weights);
-    experts_ = kimi_experts_of(config_, ranks_->rank(), ranks_->size());
+    experts_ =
+        shard::routed_experts(config_.num_experts, ranks_->rank(), ranks_->size(), directory_);
   }
   // Over the heads the rank holds: its key-absorb matrices and its share of the KDA state.
   reference_ = std::make_unique<KimiReference>(rank_config_, weights_, options, pool_.get());

@@ -7,7 +7,6 @@
 #include "kernels/residual_mix.h"
 #include "models/common/step_builder.h"
 #include "models/common/step_rows.h"
-#include "models/kimi/kimi_tensor_shard.h"
 #include "program/cpu_residual_mix.h"
 
 namespace md {
@@ -117,9 +116,8 @@ void KimiStep::build(int workers, dist::Communicator* ranks) {
   const bool last_only = logit_rows_ == LogitRows::kLast;
   const int64_t logit_rows = last_only ? 1 : R;
   greedy_.assign(size(logit_rows), 0);
-  rank_ = std::make_unique<RankBuffers>(ranks, R, H, logit_rows, c.vocab_size);
-  // The rank's partial latent mixes (expert parallelism), summed across the ranks.
-  moe_partial_.assign(size(rank_->ranks() != nullptr ? R * c.routed_expert_hidden_size : 0), 0.0f);
+  rank_ = std::make_unique<RankBuffers>(ranks, R, H, logit_rows, c.vocab_size,
+                                        c.routed_expert_hidden_size);
   states_.assign(size(R), nullptr);
   step_rows_.assign(size(R), {});
   StepBuilder b(workers);
@@ -148,7 +146,7 @@ void KimiStep::build(int workers, dist::Communicator* ranks) {
           b.buffer(taps_),
           b.buffer(rank_->partial),
           b.buffer(rank_->local_logits),
-          b.buffer(moe_partial_)};
+          b.buffer(rank_->expert_mix)};
 
   const int32_t embed =
       b.add({"embed", R, program::EmbedOperands{weights_.embed_tokens, ids_.stream}, {}, {}});
@@ -351,16 +349,16 @@ std::vector<Dependency> KimiStep::add_ffn(StepBuilder& b, int64_t layer, int32_t
       b.projection(tag + "norm>router|latent_down", input, std::move(tiles), {b.all(mix)});
   moe_plans_.push_back(
       std::make_unique<program::MoePlan>(moe_slots(), max_rows_, c.num_experts_per_token));
-  program::MoeRouteOperands route{.logits = ids_.router,
-                                  .stride = E,
-                                  .experts = E,
-                                  .experts_per_token = c.num_experts_per_token,
-                                  .shared_gate_column = -1,
-                                  .plan = moe_plans_.back().get(),
-                                  .scoring = program::MoeScoring::kSigmoidBias,
-                                  .bias = w.router_bias.data(),
-                                  .multiplier = 1.0f,
-                                  .sum_epsilon = 0.0f};
+  const program::MoeRouteOperands route{.logits = ids_.router,
+                                        .stride = E,
+                                        .experts = E,
+                                        .experts_per_token = c.num_experts_per_token,
+                                        .shared_gate_column = -1,
+                                        .plan = moe_plans_.back().get(),
+                                        .scoring = program::MoeScoring::kSigmoidBias,
+                                        .bias = w.router_bias.data(),
+                                        .multiplier = 1.0f,
+                                        .sum_epsilon = 0.0f};
   const program::MoeExpertsOperands experts{.input = ids_.latent,
                                             .hidden = latent,
                                             .experts = &w.experts,
@@ -373,31 +371,15 @@ std::vector<Dependency> KimiStep::add_ffn(StepBuilder& b, int64_t layer, int32_t
   down.intermediate = c.moe_intermediate_size;
   down.hidden = latent;
   down.each = ids_.expert_each;
-  const bool parted = rank_->ranks() != nullptr;
-  if (parted) {
-    const dist::Range mine = kimi_experts_of(c, rank_->ranks()->rank(), rank_->ranks()->size());
-    route.owned_begin = mine.begin;
-    route.owned_end = mine.end;
-  }
   const program::MoeMixOperands mixed{.each = ids_.expert_each,
-                                      .out = parted ? ids_.moe_partial : ids_.moe_mixed,
+                                      .out = ids_.moe_mixed,
                                       .width = latent,
                                       .experts_per_token = c.num_experts_per_token,
                                       .normalise = false};
-  int32_t routed = b.moe_mixed(tag + "moe", route, experts, down, mixed, max_rows_,
-                               b.tiles_writing(pre, ids_.router, 0, E),
-                               b.tiles_writing(pre, ids_.latent, 0, latent));
-  if (parted) {
-    routed = b.add({tag + "moe.all_reduce",
-                    1,
-                    program::AllReduceOperands{.partial = ids_.moe_partial,
-                                               .out = ids_.moe_mixed,
-                                               .width = latent,
-                                               .comm = rank_->ranks(),
-                                               .accumulate = false},
-                    {b.all(routed)},
-                    {}});
-  }
+  // The ranks' partial mixes are summed before the latent norm (expert parallelism).
+  const int32_t routed = b.moe_mixed(
+      tag + "moe", route, experts, down, mixed, max_rows_, b.tiles_writing(pre, ids_.router, 0, E),
+      b.tiles_writing(pre, ids_.latent, 0, latent), rank_->ranks(), ids_.expert_mix);
   const int32_t latent_norm = b.add({tag + "latent_norm",
                                      max_rows_,
                                      program::NormRowsOperands{.buffer = ids_.moe_mixed,

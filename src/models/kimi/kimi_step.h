@@ -79,7 +79,7 @@ class KimiStep {
   struct Buffers {
     program::BufferId stream, sub, mixed, blocks, kda_in, fa, kda_out, cq, q, ckv, mla_gate,
         mla_out, act, up, shared_act, shared_up, router, latent, expert_act, expert_each, moe_mixed,
-        logits, taps, partial, local_logits, moe_partial;
+        logits, taps, partial, local_logits, expert_mix;
   };
   void build(int workers, dist::Communicator* ranks);
   // A row-parallel projection of `w` (its rows written, or added, into `sub`): summed across the
@@ -115,7 +115,7 @@ class KimiStep {
 
   std::vector<float> stream_, sub_, mixed_, blocks_, kda_in_, fa_, kda_out_, cq_, q_, ckv_,
       mla_gate_, mla_out_, act_, up_, shared_act_, shared_up_, router_, latent_, expert_act_,
-      expert_each_, moe_mixed_, logits_, taps_, moe_partial_;
+      expert_each_, moe_mixed_, logits_, taps_;
   std::unique_ptr<RankBuffers> rank_;
   std::vector<std::unique_ptr<program::MoePlan>> moe_plans_;
   std::vector<float> tile_max_;

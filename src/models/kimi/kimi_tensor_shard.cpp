@@ -71,15 +71,11 @@ void shard_mlp(kernels::WeightMatrix& gate, kernels::WeightMatrix& up, kernels::
 
 }  // namespace
 
-dist::Range kimi_experts_of(const KimiK3Config& config, int rank, int ranks) {
-  return dist::even_part(config.num_experts, ranks, rank);
-}
-
 KimiShard shard_kimi(const KimiK3Config& config, KimiK3Weights weights, int rank, int ranks,
                      const std::string& model, shard::SliceSource* slices) {
   const shard::Range kda = share_of(config.kda_num_heads, rank, ranks, "KDA heads", model);
   const shard::Range mla = share_of(config.num_attention_heads, rank, ranks, "MLA heads", model);
-  (void)share_of(config.num_experts, rank, ranks, "routed experts", model);
+  (void)shard::routed_experts(config.num_experts, rank, ranks, model);
   if (config.intermediate_size < ranks ||
       (config.num_shared_experts > 0 && config.shared_intermediate_size() < ranks)) {
     fail("{}: {} ranks cannot share the MLP's {} (shared experts' {}) columns", model, ranks,

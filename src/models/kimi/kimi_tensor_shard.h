@@ -9,9 +9,9 @@
 //   per-head keys and values);
 // - the dense MLP and the shared experts: gate and up rows, down columns;
 // - the routed experts: expert parallelism, each rank an even share of the experts
-//   (kimi_experts_of); every rank routes every row alike (router and bias whole), runs the chosen
-//   experts it holds and mixes their products, and the ranks' partial mixes are summed before
-//   the latent norm; latent down, latent up and the latent norm stay whole;
+//   (shard::routed_experts); every rank routes every row alike (router and bias whole), runs the
+//   chosen experts it holds and mixes their products, and the ranks' partial mixes are summed
+//   before the latent norm; latent down, latent up and the latent norm stay whole;
 // - the lm_head: an even part of the vocabulary.
 // The embedding, the attention-residual weights and every norm stay whole.
 #pragma once
@@ -31,9 +31,6 @@ struct KimiShard {
   KimiK3Config config;
   KimiK3Weights weights;
 };
-
-// The routed experts rank `rank` of `ranks` holds and runs.
-dist::Range kimi_experts_of(const KimiK3Config& config, int rank, int ranks);
 
 // Throws md::Error, naming `model`, where the heads or experts cannot be shared among `ranks`
 // (more ranks than KDA heads, MLA heads or experts). The slices come from `slices` (null: cut at

@@ -67,6 +67,8 @@ class MuseSparkModel final : public LanguageModel {
               std::vector<float>& logits) override;
   // Greedy tokens of the last decode/verify step run by a program (computed inside the step).
   const std::vector<int32_t>& last_greedy() const { return last_greedy_; }
+  // Per layer, the distinct experts the last fused step ran (on this rank).
+  const std::vector<int64_t>& experts_run() const { return experts_run_; }
   // False for the reference forward under tensor parallelism (the ranks run programs only).
   bool set_executor(ExecutorKind executor) override {
     if (tensor_parallel() && executor == ExecutorKind::kReference) return false;

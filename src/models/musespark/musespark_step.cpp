@@ -80,7 +80,7 @@ void MuseStep::build(int workers, dist::Communicator* ranks) {
   const int64_t entries = R * c.num_experts_per_token;
   expert_act_.assign(size(entries * c.moe_intermediate_size), 0.0f);
   expert_each_.assign(size(entries * hm), 0.0f);
-  rank_ = std::make_unique<RankBuffers>(ranks, R, H, logit_rows, c.vocab_size);
+  rank_ = std::make_unique<RankBuffers>(ranks, R, H, logit_rows, c.vocab_size, hm);
   StepBuilder b(workers);
   ids_ = {b.buffer(stream_),
           b.buffer(q_),
@@ -98,7 +98,8 @@ void MuseStep::build(int workers, dist::Communicator* ranks) {
           b.buffer(logits_),
           b.buffer(taps_),
           b.buffer(rank_->partial),
-          b.buffer(rank_->local_logits)};
+          b.buffer(rank_->local_logits),
+          b.buffer(rank_->expert_mix)};
 
   // §4.1: the embedding row normed without a weight is the stream.
   const int32_t embed =
@@ -263,8 +264,10 @@ int32_t MuseStep::add_moe(StepBuilder& b, int64_t layer, int32_t residual) {
                                     .experts_per_token = c.num_experts_per_token,
                                     .scale = w.post_expert_norm.data(),
                                     .eps = post_eps};
+  // Expert parallelism: the ranks' partial mixes are summed before the post projection.
   const int32_t mixed = b.moe_mixed(tag + "moe", route, experts, down, mix, max_rows_,
-                                    b.tiles_writing(pre, ids_.router, 0, E), {b.all(latent_norm)});
+                                    b.tiles_writing(pre, ids_.router, 0, E), {b.all(latent_norm)},
+                                    rank_->ranks(), ids_.expert_mix);
 
   std::vector<program::Tile> out;
   b.add_tiles(out, w.post_expert_proj, ids_.branch, 0, H, false);

@@ -14,7 +14,8 @@
 // musespark_tensor_shard.h) the o tiles write partial products that a kAllReduce sums into the
 // branch before the gated join, and the lm_head covers the rank's part of the vocabulary (its
 // untrained tail masked in the rank's own ids) with the argmax and logits reduced across the
-// ranks; the MoE block, replicated on every rank, runs as on one.
+// ranks; the MoE block routes every row on every rank but runs and mixes only the rank's experts,
+// a kAllReduce summing the partial mixes before the post-expert projection.
 #pragma once
 
 #include <array>
@@ -77,7 +78,7 @@ class MuseStep {
  private:
   struct Buffers {
     program::BufferId stream, q, k, v, gate, attended, branch, latent, router, expert_act,
-        expert_each, mixed, angles, logits, taps, partial, local_logits;
+        expert_each, mixed, angles, logits, taps, partial, local_logits, expert_mix;
   };
   void build(int workers, dist::Communicator* ranks);
   int32_t add_attention(StepBuilder& b, int64_t layer, int32_t residual, int32_t angles);

@@ -20,6 +20,7 @@ MuseSparkShard shard_musespark(const MuseSparkConfig& config, MuseSparkWeights w
                                int ranks, const std::string& model, shard::SliceSource* slices) {
   const shard::HeadShard heads = shard::attention_heads(
       config.num_attention_heads, config.num_key_value_heads, rank, ranks, model);
+  (void)shard::routed_experts(config.num_experts, rank, ranks, model);
   const int64_t hd = config.head_dim;
   const shard::Range q = scaled(heads.heads, hd), kv = scaled(heads.kv_heads, hd);
 

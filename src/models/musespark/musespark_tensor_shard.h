@@ -1,11 +1,12 @@
 // One rank's share of a Muse Spark model under tensor parallelism (the seed's layout, on the
 // shared sharding rules of models/common/tensor_shard.h): whole KV heads with their groups of
 // query heads (or, with more ranks than KV heads, a replicated KV head and a share of its group)
-// — the q, output-gate, k and v rows of those heads and the o columns that read them — and an
-// even part of the vocabulary for the lm_head. The latent MoE block (pre/post expert
-// projections, router, experts in bf16 or NVFP4), the embedding, the norms and the residual gates
-// stay whole on every rank: the block's rows route identically everywhere, so its output needs
-// no sum across the ranks.
+// — the q, output-gate, k and v rows of those heads and the o columns that read them —, an even
+// share of the routed experts (expert parallelism, shard::routed_experts: every rank routes every
+// row alike, runs and mixes the chosen experts it holds, and the ranks' partial mixes are summed
+// before the post-expert projection) and an even part of the vocabulary for the lm_head. The pre
+// and post expert projections, the router, the embedding, the norms and the residual gates stay
+// whole on every rank.
 #pragma once
 
 #include <string>
