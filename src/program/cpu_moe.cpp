@@ -156,7 +156,12 @@ void run_moe_down_task(const MoeDownOperands& op, int64_t task, const Program& p
   float* out = program.buffer(op.out);
   for (int64_t n = 0; n < program.rows(); ++n) {
     float* o = out + n * op.out_stride;
-    for (int64_t r = h0; r < h1; ++r) o[r] += sum[n * width + r - h0];
+    const float* s = sum + n * width - h0;
+    if (op.accumulate) {
+      for (int64_t r = h0; r < h1; ++r) o[r] += s[r];
+    } else {
+      std::copy(s + h0, s + h1, o + h0);
+    }
     if (op.copy_to == kNoBuffer) continue;
     std::copy(o + h0, o + h1,
               program.buffer(op.copy_to) + n * op.copy_stride + op.copy_offset + h0);

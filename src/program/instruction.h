@@ -416,7 +416,8 @@ struct MoeExpertsOperands {
 // kMoeDown: one task per output-row tile [t·tile_rows, …) of the hidden size: for every step row,
 // Σ over the plan's slots in order (ascending experts) of weight · down_e · act, then
 // + shared_scale · shared_down · shared_act, added into out[n·out_stride + r] (the residual
-// stream), then copied to copy_to (a drafter's tap) when set. With `each` set instead, every
+// stream; written instead when `accumulate` is false: a rank's partial sum under expert
+// parallelism), then copied to copy_to (a drafter's tap) when set. With `each` set instead, every
 // expert's product for each of its rows is written as it is, at each[e·hidden + r] for its entry
 // e (MoePlan::entry), for kMoeMix to combine (no shared expert, nothing added to `out`).
 struct MoeDownOperands {
@@ -431,6 +432,7 @@ struct MoeDownOperands {
   int64_t copy_offset = 0, copy_stride = 0;
   const MoePlan* plan = nullptr;
   BufferId each = kNoBuffer;  // [plan's max entries][hidden]
+  bool accumulate = true;
 
   int64_t tiles() const { return (hidden + tile_rows - 1) / tile_rows; }
   // Worker scratch: one product [rows][hidden] and the tile's sums [rows][tile_rows].

@@ -1,12 +1,15 @@
 // Qwen3.8 / Qwen3.5 under tensor parallelism, ranks as threads of this process
 // (TensorParallelModel), against the same model on one rank, on every fixture whose heads can be
-// shared (Qwen3.5-MoE's experts replicated) — transformers' layout (grouped value heads) and
+// shared (Qwen3.5-MoE's routed experts dealt to the ranks, its shared expert's columns shared:
+// the experts the ranks ran in a step add up to one rank's) — transformers' layout (grouped value
+// heads) and
 // llama.cpp's GGUF (tiled value heads; BF16 and Q8_0 blocks): greedy tokens identical, logits
 // within the bound the changed summation order allows (as llama_tensor_parallel_test.cpp argues:
 // the Gated DeltaNet and attention heads are computed whole on their rank, only the o / out_proj /
-// down sums change order), verify rows and commit(k) likewise, and, with the recurrent delta rule,
-// a prompt's prefill programs bitwise the same tokens decoded one by one. More ranks than key heads
-// are refused with a message; a dropped all-reduce breaks the bound.
+// down sums and the experts' sum change order), verify rows and commit(k) likewise, and, with the
+// recurrent delta rule, a prompt's prefill programs bitwise the same tokens decoded one by one.
+// More ranks than key heads are refused with a message; a dropped all-reduce (an out_proj's, or
+// a MoE block's) breaks the bound.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -150,6 +153,21 @@ TEST(Qwen38TensorParallel, NegativeControlADroppedAllReduceBreaksTheBound) {
       *one, hf("tiny-qwen38"), options_for(ExecutorKind::kMega, 2), prompt_of(21, 3), kContext);
   std::printf("dropped all-reduce: relative logit gap %.3g\n", gap);
   EXPECT_GT(gap, 100 * kRelativeBound);
+  // Layer 0's MoE block (its DeltaNet's out_proj sum comes first).
+  const std::unique_ptr<LanguageModel> moe =
+      hf("tiny-qwen35-moe")(options_for(ExecutorKind::kMega, 2));
+  const double moe_gap = md::testing::gap_with_a_dropped_all_reduce(
+      *moe, hf("tiny-qwen35-moe"), options_for(ExecutorKind::kMega, 2), prompt_of(21, 3), kContext,
+      /*at=*/1);
+  std::printf("dropped MoE all-reduce: relative logit gap %.3g\n", moe_gap);
+  EXPECT_GT(moe_gap, 100 * kRelativeBound);
+}
+
+TEST(Qwen38TensorParallel, TheRanksShareTheRoutedExperts) {
+  const ModelRunOptions options = options_for(ExecutorKind::kMega, 2);
+  const std::unique_ptr<LanguageModel> one = hf("tiny-qwen35-moe")(options);
+  TensorParallelModel tp(2, options, hf("tiny-qwen35-moe"));
+  md::testing::expect_the_ranks_share_the_experts<Qwen38Model>(*one, tp, kContext);
 }
 
 // The step stream MPI ranks follow (models/rank_stream.h), over in-process ranks: rank 0 drives,

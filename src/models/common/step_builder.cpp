@@ -187,17 +187,43 @@ int32_t StepBuilder::routed_experts(const std::string& name, const program::MoeR
   return add({name + ".experts_gate|up+silu", expert_tasks, experts, std::move(input_waits), {}});
 }
 
-int32_t StepBuilder::moe(const std::string& name, const program::MoeRouteOperands& route,
+int32_t StepBuilder::moe(const std::string& name, program::MoeRouteOperands route,
                          program::MoeExpertsOperands experts, program::MoeDownOperands down,
-                         int32_t router, int32_t shared) {
+                         int32_t router, int32_t shared, dist::Communicator* ranks,
+                         program::BufferId partial) {
+  const bool parted = ranks != nullptr && ranks->size() > 1;
+  const program::MoeDownOperands whole = down;
+  if (parted) {
+    const dist::Range mine =
+        shard::routed_experts(route.experts, ranks->rank(), ranks->size(), name);
+    route.owned_begin = mine.begin;
+    route.owned_end = mine.end;
+    down.out = partial;
+    down.out_stride = down.hidden;
+    down.accumulate = false;
+    down.copy_to = program::kNoBuffer;
+  }
   const int32_t gate_up = routed_experts(name, route, experts, {all(router)}, {});
   down.tile_rows = program::projection_tile_rows(down.hidden, workers_);
   down.plan = route.plan;
   need_scratch(down.scratch_floats());
-  return add({name + ".experts_down+shared+residual",
-              down.tiles(),
-              down,
-              {all(gate_up), all(shared)},
+  const int32_t summed = add({name + ".experts_down+shared+residual",
+                              down.tiles(),
+                              down,
+                              {all(gate_up), all(shared)},
+                              {}});
+  if (!parted) return summed;
+  return add({name + ".all_reduce",
+              1,
+              program::AllReduceOperands{.partial = partial,
+                                         .out = whole.out,
+                                         .width = whole.out_stride,
+                                         .comm = ranks,
+                                         .copy_to = whole.copy_to,
+                                         .copy_offset = whole.copy_offset,
+                                         .copy_stride = whole.copy_stride,
+                                         .accumulate = true},
+              {all(summed)},
               {}});
 }
 

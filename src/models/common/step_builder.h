@@ -86,9 +86,15 @@ class StepBuilder {
   // the chosen experts' gate|up, their down plus the shared expert's added into the residual.
   // Tile sizes are set here, and the worker scratch the three need is added to what build()
   // provides; the plan `route` names is shared by the three. Returns the down instruction.
-  int32_t moe(const std::string& name, const program::MoeRouteOperands& route,
+  // With a communicator of more than one rank, expert parallelism: every rank routes every row
+  // alike but runs only its experts (shard::routed_experts); the down writes the rank's partial
+  // sum (its experts and its share of the shared expert) into `partial` ([rows][down.hidden]) and
+  // an all_reduce adds the ranks' parts into `down.out` (and makes the copy); then the all_reduce
+  // is returned.
+  int32_t moe(const std::string& name, program::MoeRouteOperands route,
               program::MoeExpertsOperands experts, program::MoeDownOperands down, int32_t router,
-              int32_t shared);
+              int32_t shared, dist::Communicator* ranks = nullptr,
+              program::BufferId partial = program::kNoBuffer);
   // A latent MoE block whose experts are each normalised before they mix (Muse Spark): the
   // routing (waiting for `route_waits`: the router logits' tiles), the chosen experts' gate|up
   // (besides the routing, waiting for `input_waits`: the rows they read), their down into

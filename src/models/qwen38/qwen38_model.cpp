@@ -14,6 +14,7 @@
 #include "kernels/norms.h"
 #include "models/common/config_files.h"
 #include "models/common/prefill_chunks.h"
+#include "models/common/tensor_shard.h"
 #include "models/qwen38/qwen38_layers.h"
 #include "models/qwen38/qwen38_state.h"
 #include "models/qwen38/qwen38_tensor_shard.h"
@@ -140,8 +141,17 @@ std::size_t multiplied_bytes(const Qwen38Weights& weights) {
 
 // A MoE model's row reads only its top-k experts of each layer (more rows may share them or not).
 std::size_t Qwen38Model::decode_weight_bytes() const {
-  return multiplied_bytes(weights_) - routed_expert_bytes(weights_) +
-         routed_expert_bytes_per_row(weights_, config_.moe.experts_per_token);
+  return multiplied_bytes(weights_) - routed_expert_bytes(weights_) + expected_expert_bytes();
+}
+
+// Under expert parallelism the rank's expected share of them.
+std::size_t Qwen38Model::expected_expert_bytes() const {
+  const std::size_t row = routed_expert_bytes_per_row(weights_, config_.moe.experts_per_token);
+  if (!tensor_parallel() || !config_.is_moe()) return row;
+  const int64_t held = shard::routed_experts(config_.moe.experts, run_options_.ranks->rank(),
+                                             run_options_.ranks->size(), directory_)
+                           .size();
+  return row * static_cast<std::size_t>(held) / static_cast<std::size_t>(config_.moe.experts);
 }
 
 std::size_t Qwen38Model::weight_bytes() const {
@@ -432,8 +442,7 @@ std::size_t Qwen38Model::last_step_weight_bytes() const {
   if (last_decode_.rows == 0) return 0;
   // The reference runs one whole forward per row.
   if (!last_decode_.fused) return last_decode_.rows * decode_weight_bytes();
-  return decode_weight_bytes() -
-         routed_expert_bytes_per_row(weights_, config_.moe.experts_per_token) +
+  return decode_weight_bytes() - expected_expert_bytes() +
          routed_expert_bytes_run(weights_, last_decode_.experts_run);
 }
 

@@ -76,6 +76,8 @@ class Qwen38Model final : public LanguageModel {
     run_options_.executor = executor;
     return true;
   }
+  // Per MoE layer, the distinct experts the last fused decode step ran (on this rank).
+  const std::vector<int64_t>& experts_run() const { return last_decode_.experts_run; }
   bool tensor_parallel() const {
     return run_options_.ranks != nullptr && run_options_.ranks->size() > 1;
   }
@@ -121,6 +123,8 @@ class Qwen38Model final : public LanguageModel {
   void forward_reference(Qwen38State& state, std::span<const int32_t> tokens, LogitRows which,
                          float* logits);
   void run_step(Qwen38Step& step, std::vector<float>& logits);
+  std::size_t expected_expert_bytes() const;  // the routed experts' share of a decode row
+
   int threads_ = 1;
   // The persistent team (idle workers sleep) and the op-by-op twin; the drafter shares the team.
   std::unique_ptr<program::Executors> executors_;

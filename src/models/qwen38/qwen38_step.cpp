@@ -336,7 +336,9 @@ int32_t Qwen38Step::add_moe(StepBuilder& b, int64_t layer, int32_t residual) {
     down.copy_offset = slot * H;
     down.copy_stride = static_cast<int64_t>(tap_layers_.size()) * H;
   }
-  return b.moe(tag + "moe", route, experts, down, router, shared);
+  // Expert parallelism: the ranks' partial sums (their experts and shared-expert columns) are
+  // added into the residual stream by one all-reduce.
+  return b.moe(tag + "moe", route, experts, down, router, shared, rank_->ranks(), ids_.partial);
 }
 
 void Qwen38Step::prepare(std::span<Qwen38State* const> states, std::span<const int32_t> tokens,

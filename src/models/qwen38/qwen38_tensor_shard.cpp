@@ -110,15 +110,19 @@ Qwen38Shard shard_qwen38(const Qwen38Config& config, Qwen38Weights weights, int 
   const shard::HeadShard heads =
       shard::attention_heads(c.num_attention_heads, c.num_key_value_heads, rank, ranks, model);
   const Range keys = shard::even_part(c.linear_num_key_heads, ranks, rank);
-  // A MoE block is replicated (below): only a dense MLP's columns are shared.
+  // The FFN's columns: a dense MLP's, or a MoE block's shared expert's (its routed experts are
+  // dealt to the ranks whole: expert parallelism).
   int64_t unit = 1;
-  for (const Qwen38LayerWeights& l : weights.layers)
-    unit = std::max(unit, shard::column_unit(l.down_proj));
-  if (!c.is_moe() && (c.intermediate_size % unit != 0 || c.intermediate_size / unit < ranks)) {
-    fail("{}: {} FFN columns cannot be shared among {} ranks in blocks of {}", model,
-         c.intermediate_size, ranks, unit);
+  for (const Qwen38LayerWeights& l : weights.layers) {
+    unit = std::max(unit, shard::column_unit(c.is_moe() ? l.moe.shared_down_proj : l.down_proj));
   }
-  const Range ffn = c.is_moe() ? Range{} : shard::even_part(c.intermediate_size, ranks, rank, unit);
+  const int64_t columns = c.is_moe() ? c.moe.shared_intermediate : c.intermediate_size;
+  if (columns % unit != 0 || columns / unit < ranks) {
+    fail("{}: {} FFN columns cannot be shared among {} ranks in blocks of {}", model, columns,
+         ranks, unit);
+  }
+  if (c.is_moe()) (void)shard::routed_experts(c.moe.experts, rank, ranks, model);
+  const Range ffn = shard::even_part(columns, ranks, rank, unit);
   const std::vector<Range> ffn_ranges{ffn};
   const std::vector<Range> vocab{shard::even_part(c.vocab_size, ranks, rank)};
 
@@ -127,7 +131,11 @@ Qwen38Shard shard_qwen38(const Qwen38Config& config, Qwen38Weights weights, int 
   out.config.num_key_value_heads = heads.kv_heads.size();
   out.config.linear_num_key_heads = keys.size();
   out.config.linear_num_value_heads = keys.size() * c.linear_head_group();
-  out.config.intermediate_size = ffn.size();
+  if (c.is_moe()) {
+    out.config.moe.shared_intermediate = ffn.size();
+  } else {
+    out.config.intermediate_size = ffn.size();
+  }
   Qwen38Weights& w = out.weights;
   w.embed_tokens = weights.embed_tokens;
   w.norm = std::move(weights.norm);
@@ -150,10 +158,15 @@ Qwen38Shard shard_qwen38(const Qwen38Config& config, Qwen38Weights weights, int 
       l.gdn = shard_delta_net(c, whole.gdn, keys, take, tag);
     }
     if (c.is_moe()) {
-      // Every rank holds the whole block, routes its (identical) rows and runs the experts they
-      // chose, so the block's output needs no sum across the ranks; only the attention and
-      // DeltaNet layers around it are shared. (Expert parallelism would split the experts.)
+      // Every rank routes its (identical) rows with the whole router, runs the chosen experts it
+      // holds (all stay mapped; the step runs the rank's share) and its columns of the shared
+      // expert, whose σ gate stays whole.
       l.moe = std::move(whole.moe);
+      l.moe.shared_gate_proj =
+          take.rows(l.moe.shared_gate_proj, ffn_ranges, tag + "shared_gate_proj");
+      l.moe.shared_up_proj = take.rows(l.moe.shared_up_proj, ffn_ranges, tag + "shared_up_proj");
+      l.moe.shared_down_proj =
+          take.columns(l.moe.shared_down_proj, ffn_ranges, tag + "shared_down_proj");
     } else {
       l.gate_proj = take.rows(whole.gate_proj, ffn_ranges, tag + "gate_proj");
       l.up_proj = take.rows(whole.up_proj, ffn_ranges, tag + "up_proj");

@@ -5,8 +5,9 @@
 // columns of those heads, in either value-head layout (transformers' grouped one or llama.cpp's
 // tiled one) —, FFN columns in whole blocks, and an even part of the vocabulary. The embedding
 // and the norms stay whole; a projection bias of a row-parallel matrix (o) stays on rank 0 only,
-// so that the sum across ranks adds it once. A Qwen3.5-MoE block (router, experts, shared
-// expert) is replicated whole on every rank.
+// so that the sum across ranks adds it once. A Qwen3.5-MoE block keeps its router whole, deals its
+// routed experts to the ranks (expert parallelism, shard::routed_experts) and shares its shared
+// expert's columns; the ranks' partial sums meet in one all-reduce into the residual stream.
 #pragma once
 
 #include <string>
@@ -23,8 +24,8 @@ struct Qwen38Shard {
   Qwen38Weights weights;
 };
 
-// Throws md::Error, naming `model`, for more ranks than Gated DeltaNet key heads, or heads and
-// formats that cannot be shared among `ranks`.
+// Throws md::Error, naming `model`, for more ranks than Gated DeltaNet key heads or routed
+// experts, or heads and formats that cannot be shared among `ranks`.
 // The matrix slices come from `slices` (models/common/slice_source.h; null: cut at load).
 Qwen38Shard shard_qwen38(const Qwen38Config& config, Qwen38Weights weights, int rank, int ranks,
                          const std::string& model, shard::SliceSource* slices);
