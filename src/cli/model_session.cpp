@@ -67,7 +67,8 @@ void add_model_flags(CLI::App& command, ModelFlags& flags) {
       .add_option("--tp", flags.tp,
                   "Tensor-parallel ranks: the model's heads, FFN columns and vocabulary split "
                   "over N ranks: in this process (sharing --threads), or one per process when "
-                  "started by mpirun/srun with N processes (llama, qwen3_5 and muse_spark models)")
+                  "started by mpirun/srun with N processes (every family; a MoE model's routed "
+                  "experts are dealt to the ranks)")
       ->check(CLI::Range(1, 64));
   command
       .add_option("--weights", flags.weights,

@@ -443,7 +443,8 @@ struct MoeDownOperands {
 // weight · norm(each[slot][entry]), where norm multiplies by `scale` (when set) and normalises
 // without a weight (eps), written to out[n·width] (Muse Spark's per-expert post-norm and mix); with
 // `normalise` false, of weight · each[slot][entry] as it is (Kimi K3's latent mix).
-// Each (slot, entry) belongs to one row, so the norm is taken in place.
+// Each (slot, entry) belongs to one row, so the norm is taken in place. A choice of an expert
+// another rank holds (slot −1, expert parallelism) adds nothing: the row's mix is the rank's part.
 struct MoeMixOperands {
   BufferId each = kNoBuffer, out = kNoBuffer;
   int64_t width = 0, experts_per_token = 0;

@@ -87,13 +87,16 @@ TEST_P(KimiPrefillProgram, EqualsTheReferenceForwardBitwise) {
   }
 }
 
-// A one-token prompt runs the recurrence, as the reference does for a single token.
+// A one-token prompt runs the recurrence (a one-row decode program), as the reference does for a
+// single token: the same logits and taps.
 TEST_P(KimiPrefillProgram, OneTokenKeepsTheRecurrence) {
   auto reference = open(GetParam(), ExecutorKind::kReference, 1, KvCacheType::kF32);
   auto model = open(GetParam(), ExecutorKind::kMega, 2, KvCacheType::kF32);
   const Prefilled want = run(*reference, 1, LogitRows::kLast);
   const Prefilled got = run(*model, 1, LogitRows::kLast);
   EXPECT_TRUE(same_bits(got.logits, want.logits));
+  ASSERT_FALSE(want.taps.empty());
+  EXPECT_TRUE(same_bits(got.taps, want.taps));
   EXPECT_TRUE(same_bits(got.next, want.next));
   EXPECT_EQ(model->prefill_program_runs(), 0);
 }

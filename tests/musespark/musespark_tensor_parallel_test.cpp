@@ -33,6 +33,7 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "../support/tensor_parallel_support.h"
@@ -128,13 +129,13 @@ TEST(MuseTensorParallel, FixturesMatchOneRank) {
 }
 
 TEST(MuseTensorParallel, TheRanksShareTheRoutedExperts) {
-  const ModelRunOptions options = options_for(ExecutorKind::kMega, 2);
-  const std::unique_ptr<LanguageModel> one = muse("muse-spark-tiny")(options);
-  TensorParallelModel tp(2, options, muse("muse-spark-tiny"));
-  md::testing::expect_the_ranks_share_the_experts<MuseSparkModel>(*one, tp, kContext);
+  md::testing::expect_the_ranks_share_the_experts<MuseSparkModel>(muse("muse-spark-tiny"),
+                                                                  kContext);
 }
 
-// The first step's all-reduces: layer 0's o (0), then its partial expert mixes (1).
+// The first step's all-reduces: layer 0's o (0), then its partial expert mixes (1); the size of
+// the dropped part (the prompt's rows of the hidden or the latent width) shows it was the one
+// meant.
 TEST(MuseTensorParallel, NegativeControlsADroppedAllReduceBreaksTheBound) {
   const ModelRunOptions options = options_for(ExecutorKind::kMega, 2);
   const std::unique_ptr<LanguageModel> one = muse("muse-spark-tiny")(options);
@@ -142,7 +143,9 @@ TEST(MuseTensorParallel, NegativeControlsADroppedAllReduceBreaksTheBound) {
   auto a = one->new_sequence(kContext);
   std::vector<float> expected;
   one->forward(*a, prompt, LogitRows::kAll, expected);
-  for (const auto& [at, what] : {std::pair{0, "layer 0 o"}, std::pair{1, "layer 0 expert mix"}}) {
+  const MuseSparkConfig& c = dynamic_cast<MuseSparkModel&>(*one).config();
+  for (const auto& [at, width, what] : {std::tuple{0, c.hidden_size, "layer 0 o"},
+                                        std::tuple{1, c.moe_hidden_size, "layer 0 expert mix"}}) {
     std::vector<std::unique_ptr<md::testing::FaultyCommunicator>> dropping;
     TensorParallelModel tp(2, options, [&](const ModelRunOptions& rank) {
       dropping.push_back(std::make_unique<md::testing::FaultyCommunicator>(
@@ -156,7 +159,10 @@ TEST(MuseTensorParallel, NegativeControlsADroppedAllReduceBreaksTheBound) {
     tp.forward(*b, prompt, LogitRows::kAll, got);
     const double gap = masked_gap(got, expected);
     std::printf("dropped %s all-reduce: relative logit gap %.3g\n", what, gap);
-    EXPECT_GT(gap, 100 * bound_for(dynamic_cast<MuseSparkModel&>(*one).config())) << what;
+    EXPECT_EQ(dropping.front()->dropped_bytes(),
+              prompt.size() * static_cast<std::size_t>(width) * sizeof(float))
+        << what;
+    EXPECT_GT(gap, 100 * bound_for(c)) << what;
     EXPECT_TRUE(std::isfinite(gap)) << what;  // the mask stays where it was; only values moved
   }
 }

@@ -49,6 +49,7 @@ class FaultyCommunicator final : public dist::Communicator {
     }
     inner_.all_gather(in, bytes, out);
     if (!now) return;
+    dropped_bytes_ = bytes;
     for (int r = 0; r < size(); ++r) {
       if (r != rank()) std::memset(static_cast<std::byte*>(out) + r * bytes, 0, bytes);
     }
@@ -58,22 +59,27 @@ class FaultyCommunicator final : public dist::Communicator {
   }
   void barrier() override { inner_.barrier(); }
   void abort(const std::string& why) override { inner_.abort(why); }
+  // The size of the part that kDrop dropped (0 before): which sum it was.
+  std::size_t dropped_bytes() const { return dropped_bytes_; }
 
  private:
   dist::Communicator& inner_;
   Fault fault_;
   int at_;
   int calls_ = 0;
+  std::size_t dropped_bytes_ = 0;
 };
 
 // The negative control of the tensor-parallel tests: the relative gap between `one` rank's
 // logits of `prompt` (every row) and those of two ranks, loaded by `load` with `options`, whose
-// all-reduce number `at` of the first step (0: layer 0's o products) loses the other rank's part.
+// all-reduce number `at` of the first step (0: layer 0's o products) loses the other rank's part;
+// `dropped_bytes` (when not null) receives the size of the part rank 0 dropped, which tells which
+// sum it was.
 inline double gap_with_a_dropped_all_reduce(LanguageModel& one,
                                             const TensorParallelModel::Loader& load,
                                             const ModelRunOptions& options,
                                             const std::vector<int32_t>& prompt, int64_t context,
-                                            int at = 0) {
+                                            int at = 0, std::size_t* dropped_bytes = nullptr) {
   std::vector<std::unique_ptr<FaultyCommunicator>> dropping;
   TensorParallelModel tp(2, options, [&](const ModelRunOptions& rank) {
     dropping.push_back(
@@ -87,16 +93,31 @@ inline double gap_with_a_dropped_all_reduce(LanguageModel& one,
   std::vector<float> expected, got;
   one.forward(*a, prompt, LogitRows::kAll, expected);
   tp.forward(*b, prompt, LogitRows::kAll, got);
+  if (dropped_bytes != nullptr) *dropped_bytes = dropping.front()->dropped_bytes();
   return relative_gap(got, expected);
 }
 
+// The run options of the tensor-parallel tests: f32 KV caches (exact comparisons), prompts in
+// prefill programs of 16 rows (several chunks even for short prompts).
+inline ModelRunOptions options_for(ExecutorKind executor, int threads) {
+  ModelRunOptions run;
+  run.threads = threads;
+  run.kv_cache = KvCacheType::kF32;
+  run.executor = executor;
+  run.prefill_rows = 16;
+  return run;
+}
+
 // Expert parallelism: each expert runs on the one rank that holds it. In a step of two sequences
-// (after prompts of 5 and 3 tokens), the experts two ranks of `tp` ran add up, layer by layer, to
-// those `one` rank ran, and some layer ran experts on both ranks. `Model` (a family's model class)
-// reports a fused step's experts per MoE layer through experts_run().
+// (after prompts of 5 and 3 tokens), the experts two ranks of the model `load` opens ran add up,
+// layer by layer, to those one rank ran, and some layer ran experts on both ranks. `Model` (a
+// family's model class) reports a fused step's experts per MoE layer through experts_run().
 template <typename Model>
-void expect_the_ranks_share_the_experts(LanguageModel& one, TensorParallelModel& tp,
-                                        int64_t context) {
+void expect_the_ranks_share_the_experts(const TensorParallelModel::Loader& load, int64_t context) {
+  const ModelRunOptions options = options_for(ExecutorKind::kMega, 2);
+  const std::unique_ptr<LanguageModel> one_rank = load(options);
+  LanguageModel& one = *one_rank;
+  TensorParallelModel tp(2, options, load);
   auto step = [context](LanguageModel& model) {
     auto a = model.new_sequence(context);
     auto b = model.new_sequence(context);
@@ -121,17 +142,6 @@ void expect_the_ranks_share_the_experts(LanguageModel& one, TensorParallelModel&
     split = split || (first[layer] > 0 && second[layer] > 0);
   }
   EXPECT_TRUE(split) << "no layer ran experts on both ranks";
-}
-
-// The run options of the tensor-parallel tests: f32 KV caches (exact comparisons), prompts in
-// prefill programs of 16 rows (several chunks even for short prompts).
-inline ModelRunOptions options_for(ExecutorKind executor, int threads) {
-  ModelRunOptions run;
-  run.threads = threads;
-  run.kv_cache = KvCacheType::kF32;
-  run.executor = executor;
-  run.prefill_rows = 16;
-  return run;
 }
 
 // What the tensor-parallel tests run on one rank and on many: a prompt's logits (every row),

@@ -110,8 +110,10 @@ kernels::WeightMatrix PackReader::slice(const kernels::WeightMatrix& whole,
                                         const std::string& model) {
   auto it = by_key_.find(request.key);
   if (it == by_key_.end()) {
-    fail("{}: rank {} holds no slice \"{}\" of {}: the pack was made for another model", directory_,
-         rank_, request.key, model);
+    fail(
+        "{}: rank {} holds no slice \"{}\" of {}: the pack was made for another model (or by "
+        "another megadecode version: pack it again)",
+        directory_, rank_, request.key, model);
   }
   const PackTensor& t = *it->second;
   const bool by_rows = request.cut == shard::Cut::kRows;
@@ -123,7 +125,8 @@ kernels::WeightMatrix PackReader::slice(const kernels::WeightMatrix& whole,
       t.row_bytes != row_bytes) {
     fail(
         "{}: rank {}'s slice \"{}\" is {} {} of a {} [{}, {}] matrix, but {} asks for {} {} of a "
-        "{} [{}, {}] one: the pack was made for another model or TP layout",
+        "{} [{}, {}] one: the pack was made for another model or TP layout (or by another "
+        "megadecode version: pack it again)",
         directory_, rank_, request.key, t.cut, ranges_text(t.ranges), t.format, t.rows, t.cols,
         model, shard::cut_name(request.cut), ranges_text(request.ranges),
         shard::stored_format(whole), rows, cols);
@@ -154,8 +157,10 @@ void PackReader::check_all_taken(const std::string& model) const {
   }
   if (left.empty()) return;
   if (left.size() > 5) left.resize(5);
-  fail("{}: rank {} holds {} slice(s) {} did not ask for ({}): the pack was made for another model",
-       directory_, rank_, manifest_.tensors.size() - taken_.size(), model, fmt::join(left, ", "));
+  fail(
+      "{}: rank {} holds {} slice(s) {} did not ask for ({}): the pack was made for another model "
+      "(or by another megadecode version: pack it again)",
+      directory_, rank_, manifest_.tensors.size() - taken_.size(), model, fmt::join(left, ", "));
 }
 
 }  // namespace md

@@ -16,8 +16,8 @@ namespace md {
 class RankBuffers {
  public:
   // Sized for steps of `rows` rows of `hidden` values, `logit_rows` rows of logits over `vocab`
-  // ids and (MoE models) rows of `expert_width` mixed expert outputs; nothing when `ranks` is
-  // null or one rank.
+  // ids and (latent MoE models: Muse Spark, Kimi K3) rows of `expert_width` mixed expert outputs;
+  // nothing when `ranks` is null or one rank.
   RankBuffers(dist::Communicator* ranks, int64_t rows, int64_t hidden, int64_t logit_rows,
               int64_t vocab, int64_t expert_width = 0)
       : ranks_(ranks != nullptr && ranks->size() > 1 ? ranks : nullptr), vocab_(vocab) {

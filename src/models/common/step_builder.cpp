@@ -194,6 +194,11 @@ int32_t StepBuilder::moe(const std::string& name, program::MoeRouteOperands rout
   const bool parted = ranks != nullptr && ranks->size() > 1;
   const program::MoeDownOperands whole = down;
   if (parted) {
+    // The all_reduce sums whole rows of the stream: [rows][hidden], one after another.
+    if (partial == program::kNoBuffer || down.out_stride != down.hidden) {
+      fail("{}: expert parallelism needs a partial buffer and rows of the stream's own width",
+           name);
+    }
     const dist::Range mine =
         shard::routed_experts(route.experts, ranks->rank(), ranks->size(), name);
     route.owned_begin = mine.begin;
@@ -207,24 +212,23 @@ int32_t StepBuilder::moe(const std::string& name, program::MoeRouteOperands rout
   down.tile_rows = program::projection_tile_rows(down.hidden, workers_);
   down.plan = route.plan;
   need_scratch(down.scratch_floats());
-  const int32_t summed = add({name + ".experts_down+shared+residual",
-                              down.tiles(),
-                              down,
-                              {all(gate_up), all(shared)},
-                              {}});
+  const int32_t summed =
+      add({name + (parted ? ".experts_down+shared+partial" : ".experts_down+shared+residual"),
+           down.tiles(),
+           down,
+           {all(gate_up), all(shared)},
+           {}});
   if (!parted) return summed;
-  return add({name + ".all_reduce",
-              1,
-              program::AllReduceOperands{.partial = partial,
-                                         .out = whole.out,
-                                         .width = whole.out_stride,
-                                         .comm = ranks,
-                                         .copy_to = whole.copy_to,
-                                         .copy_offset = whole.copy_offset,
-                                         .copy_stride = whole.copy_stride,
-                                         .accumulate = true},
-              {all(summed)},
-              {}});
+  return all_reduce(name,
+                    {.partial = partial,
+                     .out = whole.out,
+                     .width = down.hidden,
+                     .comm = ranks,
+                     .copy_to = whole.copy_to,
+                     .copy_offset = whole.copy_offset,
+                     .copy_stride = whole.copy_stride,
+                     .accumulate = true},
+                    summed);
 }
 
 int32_t StepBuilder::moe_mixed(const std::string& name, program::MoeRouteOperands route,
@@ -236,6 +240,7 @@ int32_t StepBuilder::moe_mixed(const std::string& name, program::MoeRouteOperand
   const bool parted = ranks != nullptr && ranks->size() > 1;
   const program::BufferId out = mix.out;
   if (parted) {
+    if (partial == program::kNoBuffer) fail("{}: expert parallelism needs a partial buffer", name);
     const dist::Range mine =
         shard::routed_experts(route.experts, ranks->rank(), ranks->size(), name);
     route.owned_begin = mine.begin;
@@ -250,13 +255,10 @@ int32_t StepBuilder::moe_mixed(const std::string& name, program::MoeRouteOperand
   mix.plan = route.plan;
   const int32_t mixed = add({name + ".norm+mix", rows, mix, {all(each)}, {}});
   if (!parted) return mixed;
-  return add(
-      {name + ".all_reduce",
-       1,
-       program::AllReduceOperands{
-           .partial = partial, .out = out, .width = mix.width, .comm = ranks, .accumulate = false},
-       {all(mixed)},
-       {}});
+  return all_reduce(
+      name,
+      {.partial = partial, .out = out, .width = mix.width, .comm = ranks, .accumulate = false},
+      mixed);
 }
 
 int32_t StepBuilder::lm_head_argmax(program::RowInput input, const kernels::WeightMatrix& w,
@@ -313,18 +315,21 @@ int32_t StepBuilder::summed_projection(const std::string& name, program::RowInpu
     tile.copy_to = program::kNoBuffer;
   }
   const int32_t products = projection(name, input, std::move(tiles), std::move(waits));
-  return add({name + ".all_reduce",
-              1,
-              program::AllReduceOperands{.partial = partial,
-                                         .out = first.out,
-                                         .width = first.out_stride,
-                                         .comm = ranks,
-                                         .copy_to = first.copy_to,
-                                         .copy_offset = first.copy_offset,
-                                         .copy_stride = first.copy_stride,
-                                         .accumulate = first.accumulate},
-              {all(products)},
-              {}});
+  return all_reduce(name,
+                    {.partial = partial,
+                     .out = first.out,
+                     .width = first.out_stride,
+                     .comm = ranks,
+                     .copy_to = first.copy_to,
+                     .copy_offset = first.copy_offset,
+                     .copy_stride = first.copy_stride,
+                     .accumulate = first.accumulate},
+                    products);
+}
+
+int32_t StepBuilder::all_reduce(const std::string& name, const program::AllReduceOperands& sum,
+                                int32_t after) {
+  return add({name + ".all_reduce", 1, sum, {all(after)}, {}});
 }
 
 std::unique_ptr<program::Program> StepBuilder::build(std::size_t scratch_floats, int64_t max_rows) {

@@ -136,6 +136,8 @@ class StepBuilder {
                          program::MoeExpertsOperands experts,
                          std::vector<program::Dependency> route_waits,
                          std::vector<program::Dependency> input_waits);
+  // The sum across the ranks that completes `name`, once `after` has written every part.
+  int32_t all_reduce(const std::string& name, const program::AllReduceOperands& sum, int32_t after);
   int workers_;
   int64_t grain_;
   int64_t scratch_floats_ = 0;  // the most any instruction's tasks declared (moe)

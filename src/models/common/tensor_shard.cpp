@@ -32,14 +32,21 @@ HeadShard attention_heads(int64_t heads, int64_t kv_heads, int rank, int ranks,
   return {{kv * group + share.begin, kv * group + share.end}, {kv, kv + 1}};
 }
 
-Range routed_experts(int64_t experts, int rank, int ranks, const std::string& model) {
-  if (experts < ranks) {
-    fail(
-        "{}: {} ranks cannot share {} routed experts (expert parallelism gives each rank at least "
-        "one: use at most {} ranks)",
-        model, ranks, experts, experts);
+Range even_share(int64_t count, int rank, int ranks, const std::string& what,
+                 const std::string& model) {
+  if (count < ranks) {
+    fail("{}: {} ranks cannot share {} {} (each rank takes at least one: use at most {} ranks)",
+         model, ranks, count, what, count);
   }
-  return even_part(experts, ranks, rank);
+  return even_part(count, ranks, rank);
+}
+
+Range routed_experts(int64_t experts, int rank, int ranks, const std::string& model) {
+  return even_share(experts, rank, ranks, "routed experts", model);
+}
+
+std::size_t expert_share(std::size_t bytes, Range held, int64_t experts) {
+  return bytes * static_cast<std::size_t>(held.size()) / static_cast<std::size_t>(experts);
 }
 
 int64_t column_unit(const kernels::WeightMatrix& w) {

@@ -31,9 +31,22 @@ struct HeadShard {
 HeadShard attention_heads(int64_t heads, int64_t kv_heads, int rank, int ranks,
                           const std::string& model);
 
-// Expert parallelism: the routed experts (of `experts`) that rank `rank` of `ranks` holds and
-// runs, an even share. Throws md::Error (naming `model`) when some rank would hold none.
+// An even share of `count` units (`what`: "KDA heads") for rank `rank` of `ranks`, each rank
+// taking at least one; md::Error naming `model` otherwise.
+Range even_share(int64_t count, int rank, int ranks, const std::string& what,
+                 const std::string& model);
+// Heads [begin, end) as the rows or channels [begin·width, end·width) that hold them.
+inline Range scaled(Range heads, int64_t width) {
+  return {heads.begin * width, heads.end * width};
+}
+
+// Expert parallelism: the routed experts (of `experts`) that rank `rank` of `ranks` runs, an even
+// share (every rank maps them all; it touches the pages of its own). Throws md::Error (naming
+// `model`) when some rank would run none.
 Range routed_experts(int64_t experts, int rank, int ranks, const std::string& model);
+// What a rank running `held` of `experts` routed experts reads of `bytes`, the experts a token
+// takes on one rank: its expected share (the experts a token takes fall anywhere).
+std::size_t expert_share(std::size_t bytes, Range held, int64_t experts);
 
 // The column unit a row-parallel split of `w` must respect: its format's block (GGUF), else 1.
 int64_t column_unit(const kernels::WeightMatrix& w);

@@ -330,12 +330,12 @@ void KimiModel::run_step(KimiStep& built, std::vector<float>& logits) {
 
 std::size_t KimiModel::decode_weight_bytes() const {
   // Under expert parallelism the rank's expected share of the k experts a token takes.
-  const auto held =
-      static_cast<std::size_t>(tensor_parallel() ? experts_.size() : config_.num_experts);
+  const dist::Range held = tensor_parallel() ? experts_ : dist::Range{0, config_.num_experts};
   std::size_t total = dense_decode_bytes();
   for (int64_t l = config_.first_k_dense_replace; l < config_.num_layers; ++l) {
-    total += expert_bytes(l) * static_cast<std::size_t>(config_.num_experts_per_token) * held /
-             static_cast<std::size_t>(config_.num_experts);
+    total += shard::expert_share(
+        expert_bytes(l) * static_cast<std::size_t>(config_.num_experts_per_token), held,
+        config_.num_experts);
   }
   return total;
 }

@@ -1,8 +1,9 @@
 // A loaded Kimi K3 text model (kimi-k3-dspark.md §2–§12) as the engine runs it: run, chat, serve
-// and bench reach it through LanguageModel. Prompts go through the plain reference forward
-// (kimi_reference.h) with KDA in its chunked form. Decode and verify steps run as one fused
-// program (kimi_step.h) on the executor the run options name (mega or ops), or through the
-// reference token by token (--executor reference): the same bits either way. Verify keeps the
+// and bench reach it through LanguageModel. Prompts run as prefill programs with KDA in its
+// chunked form (a one-token prompt as a one-row decode program), decode and verify steps as one
+// fused program each (kimi_step.h), on the executor the run options name (mega or ops); or all
+// through the plain reference forward (kimi_reference.h; --executor reference): the same bits
+// either way. Verify keeps the
 // KDA state after every row so that commit() can return to any count (§11, §12).
 //
 // Under tensor parallelism (ModelRunOptions::ranks) each rank holds its shard
@@ -89,11 +90,12 @@ class KimiModel final : public LanguageModel {
     return checkpoint_ ? checkpoint_->total_bytes() : resident_bytes_;
   }
   // Every matrix a decode token reads: the dense ones, the router, the k experts a row takes
-  // per MoE layer and lm_head (one embedding row, not the table).
+  // per MoE layer and lm_head (one embedding row, not the table); on a tensor-parallel rank its
+  // slices and its expected share of those experts.
   std::size_t decode_weight_bytes() const override;
-  // What the last decode() or verify() read: a fused step each distinct expert it ran once (per
-  // MoE layer, its routing plan's count) besides every other matrix; the reference every matrix
-  // per row.
+  // What the last decode(), verify() or one-token forward() read: a fused step each distinct expert
+  // it ran once (per MoE layer, its routing plan's count) besides every other matrix; the reference
+  // every matrix per row.
   std::size_t last_step_weight_bytes() const override;
 
   const KimiK3Config& config() const { return config_; }
@@ -156,7 +158,7 @@ class KimiModel final : public LanguageModel {
   std::vector<std::unique_ptr<KimiStep>> steps_;
   std::vector<int32_t> last_greedy_;
   std::vector<int64_t> experts_run_;  // per MoE layer, the last fused step's distinct experts
-  int64_t last_step_rows_ = 0;        // rows of the last decode() or verify()
+  int64_t last_step_rows_ = 0;        // rows of the last step (decode, verify, one-token forward)
   bool last_step_fused_ = false;
 };
 

@@ -60,11 +60,10 @@ int64_t KimiStep::moe_slots() const {
   return std::min(config_.num_experts, max_rows_ * config_.num_experts_per_token);
 }
 
+// The rank's share of the shared experts (KimiShard: not the config's).
 int64_t KimiStep::shared_width() const {
-  for (int64_t l = config_.first_k_dense_replace; l < config_.num_layers; ++l) {
-    return weights_.layers[size(l)].moe.shared_gate.rows;
-  }
-  return 0;
+  const int64_t first_moe = config_.first_k_dense_replace;
+  return first_moe < config_.num_layers ? weights_.layers[size(first_moe)].moe.shared_gate.rows : 0;
 }
 
 int64_t KimiStep::tap_slot(int64_t layer) const {

@@ -11,28 +11,16 @@ namespace md {
 
 namespace {
 
-shard::Range scaled(shard::Range heads, int64_t width) {
-  return {heads.begin * width, heads.end * width};
-}
-
-// An even share of `count` units (heads, experts) for `rank`, each rank taking at least one.
-shard::Range share_of(int64_t count, int rank, int ranks, const char* what,
-                      const std::string& model) {
-  if (count < ranks) {
-    fail("{}: {} ranks cannot share {} {} (each rank takes at least one: use at most {} ranks)",
-         model, ranks, count, what, count);
-  }
-  return shard::even_part(count, ranks, rank);
-}
+using shard::scaled;
 
 // A row-split vector of `width` values per row (conv taps, dt_bias).
 std::vector<float> rows_of(const std::vector<float>& v, int64_t width, shard::Range rows) {
   return shard::rows_of(v, width, std::span<const shard::Range>(&rows, 1));
 }
 
-void shard_kda(KimiLayerWeights& l, shard::Range heads, int64_t head_dim, shard::Slicer& take,
+void shard_kda(KimiLayerWeights& l, const KimiK3Config& c, shard::Range heads, shard::Slicer& take,
                const std::string& tag) {
-  const shard::Range channels = scaled(heads, head_dim);
+  const shard::Range channels = scaled(heads, c.kda_head_dim);
   KimiKdaWeights& w = l.kda;
   w.q_proj = take.rows(w.q_proj, channels, tag + "q_proj");
   w.k_proj = take.rows(w.k_proj, channels, tag + "k_proj");
@@ -41,9 +29,8 @@ void shard_kda(KimiLayerWeights& l, shard::Range heads, int64_t head_dim, shard:
   w.f_b_proj = take.rows(w.f_b_proj, channels, tag + "f_b_proj");
   w.b_proj = take.rows(w.b_proj, heads, tag + "b_proj");
   l.o_proj = take.columns(l.o_proj, channels, tag + "o_proj");
-  const std::size_t taps = w.q_conv.size() / static_cast<std::size_t>(w.dt_bias.size());
   for (std::vector<float>* conv : {&w.q_conv, &w.k_conv, &w.v_conv}) {
-    *conv = rows_of(*conv, static_cast<int64_t>(taps), channels);
+    *conv = rows_of(*conv, c.short_conv_kernel, channels);  // [C][K]
   }
   w.exp_a_log = rows_of(w.exp_a_log, 1, heads);
   w.dt_bias = rows_of(w.dt_bias, 1, channels);
@@ -73,10 +60,11 @@ void shard_mlp(kernels::WeightMatrix& gate, kernels::WeightMatrix& up, kernels::
 
 KimiShard shard_kimi(const KimiK3Config& config, KimiK3Weights weights, int rank, int ranks,
                      const std::string& model, shard::SliceSource* slices) {
-  const shard::Range kda = share_of(config.kda_num_heads, rank, ranks, "KDA heads", model);
-  const shard::Range mla = share_of(config.num_attention_heads, rank, ranks, "MLA heads", model);
+  const shard::Range kda = shard::even_share(config.kda_num_heads, rank, ranks, "KDA heads", model);
+  const shard::Range mla =
+      shard::even_share(config.num_attention_heads, rank, ranks, "MLA heads", model);
   (void)shard::routed_experts(config.num_experts, rank, ranks, model);
-  if (config.intermediate_size < ranks ||
+  if ((config.first_k_dense_replace > 0 && config.intermediate_size < ranks) ||
       (config.num_shared_experts > 0 && config.shared_intermediate_size() < ranks)) {
     fail("{}: {} ranks cannot share the MLP's {} (shared experts' {}) columns", model, ranks,
          config.intermediate_size, config.shared_intermediate_size());
@@ -93,7 +81,7 @@ KimiShard shard_kimi(const KimiK3Config& config, KimiK3Weights weights, int rank
     const auto layer = static_cast<int64_t>(i);
     const std::string tag = fmt::format("layer {} ", i);
     if (config.layer_kind(layer) == KimiLayerKind::kKda) {
-      shard_kda(l, kda, config.kda_head_dim, take, tag);
+      shard_kda(l, config, kda, take, tag);
     } else {
       shard_mla(l, config, mla, take, tag);
     }

@@ -27,7 +27,9 @@ namespace md {
 
 struct KimiShard {
   // The rank's KDA and MLA heads and dense intermediate size; vocab_size and the experts stay
-  // whole (the lm_head's rows and the experts run are the rank's).
+  // whole (the lm_head's rows and the experts run are the rank's). shared_intermediate_size()
+  // still gives the whole shared experts' width (its factor, moe_intermediate_size, is the routed
+  // experts' too): the rank's share is the width of its shared_gate rows.
   KimiK3Config config;
   KimiK3Weights weights;
 };

@@ -14,9 +14,7 @@ namespace md {
 
 namespace {
 
-shard::Range scaled(shard::Range heads, int64_t width) {
-  return {heads.begin * width, heads.end * width};
-}
+using shard::scaled;
 
 GgufMatrix rows_of(shard::Slicer& take, const GgufMatrix& w, shard::Range range, std::string key) {
   return take.rows(kernels::WeightMatrix::of(w), range, std::move(key)).gguf();

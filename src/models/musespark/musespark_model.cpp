@@ -201,15 +201,15 @@ std::size_t MuseSparkModel::dense_decode_bytes() const {
 
 std::size_t MuseSparkModel::decode_weight_bytes() const {
   // Under expert parallelism the rank's expected share of the k experts a token takes.
-  const auto held = static_cast<std::size_t>(
+  const dist::Range held =
       tensor_parallel() ? shard::routed_experts(config_.num_experts, run_options_.ranks->rank(),
                                                 run_options_.ranks->size(), directory_)
-                              .size()
-                        : config_.num_experts);
+                        : dist::Range{0, config_.num_experts};
   std::size_t total = dense_decode_bytes();
   for (const MuseLayerWeights& w : weights_.layers) {
-    total += expert_bytes(w.experts) * static_cast<std::size_t>(config_.num_experts_per_token) *
-             held / static_cast<std::size_t>(config_.num_experts);
+    total += shard::expert_share(
+        expert_bytes(w.experts) * static_cast<std::size_t>(config_.num_experts_per_token), held,
+        config_.num_experts);
   }
   return total;
 }

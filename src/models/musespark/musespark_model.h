@@ -97,7 +97,8 @@ class MuseSparkModel final : public LanguageModel {
   std::size_t weight_bytes() const override;
   // Every dense matrix, the router, the k experts a row takes in each layer, and lm_head (not the
   // embedding table, of which a step reads one row).
-  // (On a tensor-parallel rank: its attention slices and lm_head part, and the whole MoE block.)
+  // (On a tensor-parallel rank: its attention slices and lm_head part, the whole router and
+  // projections, and its expected share of the experts a token takes.)
   std::size_t decode_weight_bytes() const override;
   // The dense matrices, the router and lm_head, and each expert the step ran once (a fused step:
   // each distinct expert its routing plans list).

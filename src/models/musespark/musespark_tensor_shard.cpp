@@ -8,13 +8,7 @@
 
 namespace md {
 
-namespace {
-
-shard::Range scaled(shard::Range heads, int64_t width) {
-  return {heads.begin * width, heads.end * width};
-}
-
-}  // namespace
+using shard::scaled;
 
 MuseSparkShard shard_musespark(const MuseSparkConfig& config, MuseSparkWeights weights, int rank,
                                int ranks, const std::string& model, shard::SliceSource* slices) {

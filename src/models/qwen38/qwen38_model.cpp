@@ -148,10 +148,10 @@ std::size_t Qwen38Model::decode_weight_bytes() const {
 std::size_t Qwen38Model::expected_expert_bytes() const {
   const std::size_t row = routed_expert_bytes_per_row(weights_, config_.moe.experts_per_token);
   if (!tensor_parallel() || !config_.is_moe()) return row;
-  const int64_t held = shard::routed_experts(config_.moe.experts, run_options_.ranks->rank(),
-                                             run_options_.ranks->size(), directory_)
-                           .size();
-  return row * static_cast<std::size_t>(held) / static_cast<std::size_t>(config_.moe.experts);
+  return shard::expert_share(row,
+                             shard::routed_experts(config_.moe.experts, run_options_.ranks->rank(),
+                                                   run_options_.ranks->size(), directory_),
+                             config_.moe.experts);
 }
 
 std::size_t Qwen38Model::weight_bytes() const {

@@ -63,7 +63,8 @@ class Qwen38Model final : public LanguageModel {
   ExecutorKind executor() const { return run_options_.executor; }
 
   const Qwen38Config& config() const { return config_; }
-  // Weight bytes a decode step streams (every matrix but the embedding table) and in total.
+  // Weight bytes a decode step streams (every matrix but the embedding table; of a MoE block the
+  // k experts a row takes, on a tensor-parallel rank its expected share of them) and in total.
   std::size_t decode_weight_bytes() const override;
   // A fused step reads each expert its rows chose once; the reference runs one forward per row.
   // Counted when asked, from the step's routing plans: the decode step does no accounting.

@@ -268,11 +268,10 @@ TEST_P(DSparkSpeculative, LosslessRuleWithTheDrafterDistribution) {
   EXPECT_GT(worst_broken, bound) << "the negative control passed";
 }
 
-// Muse Spark over two in-process tensor-parallel ranks: the drafter runs beside rank 0 on the
-// whole lm_head and reads the taps after the ranks' sums; greedy output through speculative
-// rounds equals the same ranks' plain decoding and one rank's.
-// `target` (under MD_GOLDEN_DIR) on two ranks, its DSpark drafter (under MD_GOLDEN_DIR/kimi)
-// beside rank 0 on the whole lm_head.
+// `target` (under MD_GOLDEN_DIR) over two in-process tensor-parallel ranks, its DSpark drafter
+// (under MD_GOLDEN_DIR/kimi) beside rank 0 on the whole lm_head, reading the taps after the
+// ranks' sums: greedy output through speculative rounds equals the same ranks' plain decoding and
+// one rank's.
 void expect_greedy_under_tensor_parallelism(const std::string& target_dir,
                                             const std::string& drafter) {
   const std::string target = golden(target_dir);
