@@ -147,9 +147,10 @@ TEST(MuseTensorParallel, NegativeControlsADroppedAllReduceBreaksTheBound) {
   for (const auto& [at, width, what] : {std::tuple{0, c.hidden_size, "layer 0 o"},
                                         std::tuple{1, c.moe_hidden_size, "layer 0 expert mix"}}) {
     std::vector<std::unique_ptr<md::testing::FaultyCommunicator>> dropping;
+    const int drop = at;  // clang before 16 cannot capture a structured binding
     TensorParallelModel tp(2, options, [&](const ModelRunOptions& rank) {
       dropping.push_back(std::make_unique<md::testing::FaultyCommunicator>(
-          *rank.ranks, md::testing::FaultyCommunicator::Fault::kDrop, at));
+          *rank.ranks, md::testing::FaultyCommunicator::Fault::kDrop, drop));
       ModelRunOptions with = rank;
       with.ranks = dropping.back().get();
       return muse("muse-spark-tiny")(with);
