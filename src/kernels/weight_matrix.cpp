@@ -83,6 +83,12 @@ WeightMatrix f32_weight_matrix(const float* data, int64_t rows, int64_t cols) {
   return WeightMatrix::of(m);
 }
 
+std::size_t WeightMatrix::read_bytes_per_row() const {
+  if (format != WeightFormat::kGguf) return row_bytes;
+  const GgmlTypeInfo& info = ggml_type_info(gguf_type);
+  return static_cast<std::size_t>(cols / info.block_elems) * info.block_bytes;
+}
+
 std::string_view WeightMatrix::format_name() const {
   if (format == WeightFormat::kInt8Rows) return "int8";
   if (format == WeightFormat::kNvfp4) return "NVFP4";
@@ -156,12 +162,13 @@ bool row_to_f32(const WeightMatrix& w, int64_t row, float* out) {
 void prefetch_rows(const WeightMatrix& w, int64_t row_begin, int64_t row_end, std::size_t from,
                    std::size_t to) {
 #if defined(__x86_64__)
-  // The rows of a tile are contiguous in every format, so the range is one run of bytes, then
-  // (NVFP4, MXFP4, int8 rows) one run of the rows' scales. Packed rows (the q8 path's groups of
-  // eight, gguf_q8_packing.h) take as many bytes, counted from the tile's first row within its
-  // group.
+  // The rows of a tile are one run of bytes in every format (a column view's read parts one run
+  // of row_bytes-apart pieces), then (NVFP4, MXFP4, int8 rows) one run of the rows' scales.
+  // Packed rows (the q8 path's groups of eight, gguf_q8_packing.h; dense even for a view) take
+  // as many bytes, counted from the tile's first row within its group.
   const std::uint8_t* base = w.row(row_begin);
-  std::size_t end = static_cast<std::size_t>(row_end - row_begin) * w.row_bytes;
+  const std::size_t read = w.read_bytes_per_row();
+  std::size_t end = static_cast<std::size_t>(row_end - row_begin) * read;
   if (to > end && w.side_bytes_per_row() > 0) {
     const auto* side = w.format == WeightFormat::kInt8Rows
                            ? reinterpret_cast<const std::uint8_t*>(w.row_scales)
@@ -173,16 +180,23 @@ void prefetch_rows(const WeightMatrix& w, int64_t row_begin, int64_t row_end, st
       _mm_prefetch(reinterpret_cast<const char*>(side + at), _MM_HINT_T1);
     }
   }
-  if (w.packed != nullptr && w.inputs == MatmulInputs::kQ8) {
-    const GgmlTypeInfo& info = ggml_type_info(w.gguf_type);
-    const auto dense = static_cast<std::size_t>(w.cols / info.block_elems) * info.block_bytes;
-    base = w.packed + static_cast<std::size_t>(row_begin / kQ8PackRows) * dense * kQ8PackRows;
-    const std::size_t skip = static_cast<std::size_t>(row_begin % kQ8PackRows) * dense;
+  const bool packed = w.packed != nullptr && w.inputs == MatmulInputs::kQ8;
+  if (packed) {
+    base = w.packed + static_cast<std::size_t>(row_begin / kQ8PackRows) * read * kQ8PackRows;
+    const std::size_t skip = static_cast<std::size_t>(row_begin % kQ8PackRows) * read;
     from += skip, to += skip, end += skip;
   }
   to = std::min(to, end);
+  if (packed || read == w.row_bytes) {
+    for (std::size_t at = from & ~std::size_t{63}; at < to; at += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(base + at), _MM_HINT_T1);
+    }
+    return;
+  }
+  // A column view: offset `at` of the read bytes is byte at % read of row at / read.
   for (std::size_t at = from & ~std::size_t{63}; at < to; at += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(base + at), _MM_HINT_T1);
+    const std::uint8_t* line = base + (at / read) * w.row_bytes + at % read;
+    _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T1);
   }
 #else
   (void)w, (void)row_begin, (void)row_end, (void)from, (void)to;

@@ -58,10 +58,15 @@ struct WeightMatrix {
   const std::uint8_t* row(int64_t r) const {
     return data + static_cast<std::size_t>(r) * row_bytes;
   }
-  // What rows [row_begin, row_end) occupy: with an NVFP4 or MXFP4 matrix's block scales, with an
-  // int8 matrix's row scales.
+  // What a product reads of one row: its `cols` elements. Rows lie row_bytes apart; a GGUF column
+  // view (a tensor-parallel rank's slice of a row-parallel matrix) keeps the whole rows' stride
+  // but reads only its own blocks, fewer than row_bytes.
+  std::size_t read_bytes_per_row() const;
+  // What a product reads of rows [row_begin, row_end): with an NVFP4 or MXFP4 matrix's block
+  // scales, with an int8 matrix's row scales.
   std::size_t bytes(int64_t row_begin, int64_t row_end) const {
-    return static_cast<std::size_t>(row_end - row_begin) * (row_bytes + side_bytes_per_row());
+    return static_cast<std::size_t>(row_end - row_begin) *
+           (read_bytes_per_row() + side_bytes_per_row());
   }
   std::size_t side_bytes_per_row() const {
     if (format == WeightFormat::kNvfp4) return static_cast<std::size_t>(cols / 16);
@@ -100,8 +105,10 @@ WeightMatrix f32_weight_matrix(const float* data, int64_t rows, int64_t cols);
 // before anything runs).
 [[nodiscard]] bool row_to_f32(const WeightMatrix& w, int64_t row, float* out);
 
-// Asks the memory system for the cache lines of bytes [from, to) of rows [row_begin, row_end)
-// (offsets within that byte range, so that a waiting worker can issue a few lines at a time).
+// Asks the memory system for the cache lines of bytes [from, to) of what a product reads of rows
+// [row_begin, row_end) (offsets within bytes(row_begin, row_end), so that a waiting worker can
+// issue a few lines at a time): a column view's own blocks of each row, not the rows' other
+// blocks (another rank's).
 void prefetch_rows(const WeightMatrix& w, int64_t row_begin, int64_t row_end, std::size_t from,
                    std::size_t to);
 

@@ -121,6 +121,12 @@ TEST(Slices, RowsAndBlockAlignedColumnsAreViews) {
   EXPECT_EQ(cols.row_bytes, q.m.row_bytes);
   EXPECT_EQ(cols.row(3)[2], 3 * 16 + 2);  // row 3, block 2
   EXPECT_TRUE(kernels::gguf_matmul_accepts(cols));
+  // What a product reads of the view: its own two Q8_0 blocks of each row, not the row's stride
+  // (the bytes figures and a waiting worker's prefetch count these).
+  const kernels::WeightMatrix view = kernels::WeightMatrix::of(cols);
+  EXPECT_EQ(view.read_bytes_per_row(), 2 * ggml_type_info(GgmlType::kQ8_0).block_bytes);
+  EXPECT_EQ(view.bytes(1, 3), 2 * view.read_bytes_per_row());
+  EXPECT_EQ(kernels::WeightMatrix::of(q.m).read_bytes_per_row(), q.m.row_bytes);
   EXPECT_THROW(columns_of(q.m, {16, 64}, owned), Error);  // inside a block
   EXPECT_THROW(rows_of(q.m, {3, 5}), Error);
 }

@@ -107,12 +107,9 @@ std::size_t LlamaGgufModel::weight_bytes() const {
 
 namespace {
 
-// The bytes a product streams: each row's `cols` elements (a tensor-parallel rank's column slice
-// keeps the whole rows' stride but reads only its own blocks).
+// The bytes a product streams (a tensor-parallel rank's column view: its own blocks only).
 std::size_t streamed_bytes(const GgufMatrix& m) {
-  const GgmlTypeInfo& info = ggml_type_info(m.type);
-  return static_cast<std::size_t>(m.rows) * static_cast<std::size_t>(m.cols / info.block_elems) *
-         info.block_bytes;
+  return kernels::WeightMatrix::of(m).bytes(0, m.rows);
 }
 
 }  // namespace

@@ -118,12 +118,9 @@ void Qwen38Model::apply_run_options() {
 
 namespace {
 
+// What a product streams (a tensor-parallel rank's column view: its own blocks only).
 std::size_t matrix_bytes(const kernels::WeightMatrix& m) {
-  if (m.format != kernels::WeightFormat::kGguf) return m.bytes(0, m.rows);
-  // A tensor-parallel rank's column slice keeps the whole rows' stride but reads its own blocks.
-  const GgmlTypeInfo& info = ggml_type_info(m.gguf_type);
-  return static_cast<std::size_t>(m.rows) * static_cast<std::size_t>(m.cols / info.block_elems) *
-         info.block_bytes;
+  return m.bytes(0, m.rows);
 }
 
 }  // namespace
