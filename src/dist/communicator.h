@@ -45,4 +45,9 @@ class Communicator {
   std::vector<float> gathered_;  // all_reduce_sum's [size][n]
 };
 
+// Whether `ranks` (null: a model on its own) makes a model tensor-parallel: more than one rank.
+inline bool tensor_parallel(const Communicator* ranks) {
+  return ranks != nullptr && ranks->size() > 1;
+}
+
 }  // namespace md::dist

@@ -12,6 +12,12 @@ void require_stored_dense_weights(DenseWeights dense, const std::string& model) 
   }
 }
 
+void require_step_programs(const ModelRunOptions& options, const std::string& model) {
+  if (!dist::tensor_parallel(options.ranks) || options.executor != ExecutorKind::kReference) return;
+  fail("{}: tensor parallelism runs the step programs (executor mega or ops), not the reference",
+       model);
+}
+
 void LanguageModel::decode(std::span<SequenceState* const> states, std::span<const int32_t> tokens,
                            std::vector<float>& logits) {
   decode_each(states, tokens, logits, [](std::size_t) {});

@@ -63,6 +63,9 @@ void require_stored_dense_weights(DenseWeights dense, const std::string& model);
 inline void require_stored_dense_weights(const ModelRunOptions& options, const std::string& model) {
   require_stored_dense_weights(options.dense_weights, model);
 }
+// Throws md::Error naming `model` when tensor-parallel ranks (options.ranks) are to run the
+// reference executor: a rank's shard runs the step programs only.
+void require_step_programs(const ModelRunOptions& options, const std::string& model);
 
 // The state of one sequence: everything earlier tokens left behind (KV cache, recurrent and conv
 // states) and how many tokens it holds. Capacity is fixed when it is created.

@@ -268,8 +268,8 @@ TEST_F(LlamaTensorParallelTest, RefusalsLeaveTheRanksWorking) {
     tensor_parallel(tiny_llama(), 2, ExecutorKind::kReference);
     FAIL() << "the reference executor under tensor parallelism";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("rank 0 of 2 cannot load: tensor parallelism runs the "
-                                         "step programs"),
+    EXPECT_NE(std::string(e.what()).find("rank 0 of 2 cannot load: tiny-llama: tensor "
+                                         "parallelism runs the step programs"),
               std::string::npos)
         << e.what();
   }

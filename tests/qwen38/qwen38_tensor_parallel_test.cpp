@@ -25,6 +25,7 @@
 #include "base/error.h"
 #include "dist/in_process_group.h"
 #include "models/qwen38/qwen38_gguf_model.h"
+#include "models/qwen38/qwen38_testing.h"
 #include "models/rank_stream.h"
 #include "models/tensor_parallel_model.h"
 #include "qwen38_test_util.h"
@@ -222,6 +223,23 @@ TEST(Qwen38TensorParallel, RefusesWhatItCannotShare) {
   // Value heads of 16 columns cannot be cut out of Q8_0's blocks of 32 (real checkpoints' are 128).
   expect_refused(gguf("tiny-qwen38.Q8_0.gguf"), 2,
                  "out_proj: columns 0..16 of a Q8_0 matrix of 96 columns (blocks of 32)");
+  // A shard runs the step programs: not the reference, nor the reference's test ablations.
+  try {
+    TensorParallelModel tp(2, options_for(ExecutorKind::kReference, 2), hf("tiny-qwen38"));
+    ADD_FAILURE() << "the reference executor under tensor parallelism";
+  } catch (const md::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tiny-qwen38: tensor parallelism runs the step "
+                                         "programs (executor mega or ops), not the reference"),
+              std::string::npos)
+        << e.what();
+  }
+  expect_refused(
+      [](const ModelRunOptions& run) -> std::unique_ptr<LanguageModel> {
+        Qwen38Options options;
+        options.ablation = md::testing::Qwen38Ablation::kSiluWhateverHiddenAct;
+        return std::make_unique<Qwen38Model>(qwen38_fixture_dir("tiny-qwen38"), run, options);
+      },
+      2, "tiny-qwen38: tensor parallelism runs the step programs, not the reference forward's");
   TensorParallelModel tp(2, options_for(ExecutorKind::kMega, 2), hf("tiny-qwen38"));
   EXPECT_FALSE(tp.set_executor(ExecutorKind::kReference));
   // A drafter borrows the whole lm_head, not rank 0's part of the vocabulary.

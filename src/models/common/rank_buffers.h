@@ -20,7 +20,7 @@ class RankBuffers {
   // nothing when `ranks` is null or one rank.
   RankBuffers(dist::Communicator* ranks, int64_t rows, int64_t hidden, int64_t logit_rows,
               int64_t vocab, int64_t expert_width = 0)
-      : ranks_(ranks != nullptr && ranks->size() > 1 ? ranks : nullptr), vocab_(vocab) {
+      : ranks_(dist::tensor_parallel(ranks) ? ranks : nullptr), vocab_(vocab) {
     if (ranks_ == nullptr) return;
     const int64_t part = dist::largest_part(vocab, ranks_->size());
     partial.assign(at(rows * hidden), 0.0f);

@@ -191,7 +191,7 @@ int32_t StepBuilder::moe(const std::string& name, program::MoeRouteOperands rout
                          program::MoeExpertsOperands experts, program::MoeDownOperands down,
                          int32_t router, int32_t shared, dist::Communicator* ranks,
                          program::BufferId partial) {
-  const bool parted = ranks != nullptr && ranks->size() > 1;
+  const bool parted = dist::tensor_parallel(ranks);
   const program::MoeDownOperands whole = down;
   if (parted) {
     // The all_reduce sums whole rows of the stream: [rows][hidden], one after another.
@@ -237,7 +237,7 @@ int32_t StepBuilder::moe_mixed(const std::string& name, program::MoeRouteOperand
                                std::vector<Dependency> route_waits,
                                std::vector<Dependency> input_waits, dist::Communicator* ranks,
                                program::BufferId partial) {
-  const bool parted = ranks != nullptr && ranks->size() > 1;
+  const bool parted = dist::tensor_parallel(ranks);
   const program::BufferId out = mix.out;
   if (parted) {
     if (partial == program::kNoBuffer) fail("{}: expert parallelism needs a partial buffer", name);
@@ -298,7 +298,7 @@ int32_t StepBuilder::summed_projection(const std::string& name, program::RowInpu
                                        std::vector<program::Tile> tiles,
                                        std::vector<Dependency> waits, dist::Communicator* ranks,
                                        program::BufferId partial) {
-  if (ranks == nullptr || ranks->size() == 1 || tiles.empty()) {
+  if (!dist::tensor_parallel(ranks) || tiles.empty()) {
     return projection(name, input, std::move(tiles), std::move(waits));
   }
   // Every tile of one projection writes the same stream (whole rows) and copies to the same tap.

@@ -56,7 +56,7 @@ void KimiModel::apply_run_options(const ModelRunOptions& run_options,
   check_run_options(run_options, directory_);
   const KimiReferenceOptions options = with_cache_type(reference_options, run_options);
   rank_config_ = config_;
-  if (run_options.ranks != nullptr && run_options.ranks->size() > 1) {
+  if (dist::tensor_parallel(run_options.ranks)) {
     if (!runs_programs(executor_, options)) {
       fail(
           "{}: tensor parallelism runs the step programs, not the reference forward's test "
@@ -79,13 +79,7 @@ void KimiModel::apply_run_options(const ModelRunOptions& run_options,
 
 void KimiModel::check_run_options(const ModelRunOptions& run_options, const std::string& name) {
   require_stored_dense_weights(run_options, name);
-  if (run_options.ranks != nullptr && run_options.ranks->size() > 1 &&
-      run_options.executor == ExecutorKind::kReference) {
-    fail(
-        "{}: tensor parallelism runs the step programs (executor mega or ops), not the "
-        "reference",
-        name);
-  }
+  require_step_programs(run_options, name);
   if (run_options.matmul_inputs != kernels::MatmulInputs::kF32) {
     fail("{}: kimi_k3 runs its matrices with f32 inputs only for now", name);
   }

@@ -72,10 +72,8 @@ LlamaGgufModel::LlamaGgufModel(const std::string& path, std::shared_ptr<const Gg
       executors_(pool_->size()) {
   check_prefill_rows(prefill_rows_);
   kernels::check_matmul_inputs(options.matmul_inputs);
+  require_step_programs(options, std::filesystem::path(path_).filename().string());
   if (tensor_parallel()) {
-    if (executor_ == ExecutorKind::kReference) {
-      fail("tensor parallelism runs the step programs (executor mega or ops), not the reference");
-    }
     LlamaShard shard =
         shard_llama(config_, std::move(weights_), ranks_->rank(), ranks_->size(),
                     std::filesystem::path(path_).filename().string(), options.slices);

@@ -76,7 +76,7 @@ class LlamaGgufModel final : public LanguageModel {
   const LlamaConfig& config() const { return config_; }
   // This rank's share under tensor parallelism (heads, KV heads, FFN columns); config() otherwise.
   const LlamaConfig& rank_config() const { return rank_config_; }
-  bool tensor_parallel() const { return ranks_ != nullptr && ranks_->size() > 1; }
+  bool tensor_parallel() const { return dist::tensor_parallel(ranks_); }
   const std::string& path() const { return path_; }
 
  private:

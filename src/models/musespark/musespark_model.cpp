@@ -78,13 +78,8 @@ MuseSparkModel::MuseSparkModel(std::string name, MuseSparkConfig config, MuseSpa
 
 void MuseSparkModel::check_run_options(const ModelRunOptions& run_options,
                                        const std::string& name) {
-  if (run_options.ranks != nullptr && run_options.ranks->size() > 1) {
-    if (run_options.executor == ExecutorKind::kReference) {
-      fail(
-          "{}: tensor parallelism runs the step programs (executor mega or ops), not the "
-          "reference",
-          name);
-    }
+  require_step_programs(run_options, name);
+  if (dist::tensor_parallel(run_options.ranks)) {
     if (run_options.dense_weights == DenseWeights::kInt8) {
       fail(
           "{}: int8 dense weights are not split across tensor-parallel ranks yet (use "

@@ -109,9 +109,7 @@ class MuseSparkModel final : public LanguageModel {
   // a prompt ran as programs rather than through the reference forward.
   int64_t prefill_program_runs() const { return prefill_program_runs_; }
   const MuseSparkWeights& weights() const { return weights_; }
-  bool tensor_parallel() const {
-    return run_options_.ranks != nullptr && run_options_.ranks->size() > 1;
-  }
+  bool tensor_parallel() const { return dist::tensor_parallel(run_options_.ranks); }
   // This rank's share under tensor parallelism (its heads and KV heads; the whole model's
   // otherwise), which its steps and states are sized for.
   const MuseSparkConfig& rank_config() const { return rank_config_; }

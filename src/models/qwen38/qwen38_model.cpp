@@ -86,12 +86,12 @@ void Qwen38Model::apply_run_options() {
   check_prefill_rows(run_options_.prefill_rows);
   kernels::check_matmul_inputs(run_options_.matmul_inputs);
   rank_config_ = config_;
+  const std::string name = std::filesystem::path(directory_).filename().string();
+  require_step_programs(run_options_, name);
   if (tensor_parallel()) {
-    if (run_options_.executor == ExecutorKind::kReference ||
-        options_.ablation != testing::Qwen38Ablation{}) {
-      fail(
-          "tensor parallelism runs the step programs (executor mega or ops), not the reference "
-          "forward (nor its test ablations)");
+    if (options_.ablation != testing::Qwen38Ablation{}) {
+      fail("{}: tensor parallelism runs the step programs, not the reference forward's test hooks",
+           name);
     }
     dist::Communicator& ranks = *run_options_.ranks;
     // The drafter, which runs beside rank 0 alone (it is small; the ranks' programs are what is
@@ -101,9 +101,8 @@ void Qwen38Model::apply_run_options() {
     if (run_options_.matmul_inputs != kernels::MatmulInputs::kQ8) {
       whole_lm_head_.inputs = run_options_.matmul_inputs;
     }
-    Qwen38Shard shard =
-        shard_qwen38(config_, std::move(weights_), ranks.rank(), ranks.size(),
-                     std::filesystem::path(directory_).filename().string(), run_options_.slices);
+    Qwen38Shard shard = shard_qwen38(config_, std::move(weights_), ranks.rank(), ranks.size(), name,
+                                     run_options_.slices);
     run_options_.slices = nullptr;  // a pack's reader lives only as long as the load
     rank_config_ = shard.config;
     weights_ = std::move(shard.weights);

@@ -79,9 +79,7 @@ class Qwen38Model final : public LanguageModel {
   }
   // Per MoE layer, the distinct experts the last fused decode step ran (on this rank).
   const std::vector<int64_t>& experts_run() const { return last_decode_.experts_run; }
-  bool tensor_parallel() const {
-    return run_options_.ranks != nullptr && run_options_.ranks->size() > 1;
-  }
+  bool tensor_parallel() const { return dist::tensor_parallel(run_options_.ranks); }
   // This rank's share under tensor parallelism (heads, key and value heads, FFN columns); the
   // whole config otherwise.
   const Qwen38Config& rank_config() const { return rank_config_; }
