@@ -163,15 +163,12 @@ void KimiModel::forward(SequenceState& base, std::span<const int32_t> tokens, Lo
   const auto n = static_cast<int64_t>(tokens.size());
   // One token runs the decode form (the reference's recurrence: a one-row decode step computes
   // the same bits), several the chunked form.
-  if (fused() && n > 1) {
-    prefill(state, tokens, rows, logits);
-    return;
-  }
   if (fused()) {
-    KimiState* typed = &state;
-    KimiStep& built = step(1, RowMode::kIndependent);
-    built.prepare(std::span<KimiState* const>(&typed, 1), tokens);
-    run_step(built, logits);
+    if (n > 1) {
+      prefill(state, tokens, rows, logits);
+    } else {
+      run_one_sequence(state, tokens, RowMode::kIndependent, logits);
+    }
     return;
   }
   const int64_t out_rows = rows == LogitRows::kAll ? n : 1;
@@ -241,10 +238,7 @@ void KimiModel::verify(SequenceState& base, std::span<const int32_t> tokens,
   check_append(base, tokens, config_.vocab_size);
   auto& state = dynamic_cast<KimiState&>(base);
   if (fused()) {
-    KimiState* typed = &state;
-    KimiStep& built = step(rows, RowMode::kVerify);
-    built.prepare(std::span<KimiState* const>(&typed, 1), tokens);
-    run_step(built, logits);
+    run_one_sequence(state, tokens, RowMode::kVerify, logits);
     return;
   }
   const int64_t vocab = config_.vocab_size;
@@ -307,6 +301,14 @@ KimiStep& KimiModel::step(int64_t rows, RowMode mode, LogitRows logits) {
 program::Program* KimiModel::decode_program(int64_t rows) {
   if (rows < 1 || rows > KimiStep::kMaxRows) return nullptr;
   return &step(rows, RowMode::kIndependent).program();
+}
+
+void KimiModel::run_one_sequence(KimiState& state, std::span<const int32_t> tokens, RowMode mode,
+                                 std::vector<float>& logits) {
+  KimiState* const states[] = {&state};
+  KimiStep& built = step(static_cast<int64_t>(tokens.size()), mode);
+  built.prepare(states, tokens);
+  run_step(built, logits);
 }
 
 void KimiModel::run_step(KimiStep& built, std::vector<float>& logits) {

@@ -149,6 +149,9 @@ class KimiModel final : public LanguageModel {
   // prefill_rows, KDA chunked in each as the reference prefill runs it.
   void prefill(KimiState& state, std::span<const int32_t> tokens, LogitRows which,
                std::vector<float>& logits);
+  // One sequence's tokens as one fused step: a one-token decode (kIndependent) or verify rows.
+  void run_one_sequence(KimiState& state, std::span<const int32_t> tokens, RowMode mode,
+                        std::vector<float>& logits);
   // Runs `built` (prepared) and copies its logits, greedy tokens and taps out.
   void run_step(KimiStep& built, std::vector<float>& logits);
   ExecutorKind executor_ = ExecutorKind::kMega;
