@@ -1,0 +1,45 @@
+// How a bf16 product with one input row walks its weight rows: a performance choice only, since
+// the walk never changes a result (matmul_blocked.h's reduction-order contract; tested bit for
+// bit in both walks on every CPU through weight_streaming_testing.h).
+//
+// Decode at one row streams every weight byte once, so its speed is how well the CPU's
+// prefetchers keep the reads in flight. Two kinds of CPU want opposite things here:
+//  - kPrefetch (the default): eight adjacent rows side by side and a software prefetch ahead of
+//    them. Measured on an AVX-512 Xeon: +5-10 % at 1-4 input rows, and short rows (2 KB) from
+//    83-92 % to 98-105 % of the read bandwidth with the next block prefetched (bench/README.md).
+//  - kHardware: no software prefetch, and a tile's rows split into four parts read in lockstep
+//    (matmul_blocked.h, far_streams): four sequential streams per thread, far apart, whose four
+//    accumulator chains overlap. Measured on AMD Zen 4 (EPYC 9004, AVX-512), a one-row GEMV over
+//    1 GiB of bf16 with 2 threads: 1.44x the kPrefetch walk at 1024 columns, 1.15-1.25x at
+//    2048-6144 (medians of 9 interleaved runs); one thread 2.2x at 1024 columns (26.6 vs 12.3
+//    GB/s). Zen's prefetchers follow a few long streams by themselves; eight adjacent 2 KB rows
+//    look to them like short streams, and software prefetches only compete for the load queue.
+// Chosen once per process from CPUID (AMD and Hygon families 0x19 and later, Zen 3 onwards:
+// kHardware; everything else: kPrefetch); MEGADECODE_WEIGHT_STREAMING=prefetch|hardware forces
+// one (benchmarks compare the two in the same build). Products with several input rows, and the
+// bf16-input path's staged inputs, keep the blocked walk (kHardware only drops its prefetch).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace md::kernels {
+
+enum class WeightStreaming : uint8_t { kPrefetch, kHardware };
+
+const char* weight_streaming_name(WeightStreaming streaming);
+
+// The walk this CPU gets by default.
+WeightStreaming default_weight_streaming();
+
+// The walk the kernels use: the default, or MEGADECODE_WEIGHT_STREAMING when set. Fixed at the
+// first call.
+WeightStreaming active_weight_streaming();
+
+// Resolves a MEGADECODE_WEIGHT_STREAMING value (empty: the default); exposed for tests.
+WeightStreaming resolve_weight_streaming(std::string_view requested, WeightStreaming fallback);
+
+// Whether a vendor string and CPUID family (base + extended) get kHardware; exposed for tests.
+bool streams_by_hardware(std::string_view vendor, unsigned family);
+
+}  // namespace md::kernels
