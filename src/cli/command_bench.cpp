@@ -22,6 +22,7 @@
 #include "engine/generation.h"
 #include "kernels/isa.h"
 #include "kernels/memory_bandwidth.h"
+#include "kernels/weight_streaming.h"
 #include "models/drafters/dflash2/dflash2_synthetic.h"
 #include "models/drafters/drafter_loader.h"
 #include "models/drafters/dspark/dspark_synthetic.h"
@@ -619,7 +620,9 @@ int run_bench(BenchOptions options) {
   program::Program* listed = model->decode_program(1);
   fmt::print("model      {} (loaded in {:.1f} s)\n", name, load_seconds);
   fmt::print("           {}\n", model->description());
-  fmt::print("kernels    {} path, weights {}; executors {}\n", kernels::active_isa(),
+  fmt::print("kernels    {} path (one-row walk {}), weights {}; executors {}\n",
+             kernels::active_isa(),
+             kernels::weight_streaming_name(kernels::active_weight_streaming()),
              listed != nullptr ? weight_formats(*listed) : std::string("(no fused program)"),
              fmt::join(options.executors, ", "));
   fmt::print("threads    {}\n", threads);
