@@ -1,4 +1,4 @@
-// How a bf16 product with one input row walks its weight rows: a performance choice only, since
+// How a bf16 or GGUF product with one input row walks its weight rows: a performance choice only, since
 // the walk never changes a result (matmul_blocked.h's reduction-order contract; tested bit for
 // bit in both walks on every CPU through weight_streaming_testing.h).
 //
@@ -16,8 +16,9 @@
 //    look to them like short streams, and software prefetches only compete for the load queue.
 // Chosen once per process from CPUID (AMD and Hygon families 0x19 and later, Zen 3 onwards:
 // kHardware; everything else: kPrefetch); MEGADECODE_WEIGHT_STREAMING=prefetch|hardware forces
-// one (benchmarks compare the two in the same build). Products with several input rows, and the
-// bf16-input path's staged inputs, keep the blocked walk (kHardware only drops its prefetch).
+// one (benchmarks compare the two in the same build). Products with several input rows keep the
+// blocked walk. GGUF products take the four-part walk too (gguf_matmul_blocked.h), keeping their
+// prefetch a page ahead in each stream, which they need on Zen 4 as well.
 #pragma once
 
 #include <cstdint>

@@ -18,6 +18,7 @@
 #include "kernels/gguf_matmul_kernels.h"
 #include "kernels/isa.h"
 #include "kernels/weight_matrix.h"
+#include "kernels/weight_streaming_testing.h"
 
 namespace md::kernels {
 namespace {
@@ -330,6 +331,35 @@ TEST_P(GgufMatmulIsa, OutputIsBitwiseIndependentOfBatchAndRowRanges) {
       const float expected = base[i] + reference[i];
       ASSERT_EQ(0, std::memcmp(&y[i], &expected, sizeof(float)))
           << label(GetParam(), tc.type, cols) << " accumulate, output " << i;
+    }
+  }
+}
+
+// The walk over the weight rows of a one-row product (kernels/weight_streaming.h) is a
+// performance choice: both walks give every output the bits of that output computed alone, for
+// whole ranges, odd cuts, ranges of fewer rows than streams, and a range longer than one 2 MiB
+// window (Q4_1 at 576 columns: 360-byte rows, 5825 to a window).
+TEST_P(GgufMatmulIsa, BothWeightWalksGiveTheSameBits) {
+  for (const TypeCase& tc : type_cases()) {
+    const int64_t cols = tc.cols.back();
+    const int64_t rows = tc.type == GgmlType::kQ4_1 && cols == 576 ? 6000 : 37;
+    const Weights w(tc.type, rows, cols, static_cast<std::uint64_t>(cols) + 41);
+    const Inputs in(1, cols, 43);
+    const std::vector<float> reference = one_by_one(w, in);
+    const std::vector<std::vector<int64_t>> cuts_list = {
+        {0, rows}, {0, 3, rows / 2, rows / 2 + 1, rows}, {0, 2, 5, rows}};
+    for (WeightStreaming walk : {WeightStreaming::kPrefetch, WeightStreaming::kHardware}) {
+      md::testing::ForcedWeightStreaming forced(walk);
+      for (const auto& cuts : cuts_list) {
+        std::vector<float> y(reference.size(), -7.0f);
+        for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
+          tile(tc.type)(w.matrix(), cuts[k], cuts[k + 1], in.x(), in.stride, 1,
+                        MatmulOut{y.data(), w.rows, false});
+        }
+        ASSERT_EQ(0, std::memcmp(y.data(), reference.data(), y.size() * sizeof(float)))
+            << label(GetParam(), tc.type, cols) << " " << weight_streaming_name(walk) << " rows "
+            << rows << " ranges " << cuts.size() - 1;
+      }
     }
   }
 }
