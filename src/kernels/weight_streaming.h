@@ -1,6 +1,6 @@
-// How a bf16 or GGUF product with one input row walks its weight rows: a performance choice only, since
-// the walk never changes a result (matmul_blocked.h's reduction-order contract; tested bit for
-// bit in both walks on every CPU through weight_streaming_testing.h).
+// How a bf16 or GGUF product with one input row walks its weight rows: a performance choice only,
+// since the walk never changes a result (matmul_blocked.h's reduction-order contract; tested bit
+// for bit in both walks on every CPU through weight_streaming_testing.h).
 //
 // Decode at one row streams every weight byte once, so its speed is how well the CPU's
 // prefetchers keep the reads in flight. Two kinds of CPU want opposite things here:
