@@ -165,36 +165,46 @@ constexpr bool rows_divide_pass_grain() {
   return true;
 }
 
-// One activation row on a CPU whose prefetchers want no help (kernels/weight_streaming.h): as
-// matmul_blocked.h's far_streams, the rows of each window of at most kFarWindowBytes split into
+// One or two activation rows on a CPU whose prefetchers want no help (kernels/weight_streaming.h):
+// as matmul_blocked.h's far_streams, the rows of each window of at most kFarWindowBytes split into
 // rows_for(1) parts read in lockstep, one stream each. Unlike the bf16 walk, each stream keeps
 // its prefetch a page ahead: without it SmolLM2's Q4_1 decode fell from ~150 to ~90 tok/s on
 // AMD Zen 4 as on the Xeon. Against adjacent rows on Zen 4 (SmolLM2-135M Q4_1, one row, six
 // interleaved pairs): 1.02-1.26x, median 1.08x.
 constexpr int64_t kFarWindowBytes = 2 << 20;
 
+// Activation rows the four-part walk holds at once: as many as leave registers for rows_for(1)
+// weight rows (two on both paths).
+template <class V>
+bool far_streams_fit(int64_t n_rows) {
+  return n_rows <= V::kMaxGroup && V::rows_for(static_cast<int>(n_rows)) >= kMaxRows<V>;
+}
+
 template <class V, class F>
 void far_streams(const GgufMatrix& w, int64_t row_begin, int64_t row_end, const float* x,
-                 const MatmulOut& out) {
+                 int64_t x_stride, int64_t n_rows, const MatmulOut& out) {
   constexpr int kParts = kMaxRows<V>;
-  const auto& fns = kBlocks<V, F>.fn[0];
+  const auto& fns = kBlocks<V, F>.fn[n_rows - 1];
   const int64_t window =
       std::max<int64_t>(kParts, kFarWindowBytes / static_cast<int64_t>(w.row_bytes));
-  float sums[kParts];
-  auto store = [&](int64_t r, float sum) {
-    float& y = out.y[r];
-    y = out.accumulate ? y + sum : sum;
+  float sums[kParts * V::kMaxGroup];
+  // sums[i * n_rows + j]: weight row i of the block, activation row j.
+  auto store = [&](int64_t r, const float* row_sums) {
+    for (int64_t j = 0; j < n_rows; ++j) {
+      float& y = out.y[j * out.y_stride + r];
+      y = out.accumulate ? y + row_sums[j] : row_sums[j];
+    }
   };
   for (int64_t w0 = row_begin; w0 < row_end; w0 += window) {
     const int64_t w1 = std::min(row_end, w0 + window);
     const int64_t part = (w1 - w0) / kParts;
     for (int64_t i = 0; i < part; ++i) {
-      fns[kParts - 1](w, w0 + i, part, x, 0, sums);
-      for (int k = 0; k < kParts; ++k) store(w0 + k * part + i, sums[k]);
+      fns[kParts - 1](w, w0 + i, part, x, x_stride, sums);
+      for (int k = 0; k < kParts; ++k) store(w0 + k * part + i, sums + k * n_rows);
     }
     for (int64_t r = w0 + kParts * part; r < w1; ++r) {
-      fns[0](w, r, 1, x, 0, sums);
-      store(r, sums[0]);
+      fns[0](w, r, 1, x, x_stride, sums);
+      store(r, sums);
     }
   }
 }
@@ -205,8 +215,8 @@ template <class V, class F>
 void tile(const GgufMatrix& w, int64_t row_begin, int64_t row_end, const float* x, int64_t x_stride,
           int64_t n_rows, const MatmulOut& out) {
   static_assert(rows_divide_pass_grain<V>());
-  if (n_rows == 1 && active_weight_streaming() == WeightStreaming::kHardware) {
-    far_streams<V, F>(w, row_begin, row_end, x, out);
+  if (far_streams_fit<V>(n_rows) && active_weight_streaming() == WeightStreaming::kHardware) {
+    far_streams<V, F>(w, row_begin, row_end, x, x_stride, n_rows, out);
     return;
   }
   constexpr int64_t kGrain = kMaxRows<V>;

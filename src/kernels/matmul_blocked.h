@@ -206,54 +206,68 @@ void panels(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float
                                                      widen_row);
 }
 
-// One input row on a CPU whose prefetchers want no help (WeightStreaming::kHardware): the rows
-// split into kFarStreams equal parts read in lockstep, row i of every part at once, each row
-// whole (no column chunks) and no software prefetch. Each part is one sequential stream, far
-// from the others, and the parts' independent accumulator chains overlap (one row alone is
-// bound by its chain of dependent fmas). Measured on AMD Zen 4 (1 GiB of bf16, 2 threads):
-// 1.44x the eight-adjacent-rows walk with prefetch at 1024 columns, 1.15-1.25x at 3584-6144;
-// two parts, eight, one row at a time and eight adjacent rows without prefetch were all slower.
+// A few input rows on a CPU whose prefetchers want no help (WeightStreaming::kHardware): the
+// weight rows split into kFarStreams equal parts read in lockstep, row i of every part at once,
+// each row whole (no column chunks) and no software prefetch. Each part is one sequential
+// stream, far from the others, and the parts' independent accumulator chains overlap (one row
+// alone is bound by its chain of dependent fmas). Measured on AMD Zen 4 (1 GiB of bf16, 2
+// threads, medians of 7-9 interleaved runs) against the blocked walk below: one input row 1.44x
+// at 1024 columns and 1.15-1.25x at 2048-6144 (two parts, eight, one row at a time and eight
+// adjacent rows without prefetch were all slower); two input rows 1.16-2.05x, four 1.13-1.31x,
+// six 1.20-1.25x at 1024-4096 columns. Up to as many input rows as leave registers for four
+// weight rows (far_streams_fit).
 // The rows after the last whole part go one at a time. A long row range is walked in windows of
 // at most kFarWindowBytes: parts hundreds of MB apart streamed at a third of the speed (DRAM
 // pages or prefetcher training; windows of 0.5-16 MB were alike).
 inline constexpr int kFarStreams = 4;
 inline constexpr int64_t kFarWindowBytes = 2 << 20;
 
+// Input rows x (x_stride apart) held at once by the four-part walk: as many as leave room for
+// kFarStreams weight rows in the registers (AVX-512: up to 6, AVX2: up to 2).
+template <class V>
+bool far_streams_fit(int64_t n_rows) {
+  return n_rows <= V::kMaxGroup && V::rows_for(static_cast<int>(n_rows)) >= kFarStreams;
+}
+
 template <class V>
 void far_streams_window(const Bf16Matrix& w, int64_t row_begin, int64_t row_end,
-                        const typename V::InputElement* x, const MatmulOut& out) {
-  using X = typename V::InputElement;
+                        const typename V::InputElement* x, int64_t x_stride, int64_t n_rows,
+                        const MatmulOut& out) {
   using Vec = typename V::Vec;
+  using X = typename V::InputElement;
   const int64_t cols = w.cols;
   const int64_t full = cols - cols % V::kStep;
   const int tail = static_cast<int>(cols - full);
   const int64_t part = (row_end - row_begin) / kFarStreams;
-  auto store = [&](int64_t r, Vec acc) {
-    float sum = V::sum(acc);
-    float& y = out.y[r];
-    y = out.accumulate ? y + sum : sum;
+  const auto& fns = kBlocks<V>.fn[false][n_rows - 1];
+  Vec acc[kFarStreams * V::kMaxGroup];
+  auto store = [&](int64_t r, const Vec* sums) {
+    for (int64_t j = 0; j < n_rows; ++j) {
+      float sum = V::sum(sums[j]);
+      float& y = out.y[j * out.y_stride + r];
+      y = out.accumulate ? y + sum : sum;
+    }
   };
   for (int64_t i = 0; i < part; ++i) {
-    Vec acc[kFarStreams];
-    block<V, kFarStreams, 1, false>(
-        Chunk<X>{w.row(row_begin + i), part * cols, x, 0, full, tail, true}, acc, 1);
-    for (int s = 0; s < kFarStreams; ++s) store(row_begin + s * part + i, acc[s]);
+    fns[kFarStreams - 1](Chunk<X>{w.row(row_begin + i), part * cols, x, x_stride, full, tail, true},
+                         acc, n_rows);
+    for (int s = 0; s < kFarStreams; ++s) store(row_begin + s * part + i, acc + s * n_rows);
   }
   for (int64_t r = row_begin + kFarStreams * part; r < row_end; ++r) {
-    Vec acc;
-    block<V, 1, 1, false>(Chunk<X>{w.row(r), cols, x, 0, full, tail, true}, &acc, 1);
+    fns[0](Chunk<X>{w.row(r), cols, x, x_stride, full, tail, true}, acc, n_rows);
     store(r, acc);
   }
 }
 
 template <class V>
 void far_streams(const Bf16Matrix& w, int64_t row_begin, int64_t row_end,
-                 const typename V::InputElement* x, const MatmulOut& out) {
+                 const typename V::InputElement* x, int64_t x_stride, int64_t n_rows,
+                 const MatmulOut& out) {
   static_assert(kFarStreams <= V::rows_for(1));
   const int64_t row_bytes = w.cols * static_cast<int64_t>(sizeof(uint16_t));
   const int64_t window = std::max<int64_t>(kFarStreams, kFarWindowBytes / row_bytes);
   for (int64_t r = row_begin; r < row_end; r += window) {
-    far_streams_window<V>(w, r, std::min(row_end, r + window), x, out);
+    far_streams_window<V>(w, r, std::min(row_end, r + window), x, x_stride, n_rows, out);
   }
 }
 
@@ -271,10 +285,11 @@ void tile(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float* 
     }
   }
   // One input row on a CPU whose prefetchers want no help (kernels/weight_streaming.h).
-  const bool by_hardware = n_rows == 1 && active_weight_streaming() == WeightStreaming::kHardware;
+  const bool by_hardware =
+      n_rows <= V::kMaxGroup && active_weight_streaming() == WeightStreaming::kHardware;
   if constexpr (!kStagedInputs<V>) {
-    if (by_hardware) {
-      far_streams<V>(w, row_begin, row_end, x, out);
+    if (by_hardware && far_streams_fit<V>(n_rows)) {
+      far_streams<V>(w, row_begin, row_end, x, x_stride, n_rows, out);
       return;
     }
   }
@@ -300,9 +315,9 @@ void tile(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float* 
   if (chunk_cols < V::kStep) chunk_cols = V::kStep;
   if constexpr (kStagedInputs<V>) {
     // The whole row staged once, when it fits, so that the far streams need no column chunks.
-    if (by_hardware && cols + V::kStep <= kStagedSize) {
+    if (by_hardware && n_rows == 1 && cols + V::kStep <= kStagedSize) {
       V::stage(x, cols, staged);
-      far_streams<V>(w, row_begin, row_end, staged, out);
+      far_streams<V>(w, row_begin, row_end, staged, 0, 1, out);
       return;
     }
   }
@@ -324,7 +339,7 @@ void tile(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float* 
         for (int64_t j0 = 0; j0 < ns; j0 += V::kMaxGroup) {
           const int group = static_cast<int>(ns - j0 < V::kMaxGroup ? ns - j0 : V::kMaxGroup);
           const int64_t block_rows = V::rows_for(group);
-          const bool prefetch = !by_hardware && n0 == 0 && j0 == 0;
+          const bool prefetch = !(by_hardware && n_rows == 1) && n0 == 0 && j0 == 0;
           const auto& fns = kBlocks<V>.fn[prefetch][group - 1];
           if constexpr (kStagedInputs<V>) {
             chunk.x = staged + j0 * chunk.x_stride;

@@ -1,6 +1,6 @@
-// How a bf16 or GGUF product with one input row walks its weight rows: a performance choice only,
-// since the walk never changes a result (matmul_blocked.h's reduction-order contract; tested bit
-// for bit in both walks on every CPU through weight_streaming_testing.h).
+// How a bf16 or GGUF product with a few input rows walks its weight rows: a performance choice
+// only, since the walk never changes a result (matmul_blocked.h's reduction-order contract; tested
+// bit for bit in both walks on every CPU through weight_streaming_testing.h).
 //
 // Decode at one row streams every weight byte once, so its speed is how well the CPU's
 // prefetchers keep the reads in flight. Two kinds of CPU want opposite things here:
@@ -16,9 +16,10 @@
 //    look to them like short streams, and software prefetches only compete for the load queue.
 // Chosen once per process from CPUID (AMD and Hygon families 0x19 and later, Zen 3 onwards:
 // kHardware; everything else: kPrefetch); MEGADECODE_WEIGHT_STREAMING=prefetch|hardware forces
-// one (benchmarks compare the two in the same build). Products with several input rows keep the
-// blocked walk. GGUF products take the four-part walk too (gguf_matmul_blocked.h), keeping their
-// prefetch a page ahead in each stream, which they need on Zen 4 as well.
+// one (benchmarks compare the two in the same build). Products with a few input rows (as many as
+// leave registers for four weight rows) take the four-part walk too; more keep the blocked walk.
+// GGUF products take it as well (gguf_matmul_blocked.h), keeping their prefetch a page ahead in
+// each stream, which they need on Zen 4 too.
 #pragma once
 
 #include <cstdint>

@@ -344,21 +344,24 @@ TEST_P(GgufMatmulIsa, BothWeightWalksGiveTheSameBits) {
     const int64_t cols = tc.cols.back();
     const int64_t rows = tc.type == GgmlType::kQ4_1 && cols == 576 ? 6000 : 37;
     const Weights w(tc.type, rows, cols, static_cast<std::uint64_t>(cols) + 41);
-    const Inputs in(1, cols, 43);
+    const Inputs in(3, cols, 43);
     const std::vector<float> reference = one_by_one(w, in);
     const std::vector<std::vector<int64_t>> cuts_list = {
         {0, rows}, {0, 3, rows / 2, rows / 2 + 1, rows}, {0, 2, 5, rows}};
     for (WeightStreaming walk : {WeightStreaming::kPrefetch, WeightStreaming::kHardware}) {
       md::testing::ForcedWeightStreaming forced(walk);
-      for (const auto& cuts : cuts_list) {
-        std::vector<float> y(reference.size(), -7.0f);
-        for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
-          tile(tc.type)(w.matrix(), cuts[k], cuts[k + 1], in.x(), in.stride, 1,
-                        MatmulOut{y.data(), w.rows, false});
+      // One and two activation rows take the four-part walk under kHardware, three do not.
+      for (int64_t batch : {1, 2, 3}) {
+        for (const auto& cuts : cuts_list) {
+          std::vector<float> y(static_cast<std::size_t>(batch * rows), -7.0f);
+          for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
+            tile(tc.type)(w.matrix(), cuts[k], cuts[k + 1], in.x(), in.stride, batch,
+                          MatmulOut{y.data(), w.rows, false});
+          }
+          ASSERT_EQ(0, std::memcmp(y.data(), reference.data(), y.size() * sizeof(float)))
+              << label(GetParam(), tc.type, cols) << " " << weight_streaming_name(walk) << " rows "
+              << rows << " inputs " << batch << " ranges " << cuts.size() - 1;
         }
-        ASSERT_EQ(0, std::memcmp(y.data(), reference.data(), y.size() * sizeof(float)))
-            << label(GetParam(), tc.type, cols) << " " << weight_streaming_name(walk) << " rows "
-            << rows << " ranges " << cuts.size() - 1;
       }
     }
   }
