@@ -620,7 +620,7 @@ int run_bench(BenchOptions options) {
   program::Program* listed = model->decode_program(1);
   fmt::print("model      {} (loaded in {:.1f} s)\n", name, load_seconds);
   fmt::print("           {}\n", model->description());
-  fmt::print("kernels    {} path (one-row walk {}), weights {}; executors {}\n",
+  fmt::print("kernels    {} path ({} weight walk), weights {}; executors {}\n",
              kernels::active_isa(),
              kernels::weight_streaming_name(kernels::active_weight_streaming()),
              listed != nullptr ? weight_formats(*listed) : std::string("(no fused program)"),

@@ -167,17 +167,18 @@ constexpr bool rows_divide_pass_grain() {
 
 // One or two activation rows on a CPU whose prefetchers want no help (kernels/weight_streaming.h):
 // as matmul_blocked.h's far_streams, the rows of each window of at most kFarWindowBytes split into
-// rows_for(1) parts read in lockstep, one stream each. Unlike the bf16 walk, each stream keeps
-// its prefetch a page ahead: without it SmolLM2's Q4_1 decode fell from ~150 to ~90 tok/s on
-// AMD Zen 4 as on the Xeon. Against adjacent rows on Zen 4 (SmolLM2-135M Q4_1, one row, six
-// interleaved pairs): 1.02-1.26x, median 1.08x.
-constexpr int64_t kFarWindowBytes = 2 << 20;
-
-// Activation rows the four-part walk holds at once: as many as leave registers for rows_for(1)
-// weight rows (two on both paths).
+// rows_for(1) parts (four on AVX-512, two on AVX2) read in lockstep, one stream each. Unlike the
+// bf16 walk, each stream keeps its prefetch a page ahead: without it SmolLM2's Q4_1 decode fell
+// from ~150 to ~90 tok/s on AMD Zen 4, as on the Xeon. Against adjacent rows on Zen 4 (AVX-512,
+// SmolLM2-135M Q4_1, interleaved pairs): one row 1.02-1.26x (median 1.08x, six pairs), two rows
+// 0.97-1.09x (median 1.05x, five). The AVX2 path's two parts are not measured.
+//
+// Activation rows the walk holds at once: as many as leave registers for rows_for(1) weight
+// rows (two on both paths).
 template <class V>
 bool far_streams_fit(int64_t n_rows) {
-  return n_rows <= V::kMaxGroup && V::rows_for(static_cast<int>(n_rows)) >= kMaxRows<V>;
+  return n_rows >= 1 && n_rows <= V::kMaxGroup &&
+         V::rows_for(static_cast<int>(n_rows)) >= kMaxRows<V>;
 }
 
 template <class V, class F>
@@ -185,8 +186,8 @@ void far_streams(const GgufMatrix& w, int64_t row_begin, int64_t row_end, const 
                  int64_t x_stride, int64_t n_rows, const MatmulOut& out) {
   constexpr int kParts = kMaxRows<V>;
   const auto& fns = kBlocks<V, F>.fn[n_rows - 1];
-  const int64_t window =
-      std::max<int64_t>(kParts, kFarWindowBytes / static_cast<int64_t>(w.row_bytes));
+  const int64_t window = std::max<int64_t>(
+      kParts, kFarWindowBytes / std::max<int64_t>(1, static_cast<int64_t>(w.row_bytes)));
   float sums[kParts * V::kMaxGroup];
   // sums[i * n_rows + j]: weight row i of the block, activation row j.
   auto store = [&](int64_t r, const float* row_sums) {
@@ -215,6 +216,7 @@ template <class V, class F>
 void tile(const GgufMatrix& w, int64_t row_begin, int64_t row_end, const float* x, int64_t x_stride,
           int64_t n_rows, const MatmulOut& out) {
   static_assert(rows_divide_pass_grain<V>());
+  if (n_rows <= 0 || row_begin >= row_end) return;
   if (far_streams_fit<V>(n_rows) && active_weight_streaming() == WeightStreaming::kHardware) {
     far_streams<V, F>(w, row_begin, row_end, x, x_stride, n_rows, out);
     return;

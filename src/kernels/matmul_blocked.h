@@ -216,17 +216,16 @@ void panels(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float
 // adjacent rows without prefetch were all slower); two input rows 1.16-2.05x, four 1.13-1.31x,
 // six 1.20-1.25x at 1024-4096 columns. Up to as many input rows as leave registers for four
 // weight rows (far_streams_fit).
-// The rows after the last whole part go one at a time. A long row range is walked in windows of
-// at most kFarWindowBytes: parts hundreds of MB apart streamed at a third of the speed (DRAM
-// pages or prefetcher training; windows of 0.5-16 MB were alike).
+// The rows after the last whole part go one at a time; a long row range is walked in windows of
+// at most kFarWindowBytes (weight_streaming.h).
 inline constexpr int kFarStreams = 4;
-inline constexpr int64_t kFarWindowBytes = 2 << 20;
 
 // Input rows x (x_stride apart) held at once by the four-part walk: as many as leave room for
 // kFarStreams weight rows in the registers (AVX-512: up to 6, AVX2: up to 2).
 template <class V>
 bool far_streams_fit(int64_t n_rows) {
-  return n_rows <= V::kMaxGroup && V::rows_for(static_cast<int>(n_rows)) >= kFarStreams;
+  return n_rows >= 1 && n_rows <= V::kMaxGroup &&
+         V::rows_for(static_cast<int>(n_rows)) >= kFarStreams;
 }
 
 template <class V>
@@ -264,7 +263,7 @@ void far_streams(const Bf16Matrix& w, int64_t row_begin, int64_t row_end,
                  const typename V::InputElement* x, int64_t x_stride, int64_t n_rows,
                  const MatmulOut& out) {
   static_assert(kFarStreams <= V::rows_for(1));
-  const int64_t row_bytes = w.cols * static_cast<int64_t>(sizeof(uint16_t));
+  const int64_t row_bytes = std::max<int64_t>(1, w.cols * static_cast<int64_t>(sizeof(uint16_t)));
   const int64_t window = std::max<int64_t>(kFarStreams, kFarWindowBytes / row_bytes);
   for (int64_t r = row_begin; r < row_end; r += window) {
     far_streams_window<V>(w, r, std::min(row_end, r + window), x, x_stride, n_rows, out);
@@ -278,13 +277,14 @@ void far_streams(const Bf16Matrix& w, int64_t row_begin, int64_t row_end,
 template <class V>
 void tile(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float* x, int64_t x_stride,
           int64_t n_rows, const MatmulOut& out) {
+  if (n_rows <= 0 || row_begin >= row_end) return;
   if constexpr (!kStagedInputs<V>) {
     if (panels_apply<V>(w, n_rows)) {
       panels<V>(w, row_begin, row_end, x, x_stride, n_rows, out);
       return;
     }
   }
-  // One input row on a CPU whose prefetchers want no help (kernels/weight_streaming.h).
+  // A few input rows on a CPU whose prefetchers want no help (kernels/weight_streaming.h).
   const bool by_hardware =
       n_rows <= V::kMaxGroup && active_weight_streaming() == WeightStreaming::kHardware;
   if constexpr (!kStagedInputs<V>) {
@@ -339,7 +339,7 @@ void tile(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float* 
         for (int64_t j0 = 0; j0 < ns; j0 += V::kMaxGroup) {
           const int group = static_cast<int>(ns - j0 < V::kMaxGroup ? ns - j0 : V::kMaxGroup);
           const int64_t block_rows = V::rows_for(group);
-          const bool prefetch = !(by_hardware && n_rows == 1) && n0 == 0 && j0 == 0;
+          const bool prefetch = n0 == 0 && j0 == 0;
           const auto& fns = kBlocks<V>.fn[prefetch][group - 1];
           if constexpr (kStagedInputs<V>) {
             chunk.x = staged + j0 * chunk.x_stride;

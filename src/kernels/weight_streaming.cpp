@@ -74,12 +74,12 @@ WeightStreaming active_weight_streaming() {
 
 namespace md::testing {
 
-ForcedWeightStreaming::ForcedWeightStreaming(kernels::WeightStreaming streaming) {
-  kernels::g_forced.store(static_cast<int>(streaming), std::memory_order_relaxed);
-}
+ForcedWeightStreaming::ForcedWeightStreaming(kernels::WeightStreaming streaming)
+    : previous_(
+          kernels::g_forced.exchange(static_cast<int>(streaming), std::memory_order_relaxed)) {}
 
 ForcedWeightStreaming::~ForcedWeightStreaming() {
-  kernels::g_forced.store(-1, std::memory_order_relaxed);
+  kernels::g_forced.store(previous_, std::memory_order_relaxed);
 }
 
 }  // namespace md::testing

@@ -1,6 +1,6 @@
-// Test seam of kernels/weight_streaming.h: forces the walk of one-input-row products while a
-// ForcedWeightStreaming lives, so that tests run both walks, and compare them bit for bit, on
-// any CPU. Production never constructs one.
+// Test seam of kernels/weight_streaming.h: forces the weight walk of products with a few input
+// rows while a ForcedWeightStreaming lives (nested ones restore the outer one's walk), so that
+// tests run both walks, and compare them bit for bit, on any CPU. Production never constructs one.
 #pragma once
 
 #include "kernels/weight_streaming.h"
@@ -13,6 +13,9 @@ class ForcedWeightStreaming {
   ~ForcedWeightStreaming();
   ForcedWeightStreaming(const ForcedWeightStreaming&) = delete;
   ForcedWeightStreaming& operator=(const ForcedWeightStreaming&) = delete;
+
+ private:
+  int previous_;  // the walk forced before this one, or -1
 };
 
 }  // namespace md::testing

@@ -335,32 +335,50 @@ TEST_P(GgufMatmulIsa, OutputIsBitwiseIndependentOfBatchAndRowRanges) {
   }
 }
 
-// The walk over the weight rows of a one-row product (kernels/weight_streaming.h) is a
-// performance choice: both walks give every output the bits of that output computed alone, for
-// whole ranges, odd cuts, ranges of fewer rows than streams, and a range longer than one 2 MiB
-// window (Q4_1 at 576 columns: 360-byte rows, 5825 to a window).
+// The walk over the weight rows of a product with one or two activation rows
+// (kernels/weight_streaming.h) is a performance choice: both walks give every output the bits of
+// that output computed alone, for whole ranges, odd cuts, ranges of fewer rows than streams, a
+// range longer than one 2 MiB window (Q4_1 at 576 columns: 360-byte rows, 5825 to a window), and
+// when accumulating.
 TEST_P(GgufMatmulIsa, BothWeightWalksGiveTheSameBits) {
-  for (const TypeCase& tc : type_cases()) {
-    const int64_t cols = tc.cols.back();
-    const int64_t rows = tc.type == GgmlType::kQ4_1 && cols == 576 ? 6000 : 37;
-    const Weights w(tc.type, rows, cols, static_cast<std::uint64_t>(cols) + 41);
-    const Inputs in(3, cols, 43);
+  struct Case {
+    GgmlType type;
+    int64_t rows, cols;
+  };
+  std::vector<Case> cases;
+  for (const TypeCase& tc : type_cases()) cases.push_back({tc.type, 37, tc.cols.back()});
+  cases.push_back({GgmlType::kQ4_1, 6000, 576});
+  for (const Case& c : cases) {
+    const Weights w(c.type, c.rows, c.cols, static_cast<std::uint64_t>(c.cols) + 41);
+    const Inputs in(3, c.cols, 43);
     const std::vector<float> reference = one_by_one(w, in);
     const std::vector<std::vector<int64_t>> cuts_list = {
-        {0, rows}, {0, 3, rows / 2, rows / 2 + 1, rows}, {0, 2, 5, rows}};
+        {0, c.rows}, {0, 3, c.rows / 2, c.rows / 2 + 1, c.rows}, {0, 2, 5, c.rows}};
     for (WeightStreaming walk : {WeightStreaming::kPrefetch, WeightStreaming::kHardware}) {
       md::testing::ForcedWeightStreaming forced(walk);
       // One and two activation rows take the four-part walk under kHardware, three do not.
       for (int64_t batch : {1, 2, 3}) {
+        const auto size = static_cast<std::size_t>(batch * c.rows);
         for (const auto& cuts : cuts_list) {
-          std::vector<float> y(static_cast<std::size_t>(batch * rows), -7.0f);
+          std::vector<float> y(size, -7.0f);
           for (std::size_t k = 0; k + 1 < cuts.size(); ++k) {
-            tile(tc.type)(w.matrix(), cuts[k], cuts[k + 1], in.x(), in.stride, batch,
-                          MatmulOut{y.data(), w.rows, false});
+            tile(c.type)(w.matrix(), cuts[k], cuts[k + 1], in.x(), in.stride, batch,
+                         MatmulOut{y.data(), w.rows, false});
           }
-          ASSERT_EQ(0, std::memcmp(y.data(), reference.data(), y.size() * sizeof(float)))
-              << label(GetParam(), tc.type, cols) << " " << weight_streaming_name(walk) << " rows "
-              << rows << " inputs " << batch << " ranges " << cuts.size() - 1;
+          ASSERT_EQ(0, std::memcmp(y.data(), reference.data(), size * sizeof(float)))
+              << label(GetParam(), c.type, c.cols) << " " << weight_streaming_name(walk) << " rows "
+              << c.rows << " inputs " << batch << " ranges " << cuts.size() - 1;
+        }
+        // Accumulating adds each output's sum once: y0 + s in f32.
+        const std::vector<float> base = random_floats(size, 7);
+        std::vector<float> y = base;
+        tile(c.type)(w.matrix(), 0, c.rows, in.x(), in.stride, batch,
+                     MatmulOut{y.data(), w.rows, true});
+        for (std::size_t i = 0; i < size; ++i) {
+          const float expected = base[i] + reference[i];
+          ASSERT_EQ(0, std::memcmp(&y[i], &expected, sizeof(float)))
+              << label(GetParam(), c.type, c.cols) << " " << weight_streaming_name(walk)
+              << " accumulating, inputs " << batch << ", output " << i;
         }
       }
     }
