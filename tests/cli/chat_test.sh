@@ -149,18 +149,24 @@ if command -v tmux >/dev/null; then
   # Ctrl-C at the prompt asks before leaving and the chat goes on; Ctrl-C pressed twice during
   # a reply stops it without ending the program; a line typed during a reply is answered next;
   # Ctrl-C twice at the prompt leaves with status 0.
-  tm kill-session -t chat
+  # On a fresh server: killing the last session ends the server, and a session started while it
+  # shuts down fails with "server exited unexpectedly" (seen under load).
+  tm kill-server
+  socket="mdchat-$$-second"
   rm -f "$work/tmux.rc"
+  # The first reply runs until the double Ctrl-C lands and the next turn's prompt holds it, so
+  # its length is the tiny model's speed times that wait: once the one-row products got faster,
+  # it sometimes filled the 4096 positions (a 4303-token prompt). One thread and short waits
+  # keep it to a fraction of the context.
   tm new-session -d -s chat -x 200 -y 50 \
-    "TERM=xterm-256color '$bin' chat --model '$model' --context 4096 --max-tokens 100000 --ignore-eos --temperature 1 --seed 3; echo \$? >'$work/tmux.rc'; sleep 60"
+    "TERM=xterm-256color '$bin' chat --model '$model' --threads 1 --context 4096 --max-tokens 100000 --ignore-eos --temperature 1 --seed 3; echo \$? >'$work/tmux.rc'; sleep 60"
   until_ok shows '^> '; expect tmux2-prompt $? "no prompt: $(pane)"
   tm send-keys -t chat 'half a line' C-c
   until_ok shows 'Ctrl-C again or Ctrl-D to leave'; expect tmux2-ctrl-c-at-prompt-asks $? "no question: $(pane | tail -5)"
   tm send-keys -t chat 'Hi' Enter
   until_ok replying Hi; expect tmux2-chat-goes-on $? "no reply after one Ctrl-C at the prompt: $(pane | tail -5)"
-  sleep 0.3
   tm send-keys -t chat 'ahead' Enter
-  sleep 0.2
+  sleep 0.1
   tm send-keys -t chat C-c C-c
   until_ok shows '\[stopped\]$'; expect tmux2-double-ctrl-c-stops-the-reply $? "no [stopped]: $(pane | tail -5)"
   until_ok replying ahead; expect tmux2-typed-ahead-is-answered $? "the line typed during the reply was not answered: $(pane | tail -8)"
