@@ -25,7 +25,6 @@
 // instantiation is private to the translation unit compiled for its instruction set.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -186,8 +185,7 @@ void far_streams(const GgufMatrix& w, int64_t row_begin, int64_t row_end, const 
                  int64_t x_stride, int64_t n_rows, const MatmulOut& out) {
   constexpr int kParts = kMaxRows<V>;
   const auto& fns = kBlocks<V, F>.fn[n_rows - 1];
-  const int64_t window = std::max<int64_t>(
-      kParts, kFarWindowBytes / std::max<int64_t>(1, static_cast<int64_t>(w.row_bytes)));
+  const int64_t window = far_window_rows(static_cast<int64_t>(w.row_bytes), kParts);
   float sums[kParts * V::kMaxGroup];
   // sums[i * n_rows + j]: weight row i of the block, activation row j.
   auto store = [&](int64_t r, const float* row_sums) {
@@ -197,7 +195,7 @@ void far_streams(const GgufMatrix& w, int64_t row_begin, int64_t row_end, const 
     }
   };
   for (int64_t w0 = row_begin; w0 < row_end; w0 += window) {
-    const int64_t w1 = std::min(row_end, w0 + window);
+    const int64_t w1 = row_end - w0 < window ? row_end : w0 + window;
     const int64_t part = (w1 - w0) / kParts;
     for (int64_t i = 0; i < part; ++i) {
       fns[kParts - 1](w, w0 + i, part, x, x_stride, sums);

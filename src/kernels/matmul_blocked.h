@@ -36,7 +36,6 @@
 // function compiled with AVX-512 can be picked by the linker for code that runs on any CPU.
 #pragma once
 
-#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <type_traits>
@@ -263,10 +262,11 @@ void far_streams(const Bf16Matrix& w, int64_t row_begin, int64_t row_end,
                  const typename V::InputElement* x, int64_t x_stride, int64_t n_rows,
                  const MatmulOut& out) {
   static_assert(kFarStreams <= V::rows_for(1));
-  const int64_t row_bytes = std::max<int64_t>(1, w.cols * static_cast<int64_t>(sizeof(uint16_t)));
-  const int64_t window = std::max<int64_t>(kFarStreams, kFarWindowBytes / row_bytes);
+  const int64_t window =
+      far_window_rows(w.cols * static_cast<int64_t>(sizeof(uint16_t)), kFarStreams);
   for (int64_t r = row_begin; r < row_end; r += window) {
-    far_streams_window<V>(w, r, std::min(row_end, r + window), x, x_stride, n_rows, out);
+    far_streams_window<V>(w, r, row_end - r < window ? row_end : r + window, x, x_stride, n_rows,
+                          out);
   }
 }
 
@@ -278,16 +278,13 @@ template <class V>
 void tile(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float* x, int64_t x_stride,
           int64_t n_rows, const MatmulOut& out) {
   if (n_rows <= 0 || row_begin >= row_end) return;
+  // A few input rows on a CPU whose prefetchers want no help (kernels/weight_streaming.h).
+  const bool by_hardware = active_weight_streaming() == WeightStreaming::kHardware;
   if constexpr (!kStagedInputs<V>) {
     if (panels_apply<V>(w, n_rows)) {
       panels<V>(w, row_begin, row_end, x, x_stride, n_rows, out);
       return;
     }
-  }
-  // A few input rows on a CPU whose prefetchers want no help (kernels/weight_streaming.h).
-  const bool by_hardware =
-      n_rows <= V::kMaxGroup && active_weight_streaming() == WeightStreaming::kHardware;
-  if constexpr (!kStagedInputs<V>) {
     if (by_hardware && far_streams_fit<V>(n_rows)) {
       far_streams<V>(w, row_begin, row_end, x, x_stride, n_rows, out);
       return;

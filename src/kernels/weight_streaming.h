@@ -34,6 +34,16 @@ enum class WeightStreaming : uint8_t { kPrefetch, kHardware };
 // 0.5-16 MB were alike).
 constexpr int64_t kFarWindowBytes = 2 << 20;
 
+namespace {  // internal linkage: the ISA translation units include this (matmul_blocked.h)
+
+// Weight rows of `row_bytes` bytes in one kHardware window: at least one per part.
+constexpr int64_t far_window_rows(int64_t row_bytes, int64_t parts) {
+  const int64_t rows = kFarWindowBytes / (row_bytes > 0 ? row_bytes : 1);
+  return rows > parts ? rows : parts;
+}
+
+}  // namespace
+
 const char* weight_streaming_name(WeightStreaming streaming);
 
 // The walk this CPU gets by default.
