@@ -1,10 +1,12 @@
 // tiktoken support: the pat_str translation for PCRE2, pattern discovery, tiktoken.model parsing
 // and a small hand-made tiktoken model with reserved special tokens.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 #include "base/error.h"
 #include "text/pretokenizer_pattern.h"
@@ -98,10 +100,13 @@ TEST(TiktokenModel, Base64AndRankParsing) {
 }
 
 // A model directory with all single bytes plus "he", "ll", "hell", "hello" and a config naming
-// two of the 256 special slots.
+// two of the 256 special slots. Each test and process writes its own directory: ctest runs these
+// tests in parallel, and a shared one was rewritten under a reader.
 std::filesystem::path write_small_model(bool with_config) {
   const auto dir = std::filesystem::temp_directory_path() /
-                   (with_config ? "md_tiktoken_small" : "md_tiktoken_small_noconfig");
+                   ("md_tiktoken_" + std::to_string(::getpid()) + "_" +
+                    ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+                    (with_config ? "" : "_noconfig"));
   std::filesystem::create_directories(dir);
   std::ofstream model(dir / "tiktoken.model");
   static const char* kB64 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
