@@ -1,10 +1,12 @@
 #include "base/dotenv.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string>
 
 namespace md {
 namespace {
@@ -35,7 +37,8 @@ TEST(Dotenv, ReportsMalformedLinesWithTheirNumbers) {
 }
 
 TEST(Dotenv, FileDoesNotOverrideVariablesAlreadySet) {
-  auto dir = std::filesystem::temp_directory_path() / "md_dotenv_test";
+  auto dir =
+      std::filesystem::temp_directory_path() / ("md_dotenv_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto path = (dir / ".env").string();
   std::ofstream(path) << "MD_TEST_PRESET=from_file\nMD_TEST_NEW=from_file\nbroken\n";
@@ -47,6 +50,7 @@ TEST(Dotenv, FileDoesNotOverrideVariablesAlreadySet) {
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_EQ(problems[0], path + ":3: expected KEY=VALUE");
   EXPECT_TRUE(load_dotenv_file((dir / "missing.env").string()).empty());
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -397,7 +398,8 @@ TEST_P(DSparkDrafterTest, FusedRoundIsPlainData) {
 TEST(DSparkDraftVocabulary, RefusesBrokenMaps) {
   namespace fs = std::filesystem;
   const fs::path source = kimi_fixture_path("dspark-kimi-k3-draftvocab");
-  const fs::path work = fs::path(::testing::TempDir()) / "dspark-draftvocab-edits";
+  const fs::path work =
+      fs::path(::testing::TempDir()) / ("dspark-draftvocab-edits-" + std::to_string(::getpid()));
   auto target_model =
       std::make_unique<KimiModel>(kimi_fixture_path("kimi-k3-tiny"), ModelRunOptions{.threads = 1});
   const TargetView target = target_model->target_view();

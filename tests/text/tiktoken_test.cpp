@@ -125,7 +125,8 @@ std::filesystem::path write_small_model(bool with_config) {
 }
 
 TEST(TiktokenModel, SpecialSlotsNamedFromConfigElseReserved) {
-  const auto tok = load_tokenizer(write_small_model(true).string());
+  const auto dir = write_small_model(true);
+  const auto tok = load_tokenizer(dir.string());
   EXPECT_EQ(tok->vocab_size(), 260 + 256);
   EXPECT_EQ(tok->token_id("[BOS]"), 260);
   EXPECT_EQ(tok->token_id("<|im_end|>"), 262);
@@ -142,8 +143,11 @@ TEST(TiktokenModel, SpecialSlotsNamedFromConfigElseReserved) {
   EXPECT_EQ(tok->decode(std::vector<std::int32_t>{260, 259, 262}), "[BOS]hello<|im_end|>");
   EXPECT_EQ(tok->decode(std::vector<std::int32_t>{260, 259, 262}, true), "hello");
 
-  const auto unnamed = load_tokenizer(write_small_model(false).string());
+  const auto unnamed_dir = write_small_model(false);
+  const auto unnamed = load_tokenizer(unnamed_dir.string());
   EXPECT_EQ(unnamed->piece(260), "<|reserved_token_260|>");
+  std::filesystem::remove_all(unnamed_dir);
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TiktokenModel, ExplicitPatternAndMissingFiles) {
@@ -156,6 +160,7 @@ TEST(TiktokenModel, ExplicitPatternAndMissingFiles) {
   EXPECT_EQ(tok->piece(260), "<|reserved_token_260|>");  // no config given
   files.model_path = "/nonexistent/tiktoken.model";
   EXPECT_THROW(load_tiktoken_tokenizer(files), Error);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

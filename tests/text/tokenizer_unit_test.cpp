@@ -2,6 +2,7 @@
 // added-token matching, the BPE merge loop, and the errors for unsupported tokenizer.json files.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <utf8proc.h>
 
 #include <cstdlib>
@@ -9,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <string>
 #include <thread>
 
 #include "base/error.h"
@@ -383,10 +385,12 @@ TEST(TokenizerLoad, MissingFilesAreNamed) {
   expect_error([] { load_hf_tokenizer("/nonexistent/dir/tokenizer.json"); },
                {"/nonexistent/dir/tokenizer.json", "not found"});
   expect_error([] { load_tokenizer("/nonexistent/model"); }, {"/nonexistent/model"});
-  const auto dir = std::filesystem::temp_directory_path() / "md_tokenizer_empty_dir";
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("md_tokenizer_empty_dir_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   expect_error([&] { load_tokenizer(dir.string()); },
                {dir.string(), "tokenizer.json", "tiktoken.model"});
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TokenizerLoad, QwenDirectoryLoadsTheHfTokenizer) {
