@@ -22,6 +22,7 @@
 #include "engine/generation.h"
 #include "kernels/isa.h"
 #include "kernels/memory_bandwidth.h"
+#include "kernels/nvfp4_matmul_kernels.h"
 #include "kernels/weight_streaming.h"
 #include "models/drafters/dflash2/dflash2_synthetic.h"
 #include "models/drafters/drafter_loader.h"
@@ -620,9 +621,14 @@ int run_bench(BenchOptions options) {
   program::Program* listed = model->decode_program(1);
   fmt::print("model      {} (loaded in {:.1f} s)\n", name, load_seconds);
   fmt::print("           {}\n", model->description());
-  fmt::print("kernels    {} path ({} weight walk), weights {}; executors {}\n",
+  // NVFP4 products may run a lower path than the rest (nvfp4_matmul_kernels.h).
+  const std::string nvfp4_path =
+      kernels::active_nvfp4_path() != kernels::active_isa_level()
+          ? fmt::format("; NVFP4 on {}", kernels::isa_name(kernels::active_nvfp4_path()))
+          : std::string();
+  fmt::print("kernels    {} path ({} weight walk{}), weights {}; executors {}\n",
              kernels::active_isa(),
-             kernels::weight_streaming_name(kernels::active_weight_streaming()),
+             kernels::weight_streaming_name(kernels::active_weight_streaming()), nvfp4_path,
              listed != nullptr ? weight_formats(*listed) : std::string("(no fused program)"),
              fmt::join(options.executors, ", "));
   fmt::print("threads    {}\n", threads);

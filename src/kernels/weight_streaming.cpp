@@ -2,13 +2,9 @@
 
 #include <atomic>
 #include <cstdlib>
-#include <cstring>
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
 
 #include "base/log.h"
+#include "kernels/cpu_identity.h"
 #include "kernels/weight_streaming_testing.h"
 
 namespace md::kernels {
@@ -30,22 +26,9 @@ bool streams_by_hardware(std::string_view vendor, unsigned family) {
 }
 
 WeightStreaming default_weight_streaming() {
-#if defined(__x86_64__) || defined(__i386__)
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (__get_cpuid(0, &eax, &ebx, &ecx, &edx) == 0) return WeightStreaming::kPrefetch;
-  char vendor[12];
-  std::memcpy(vendor, &ebx, 4);
-  std::memcpy(vendor + 4, &edx, 4);
-  std::memcpy(vendor + 8, &ecx, 4);
-  if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0) return WeightStreaming::kPrefetch;
-  // The displayed family: the base family, plus the extended family when the base is 0xf.
-  unsigned family = (eax >> 8) & 0xf;
-  if (family == 0xf) family += (eax >> 20) & 0xff;
-  if (streams_by_hardware(std::string_view(vendor, sizeof(vendor)), family)) {
-    return WeightStreaming::kHardware;
-  }
-#endif
-  return WeightStreaming::kPrefetch;
+  const CpuIdentity& cpu = cpu_identity();
+  return streams_by_hardware(cpu.vendor, cpu.family) ? WeightStreaming::kHardware
+                                                     : WeightStreaming::kPrefetch;
 }
 
 WeightStreaming resolve_weight_streaming(std::string_view requested, WeightStreaming fallback) {
