@@ -32,6 +32,7 @@
 #include "base/thread_pool.h"
 #include "kernels/isa.h"
 #include "kernels/matmul_kernels.h"
+#include "kernels/weight_streaming.h"
 
 namespace {
 
@@ -121,7 +122,7 @@ __attribute__((target("avx2"))) uint64_t sum_one_stream_avx2(const uint16_t* dat
 // weight_streaming.h, matmul_blocked.h's far_streams).
 __attribute__((target("avx2"))) uint64_t sum_far_streams_avx2(const uint16_t* data, int64_t rows) {
   constexpr int64_t kStreams = 4;
-  constexpr int64_t kWindow = (int64_t{2} << 20) / 2;  // elements
+  constexpr int64_t kWindow = md::kernels::kFarWindowBytes / sizeof(uint16_t);  // elements
   __m256i acc[kStreams];
   for (__m256i& a : acc) a = _mm256_setzero_si256();
   const int64_t n = rows * g_cols;

@@ -165,12 +165,13 @@ constexpr bool rows_divide_pass_grain() {
 }
 
 // One or two activation rows on a CPU whose prefetchers want no help (kernels/weight_streaming.h):
-// as matmul_blocked.h's far_streams, the rows of each window of at most kFarWindowBytes split into
+// walk_far_streams, as matmul_blocked.h's far_streams, with each window's rows split into
 // rows_for(1) parts (four on AVX-512, two on AVX2) read in lockstep, one stream each. Unlike the
 // bf16 walk, each stream keeps its prefetch a page ahead: without it SmolLM2's Q4_1 decode fell
 // from ~150 to ~90 tok/s on AMD Zen 4, as on the Xeon. Against adjacent rows on Zen 4 (AVX-512,
 // SmolLM2-135M Q4_1, interleaved pairs): one row 1.02-1.26x (median 1.08x, six pairs), two rows
-// 0.97-1.09x (median 1.05x, five). The AVX2 path's two parts are not measured.
+// 0.97-1.09x (median 1.05x, five); the AVX2 path's two parts (MEGADECODE_ISA=avx2 there) one row
+// 0.98-1.09x (three pairs).
 //
 // Activation rows the walk holds at once: as many as leave registers for rows_for(1) weight
 // rows (two on both paths).
@@ -185,7 +186,6 @@ void far_streams(const GgufMatrix& w, int64_t row_begin, int64_t row_end, const 
                  int64_t x_stride, int64_t n_rows, const MatmulOut& out) {
   constexpr int kParts = kMaxRows<V>;
   const auto& fns = kBlocks<V, F>.fn[n_rows - 1];
-  const int64_t window = far_window_rows(static_cast<int64_t>(w.row_bytes), kParts);
   float sums[kParts * V::kMaxGroup];
   // sums[i * n_rows + j]: weight row i of the block, activation row j.
   auto store = [&](int64_t r, const float* row_sums) {
@@ -194,18 +194,16 @@ void far_streams(const GgufMatrix& w, int64_t row_begin, int64_t row_end, const 
       y = out.accumulate ? y + row_sums[j] : row_sums[j];
     }
   };
-  for (int64_t w0 = row_begin; w0 < row_end; w0 += window) {
-    const int64_t w1 = row_end - w0 < window ? row_end : w0 + window;
-    const int64_t part = (w1 - w0) / kParts;
-    for (int64_t i = 0; i < part; ++i) {
-      fns[kParts - 1](w, w0 + i, part, x, x_stride, sums);
-      for (int k = 0; k < kParts; ++k) store(w0 + k * part + i, sums + k * n_rows);
-    }
-    for (int64_t r = w0 + kParts * part; r < w1; ++r) {
-      fns[0](w, r, 1, x, x_stride, sums);
-      store(r, sums);
-    }
-  }
+  walk_far_streams(
+      row_begin, row_end, static_cast<int64_t>(w.row_bytes), kParts,
+      [&](int64_t r, int64_t part) {
+        fns[kParts - 1](w, r, part, x, x_stride, sums);
+        for (int k = 0; k < kParts; ++k) store(r + k * part, sums + k * n_rows);
+      },
+      [&](int64_t r) {
+        fns[0](w, r, 1, x, x_stride, sums);
+        store(r, sums);
+      });
 }
 
 // Loop nest: passes of weight rows; in each, groups of up to kMaxGroup activation rows, and for

@@ -215,8 +215,8 @@ void panels(const Bf16Matrix& w, int64_t row_begin, int64_t row_end, const float
 // adjacent rows without prefetch were all slower); two input rows 1.16-2.05x, four 1.13-1.31x,
 // six 1.20-1.25x at 1024-4096 columns. Up to as many input rows as leave registers for four
 // weight rows (far_streams_fit).
-// The rows after the last whole part go one at a time; a long row range is walked in windows of
-// at most kFarWindowBytes (weight_streaming.h).
+// The windows, the parts and the rows after the last whole part: walk_far_streams
+// (weight_streaming.h), shared with the GGUF products.
 inline constexpr int kFarStreams = 4;
 
 // Input rows x (x_stride apart) held at once by the four-part walk: as many as leave room for
@@ -228,15 +228,15 @@ bool far_streams_fit(int64_t n_rows) {
 }
 
 template <class V>
-void far_streams_window(const Bf16Matrix& w, int64_t row_begin, int64_t row_end,
-                        const typename V::InputElement* x, int64_t x_stride, int64_t n_rows,
-                        const MatmulOut& out) {
+void far_streams(const Bf16Matrix& w, int64_t row_begin, int64_t row_end,
+                 const typename V::InputElement* x, int64_t x_stride, int64_t n_rows,
+                 const MatmulOut& out) {
+  static_assert(kFarStreams <= V::rows_for(1));
   using Vec = typename V::Vec;
   using X = typename V::InputElement;
   const int64_t cols = w.cols;
   const int64_t full = cols - cols % V::kStep;
   const int tail = static_cast<int>(cols - full);
-  const int64_t part = (row_end - row_begin) / kFarStreams;
   const auto& fns = kBlocks<V>.fn[false][n_rows - 1];
   Vec acc[kFarStreams * V::kMaxGroup];
   auto store = [&](int64_t r, const Vec* sums) {
@@ -246,28 +246,17 @@ void far_streams_window(const Bf16Matrix& w, int64_t row_begin, int64_t row_end,
       y = out.accumulate ? y + sum : sum;
     }
   };
-  for (int64_t i = 0; i < part; ++i) {
-    fns[kFarStreams - 1](Chunk<X>{w.row(row_begin + i), part * cols, x, x_stride, full, tail, true},
-                         acc, n_rows);
-    for (int s = 0; s < kFarStreams; ++s) store(row_begin + s * part + i, acc + s * n_rows);
-  }
-  for (int64_t r = row_begin + kFarStreams * part; r < row_end; ++r) {
-    fns[0](Chunk<X>{w.row(r), cols, x, x_stride, full, tail, true}, acc, n_rows);
-    store(r, acc);
-  }
-}
-
-template <class V>
-void far_streams(const Bf16Matrix& w, int64_t row_begin, int64_t row_end,
-                 const typename V::InputElement* x, int64_t x_stride, int64_t n_rows,
-                 const MatmulOut& out) {
-  static_assert(kFarStreams <= V::rows_for(1));
-  const int64_t window =
-      far_window_rows(w.cols * static_cast<int64_t>(sizeof(uint16_t)), kFarStreams);
-  for (int64_t r = row_begin; r < row_end; r += window) {
-    far_streams_window<V>(w, r, row_end - r < window ? row_end : r + window, x, x_stride, n_rows,
-                          out);
-  }
+  walk_far_streams(
+      row_begin, row_end, cols * static_cast<int64_t>(sizeof(uint16_t)), kFarStreams,
+      [&](int64_t r, int64_t part) {
+        fns[kFarStreams - 1](Chunk<X>{w.row(r), part * cols, x, x_stride, full, tail, true}, acc,
+                             n_rows);
+        for (int s = 0; s < kFarStreams; ++s) store(r + s * part, acc + s * n_rows);
+      },
+      [&](int64_t r) {
+        fns[0](Chunk<X>{w.row(r), cols, x, x_stride, full, tail, true}, acc, n_rows);
+        store(r, acc);
+      });
 }
 
 // Loop nest (several input rows, or the kPrefetch walk): kRowBlock weight rows × up to kPass input

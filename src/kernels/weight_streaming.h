@@ -42,6 +42,22 @@ constexpr int64_t far_window_rows(int64_t row_bytes, int64_t parts) {
   return rows > parts ? rows : parts;
 }
 
+// The kHardware walk over weight rows [row_begin, row_end) of `row_bytes` bytes each, shared by the
+// bf16 and GGUF products: windows of at most kFarWindowBytes, each split into `parts` equal parts
+// read in lockstep — lockstep(r, part) takes rows r, r + part, …, r + (parts - 1)·part — then the
+// window's rows after its last whole part one at a time, single(r).
+template <class Lockstep, class Single>
+inline void walk_far_streams(int64_t row_begin, int64_t row_end, int64_t row_bytes, int64_t parts,
+                             Lockstep&& lockstep, Single&& single) {
+  const int64_t window = far_window_rows(row_bytes, parts);
+  for (int64_t w0 = row_begin; w0 < row_end; w0 += window) {
+    const int64_t w1 = row_end - w0 < window ? row_end : w0 + window;
+    const int64_t part = (w1 - w0) / parts;
+    for (int64_t i = 0; i < part; ++i) lockstep(w0 + i, part);
+    for (int64_t r = w0 + parts * part; r < w1; ++r) single(r);
+  }
+}
+
 }  // namespace
 
 const char* weight_streaming_name(WeightStreaming streaming);
