@@ -102,7 +102,7 @@ std::string format_profile(const program::Program& program, double bandwidth, do
     for (uint64_t w : g.wait_ns) wait_s += static_cast<double>(w) / steps / 1e9 / workers;
   }
   out += fmt::format(
-      "step {:.3f} ms (unprofiled); the {:.2f} MB of weights need {:.3f} ms at the measured {:.2f} "
+      "step {:.3f} ms (this pass); the {:.2f} MB of weights need {:.3f} ms at the measured {:.2f} "
       "GB/s "
       "({:.0f}%); per worker on average {:.3f} ms in tasks, {:.3f} ms waiting for producers, "
       "{:.3f} ms "
