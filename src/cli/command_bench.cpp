@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <fstream>
 #include <memory>
@@ -134,6 +135,12 @@ struct DecodeRounds {
     for (std::size_t r = 0; r < s.rounds.size(); ++r) out.push_back(fraction(s.rounds[r], r));
     return out;
   }
+  DecodeSeries& find_mutable(const std::string& executor, int rows) {
+    for (DecodeSeries& s : series) {
+      if (s.executor == executor && s.rows == rows) return s;
+    }
+    fail("bench: no {} series at {} rows", executor, rows);
+  }
   const DecodeSeries* find(const std::string& executor, int rows) const {
     for (const DecodeSeries& s : series) {
       if (s.executor == executor && s.rows == rows) return &s;
@@ -168,45 +175,129 @@ std::vector<int32_t> synthetic_prompt(int64_t length, int64_t vocab, int seed) {
   return ids;
 }
 
-// Decode steps of `rows` independent sequences for about `seconds` (sequences that fill their
-// context are refilled outside the timed region).
-DecodeFigure measure_decode(LanguageModel& model, const BenchOptions& options, int rows,
-                            const std::string& executor, double seconds) {
-  std::vector<std::unique_ptr<SequenceState>> sequences;
-  std::vector<SequenceState*> states;
-  std::vector<float> logits;
-  std::vector<int32_t> tokens;
-  auto refill = [&](int r) {
-    sequences[static_cast<std::size_t>(r)]->reset();
-    model.forward(*sequences[static_cast<std::size_t>(r)],
-                  synthetic_prompt(options.prompt_tokens, model.vocab_size(), r), LogitRows::kLast,
-                  logits);
-  };
-  for (int r = 0; r < rows; ++r) {
-    sequences.push_back(model.new_sequence(options.context));
-    states.push_back(sequences.back().get());
-    refill(r);
-    tokens.push_back(static_cast<int32_t>((r * 31 + 7) % model.vocab_size()));
+// The `rows` independent sequences one (executor, rows) figure decodes: prompted, warmed up, and
+// refilled outside the timed step when they fill their context.
+class DecodeRun {
+ public:
+  DecodeRun(LanguageModel& model, const BenchOptions& options, int rows, std::string executor)
+      : model_(model), options_(options), figure_{std::move(executor), rows, 0, 0, 0} {
+    select();
+    for (int r = 0; r < rows; ++r) {
+      sequences_.push_back(model.new_sequence(options.context));
+      states_.push_back(sequences_.back().get());
+      refill(r);
+      tokens_.push_back(static_cast<int32_t>((r * 31 + 7) % model.vocab_size()));
+    }
+    for (int warm = 0; warm < 2; ++warm) model.decode(states_, tokens_, logits_);
   }
-  DecodeFigure figure{executor, rows, 0, 0, 0};
-  const auto one_row_bytes = static_cast<double>(model.decode_weight_bytes());
-  for (int warm = 0; warm < 2; ++warm) model.decode(states, tokens, logits);
-  while (figure.steps < 3 || figure.seconds < seconds) {
-    if (states[0]->position() + 1 >= states[0]->capacity()) {
-      for (int r = 0; r < rows; ++r) refill(r);
+
+  // One timed decode step of every sequence on this run's executor.
+  void step() {
+    select();
+    if (states_[0]->position() + 1 >= states_[0]->capacity()) {
+      for (int r = 0; r < figure_.rows; ++r) refill(r);
     }
     Clock::time_point start = Clock::now();
-    model.decode(states, tokens, logits);
-    figure.seconds += since(start);
-    ++figure.steps;
-    const std::size_t read = model.last_step_weight_bytes();
-    figure.weight_bytes += read > 0 ? static_cast<double>(read) : one_row_bytes;
-    for (int r = 0; r < rows; ++r) {
-      tokens[static_cast<std::size_t>(r)] =
-          static_cast<int32_t>((tokens[static_cast<std::size_t>(r)] * 13 + 5) % model.vocab_size());
+    model_.decode(states_, tokens_, logits_);
+    figure_.seconds += since(start);
+    ++figure_.steps;
+    const std::size_t read = model_.last_step_weight_bytes();
+    figure_.weight_bytes += static_cast<double>(read > 0 ? read : model_.decode_weight_bytes());
+    for (int32_t& token : tokens_) {
+      token = static_cast<int32_t>((token * 13 + 5) % model_.vocab_size());
     }
   }
-  return figure;
+
+  const DecodeFigure& figure() const { return figure_; }
+
+ private:
+  void select() { model_.set_executor(parse_executor(figure_.executor)); }
+  void refill(int r) {
+    sequences_[static_cast<std::size_t>(r)]->reset();
+    model_.forward(*sequences_[static_cast<std::size_t>(r)],
+                   synthetic_prompt(options_.prompt_tokens, model_.vocab_size(), r),
+                   LogitRows::kLast, logits_);
+  }
+
+  LanguageModel& model_;
+  const BenchOptions& options_;
+  DecodeFigure figure_;
+  std::vector<std::unique_ptr<SequenceState>> sequences_;
+  std::vector<SequenceState*> states_;
+  std::vector<float> logits_;
+  std::vector<int32_t> tokens_;
+};
+
+// Decode steps of `rows` independent sequences on `executor` for about `seconds`.
+DecodeFigure measure_decode(LanguageModel& model, const BenchOptions& options, int rows,
+                            const std::string& executor, double seconds) {
+  DecodeRun run(model, options, rows, executor);
+  while (run.figure().steps < 3 || run.figure().seconds < seconds) run.step();
+  return run.figure();
+}
+
+// The read bandwidth over one round's probe passes, which bench alternates with the decode steps:
+// per read pattern, the bytes over the seconds of its passes; the pattern the machine reads
+// fastest gives the figure (a kernel's walk must not beat the figure it is measured against).
+class ProbeRound {
+ public:
+  explicit ProbeRound(kernels::ReadProbe& probe) : probe_(probe) {}
+  // One pass in each pattern.
+  void burst() {
+    for (int pattern = 0; pattern < kernels::ReadProbe::kPatterns; ++pattern) {
+      seconds_[static_cast<std::size_t>(pattern)] += probe_.pass(pattern);
+      bytes_[static_cast<std::size_t>(pattern)] += static_cast<double>(probe_.bytes());
+    }
+  }
+  double bytes_per_second() const {
+    double best = 0;
+    for (std::size_t p = 0; p < seconds_.size(); ++p) {
+      if (seconds_[p] > 0) best = std::max(best, bytes_[p] / seconds_[p]);
+    }
+    return best;
+  }
+
+ private:
+  kernels::ReadProbe& probe_;
+  std::array<double, kernels::ReadProbe::kPatterns> seconds_{}, bytes_{};
+};
+
+// Decode steps of `rows` sequences on each executor in turn, in bursts of about kBurstSeconds,
+// until each has had about `seconds`, with a burst of read-bandwidth passes after each turn of
+// the executors: every executor's figure and the bandwidth then come from the same moments of
+// the machine, whose read bandwidth drifts by tens of percent within seconds, so their ratios
+// resolve differences of a few percent (per-executor blocks of a second or more, each after its
+// own bandwidth pass, did not resolve 5%). A burst runs steps back to back, as a decode loop
+// does; a fused team spins for about half a millisecond after its last step, on a core the next
+// burst needs, which bursts of 100 ms make a 0.5% effect at most. (Single steps with a sleep
+// between them cost every step a wake-up of the team: 0.1 ms steps of a tiny model took 0.85 ms.)
+std::vector<DecodeFigure> measure_decode_alternating(LanguageModel& model,
+                                                     const BenchOptions& options, int rows,
+                                                     const std::vector<std::string>& executors,
+                                                     double seconds, ProbeRound& bandwidth) {
+  std::vector<std::unique_ptr<DecodeRun>> runs;
+  for (const std::string& executor : executors) {
+    runs.push_back(std::make_unique<DecodeRun>(model, options, rows, executor));
+  }
+  auto unfinished = [&](const DecodeRun& run) {
+    return run.figure().steps < 3 || run.figure().seconds < seconds;
+  };
+  constexpr double kBurstSeconds = 0.1;
+  for (bool stepped = true; stepped;) {
+    stepped = false;
+    for (const std::unique_ptr<DecodeRun>& run : runs) {
+      // A finished executor steps no more: a faster one's steps do not stretch a slower one's.
+      const double burst_end = run->figure().seconds + kBurstSeconds;
+      while (unfinished(*run) && run->figure().seconds < burst_end) {
+        run->step();
+        stepped = true;
+      }
+    }
+    if (stepped) bandwidth.burst();
+  }
+  std::vector<DecodeFigure> figures;
+  for (const std::unique_ptr<DecodeRun>& run : runs) figures.push_back(run->figure());
+  return figures;
 }
 
 // Generates options.spec_tokens tokens after a synthetic prompt with the drafter forced to an
@@ -508,12 +599,20 @@ int run_bench(BenchOptions options) {
   // 1 GiB: beyond any last-level cache, as the weights of a real model are.
   constexpr std::size_t kBandwidthBytes = std::size_t{1} << 30;
   double bandwidth_one = kernels::measure_read_bandwidth(1, kBandwidthBytes, 0.3);
-  for (int round = 0; round < options.rounds; ++round) {
-    measured.bandwidth.push_back(kernels::measure_read_bandwidth(threads, kBandwidthBytes, 0.3));
-    for (DecodeSeries& series : measured.series) {
-      model->set_executor(parse_executor(series.executor));
-      series.rounds.push_back(measure_decode(*model, options, series.rows, series.executor,
-                                             options.seconds / options.rounds));
+  {
+    // Freed before the resident memory is read below.
+    kernels::ReadProbe probe(threads, kBandwidthBytes);
+    for (int round = 0; round < options.rounds; ++round) {
+      ProbeRound bandwidth_round(probe);
+      for (int rows : options.rows) {
+        const std::vector<DecodeFigure> figures =
+            measure_decode_alternating(*model, options, rows, options.executors,
+                                       options.seconds / options.rounds, bandwidth_round);
+        for (const DecodeFigure& figure : figures) {
+          measured.find_mutable(figure.executor, rows).rounds.push_back(figure);
+        }
+      }
+      measured.bandwidth.push_back(bandwidth_round.bytes_per_second());
     }
   }
   const Spread bandwidth_spread = spread(measured.bandwidth);
@@ -639,8 +738,8 @@ int run_bench(BenchOptions options) {
     fmt::print("dense      {} (quantised at load)\n", options.dense_weights);
   }
   fmt::print(
-      "bandwidth  {:.2f} GB/s read with {} threads (median of {} rounds, {:.2f}-{:.2f}; "
-      "{:.2f} GB/s with 1), measured now\n",
+      "bandwidth  {:.2f} GB/s read with {} threads between the decode steps (median of {} "
+      "rounds, {:.2f}-{:.2f}; {:.2f} GB/s with 1), measured now\n",
       bandwidth / 1e9, threads, options.rounds, bandwidth_spread.min / 1e9,
       bandwidth_spread.max / 1e9, bandwidth_one / 1e9);
   // Families that report what each step read (a MoE's rows choose different experts).
@@ -734,9 +833,10 @@ CommandAction add_bench_command(CLI::App& app) {
                   "Time per measurement (executor and batch size), over all rounds")
       ->check(CLI::Range(0.05, 60.0));
   sub->add_option("--rounds", options->rounds,
-                  "Interleaved rounds: each measures the read bandwidth, then every executor and "
-                  "batch size for --seconds / rounds; fractions of the bandwidth and executor "
-                  "ratios are medians of the per-round figures")
+                  "Interleaved rounds: each measures the read bandwidth, then every batch size "
+                  "for --seconds / rounds per executor, the executors taking alternate steps; "
+                  "fractions of the bandwidth and executor ratios are medians of the per-round "
+                  "figures")
       ->check(CLI::Range(1, 20));
   sub->add_option("--prefill-tokens", options->prefill_tokens,
                   "Prompt lengths for the prefill figures (time to the prompt's last logits)")

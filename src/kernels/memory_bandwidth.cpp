@@ -7,7 +7,6 @@
 #include <memory>
 #include <vector>
 
-#include "base/thread_pool.h"
 #include "kernels/weight_streaming.h"
 
 namespace md::kernels {
@@ -49,7 +48,6 @@ uint64_t sum_one_stream(const uint64_t* words, std::size_t n) {
 // AVX-512 Xeon), one stream, and four streams within each 2 MiB (the matmuls' walk on AMD Zen 4,
 // kernels/weight_streaming.h; there the eight far streams alone read 14.7 GB/s on one thread,
 // one stream 25).
-constexpr int kPatterns = 3;
 
 uint64_t sum_pattern(int pattern, const uint64_t* words, std::size_t n) {
   if (pattern == 0) return sum_streams<8>(words, n);
@@ -64,41 +62,48 @@ uint64_t sum_pattern(int pattern, const uint64_t* words, std::size_t n) {
 
 }  // namespace
 
-double measure_read_bandwidth(int threads, std::size_t bytes, double seconds) {
-  std::size_t n = bytes / sizeof(uint64_t);
-  auto buffer = std::make_unique<uint64_t[]>(n);
-  ThreadPool pool(threads);
+ReadProbe::ReadProbe(int threads, std::size_t bytes)
+    : words_(bytes / sizeof(uint64_t)),
+      buffer_(std::make_unique<uint64_t[]>(words_)),
+      pool_(threads),
+      sums_(static_cast<std::size_t>(pool_.size())) {
   // Touch every page from the thread that will read it (first-touch placement).
-  pool.parallel_for(static_cast<int64_t>(n), [&](int64_t begin, int64_t end) {
-    std::memset(buffer.get() + begin, 1, static_cast<std::size_t>(end - begin) * sizeof(uint64_t));
+  pool_.parallel_for(static_cast<int64_t>(words_), [&](int64_t begin, int64_t end) {
+    std::memset(buffer_.get() + begin, 1, static_cast<std::size_t>(end - begin) * sizeof(uint64_t));
   });
+}
+
+double ReadProbe::pass(int pattern) {
   using Clock = std::chrono::steady_clock;
+  const auto parts = static_cast<std::size_t>(pool_.size());
+  Clock::time_point start = Clock::now();
+  pool_.parallel_for(pool_.size(), [&](int64_t first, int64_t last) {
+    for (auto part = static_cast<std::size_t>(first); part < static_cast<std::size_t>(last);
+         ++part) {
+      std::size_t begin = words_ * part / parts;
+      std::size_t end = words_ * (part + 1) / parts;
+      sums_[part] += sum_pattern(pattern, buffer_.get() + begin, end - begin);
+    }
+  });
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  // Read the sums once, so that the passes cannot be optimised away.
+  volatile uint64_t sink = 0;
+  for (uint64_t sum : sums_) sink = sink + sum;
+  return seconds;
+}
+
+double measure_read_bandwidth(int threads, std::size_t bytes, double seconds) {
+  using Clock = std::chrono::steady_clock;
+  ReadProbe probe(threads, bytes);
   double best = 0;
-  // One sum per part, so that the threads write apart; read once after the passes, so that the
-  // sums cannot be optimised away.
-  std::vector<uint64_t> sums(static_cast<std::size_t>(pool.size()));
   Clock::time_point start = Clock::now();
   // Passes take the read patterns in turn; the best of any is the bandwidth.
-  for (int pass = 0; pass < 2 * kPatterns ||
+  for (int pass = 0; pass < 2 * ReadProbe::kPatterns ||
                      std::chrono::duration<double>(Clock::now() - start).count() < seconds;
        ++pass) {
-    const int pattern = pass % kPatterns;
-    Clock::time_point t0 = Clock::now();
-    pool.parallel_for(pool.size(), [&](int64_t first, int64_t last) {
-      for (int64_t part = first; part < last; ++part) {
-        std::size_t begin =
-            n * static_cast<std::size_t>(part) / static_cast<std::size_t>(pool.size());
-        std::size_t end =
-            n * static_cast<std::size_t>(part + 1) / static_cast<std::size_t>(pool.size());
-        sums[static_cast<std::size_t>(part)] +=
-            sum_pattern(pattern, buffer.get() + begin, end - begin);
-      }
-    });
-    double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
-    best = std::max(best, static_cast<double>(n * sizeof(uint64_t)) / elapsed);
+    best = std::max(best,
+                    static_cast<double>(probe.bytes()) / probe.pass(pass % ReadProbe::kPatterns));
   }
-  volatile uint64_t sink = 0;
-  for (uint64_t sum : sums) sink = sink + sum;
   return best;
 }
 
