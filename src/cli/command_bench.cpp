@@ -21,9 +21,9 @@
 #include "cli/program_profile.h"
 #include "dist/mpi_communicator.h"
 #include "engine/generation.h"
+#include "kernels/fp4_path.h"
 #include "kernels/isa.h"
 #include "kernels/memory_bandwidth.h"
-#include "kernels/nvfp4_matmul_kernels.h"
 #include "kernels/weight_streaming.h"
 #include "models/drafters/dflash2/dflash2_synthetic.h"
 #include "models/drafters/drafter_loader.h"
@@ -722,14 +722,14 @@ int run_bench(BenchOptions options) {
   program::Program* listed = model->decode_program(1);
   fmt::print("model      {} (loaded in {:.1f} s)\n", name, load_seconds);
   fmt::print("           {}\n", model->description());
-  // NVFP4 products may run a lower path than the rest (nvfp4_matmul_kernels.h).
-  const std::string nvfp4_path =
-      kernels::active_nvfp4_path() != kernels::active_isa_level()
-          ? fmt::format("; NVFP4 on {}", kernels::isa_name(kernels::active_nvfp4_path()))
+  // NVFP4 and MXFP4 products may run a lower path than the rest (fp4_path.h).
+  const std::string fp4_path =
+      kernels::active_fp4_path() != kernels::active_isa_level()
+          ? fmt::format("; FP4 on {}", kernels::isa_name(kernels::active_fp4_path()))
           : std::string();
   fmt::print("kernels    {} path ({} weight walk{}), weights {}; executors {}\n",
              kernels::active_isa(),
-             kernels::weight_streaming_name(kernels::active_weight_streaming()), nvfp4_path,
+             kernels::weight_streaming_name(kernels::active_weight_streaming()), fp4_path,
              listed != nullptr ? weight_formats(*listed) : std::string("(no fused program)"),
              fmt::join(options.executors, ", "));
   fmt::print("threads    {}\n", threads);

@@ -1,7 +1,7 @@
 // Who made this CPU and which family it is, from CPUID: for the performance choices that depend on
 // the microarchitecture rather than on the instruction set (isa.h detects that). Neither choice
-// changes a result: the weight walk (weight_streaming.h) and the NVFP4 path
-// (nvfp4_matmul_kernels.h) are bitwise alike on every path.
+// changes a result: the weight walk (weight_streaming.h) and the 4-bit formats' path (fp4_path.h)
+// are bitwise alike on every path.
 #pragma once
 
 #include <string>

@@ -8,7 +8,7 @@ namespace md::kernels {
 namespace {
 
 Mxfp4TileFn active_tile() {
-  static const Mxfp4TileFn fn = mxfp4_tile_for(active_isa_level());
+  static const Mxfp4TileFn fn = mxfp4_tile_for(active_fp4_path());
   return fn;
 }
 
@@ -16,6 +16,7 @@ Mxfp4TileFn active_tile() {
 
 Mxfp4TileFn mxfp4_tile_for(Isa isa) {
 #if defined(__x86_64__)
+  if (isa >= Isa::kAvx512) return mxfp4_matmul_tile_avx512;
   if (isa >= Isa::kAvx2) return mxfp4_matmul_tile_avx2;
 #else
   (void)isa;

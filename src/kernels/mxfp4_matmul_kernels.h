@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "kernels/fp4_path.h"
 #include "kernels/isa.h"
 #include "kernels/mxfp4_matmul.h"
 
@@ -18,9 +19,11 @@ void mxfp4_matmul_tile_scalar(const Mxfp4Matrix& w, int64_t row_begin, int64_t r
                               const MatmulOut& out);
 void mxfp4_matmul_tile_avx2(const Mxfp4Matrix& w, int64_t row_begin, int64_t row_end,
                             const float* x, int64_t x_stride, int64_t n_rows, const MatmulOut& out);
+void mxfp4_matmul_tile_avx512(const Mxfp4Matrix& w, int64_t row_begin, int64_t row_end,
+                              const float* x, int64_t x_stride, int64_t n_rows,
+                              const MatmulOut& out);
 
-// The body a path runs. AVX-512 CPUs run the AVX2 body: no AVX-512 body has been written yet
-// (this project's development machine cannot execute one, and none goes in unexecuted).
+// The body a path runs. MXFP4 products take the path fp4_path.h chooses, as NVFP4's do.
 Mxfp4TileFn mxfp4_tile_for(Isa isa);
 
 }  // namespace md::kernels

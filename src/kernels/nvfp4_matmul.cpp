@@ -1,6 +1,5 @@
 #include "kernels/nvfp4_matmul.h"
 
-#include "kernels/cpu_identity.h"
 #include "kernels/isa.h"
 #include "kernels/nvfp4_matmul_kernels.h"
 
@@ -9,23 +8,11 @@ namespace md::kernels {
 namespace {
 
 Nvfp4TileFn active_tile() {
-  static const Nvfp4TileFn fn = nvfp4_tile_for(active_nvfp4_path());
+  static const Nvfp4TileFn fn = nvfp4_tile_for(active_fp4_path());
   return fn;
 }
 
 }  // namespace
-
-Isa nvfp4_path_for(Isa level, bool wide_ops_split) {
-  return level >= Isa::kAvx512 && wide_ops_split ? Isa::kAvx2 : level;
-}
-
-Isa active_nvfp4_path() {
-  static const Isa path = [] {
-    const CpuIdentity& cpu = cpu_identity();
-    return nvfp4_path_for(active_isa_level(), splits_512_bit_ops(cpu.vendor, cpu.family));
-  }();
-  return path;
-}
 
 Nvfp4TileFn nvfp4_tile_for(Isa isa) {
 #if defined(__x86_64__)

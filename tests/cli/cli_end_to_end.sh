@@ -29,7 +29,7 @@ check serve-bad-spec-max-rows 2 '' 'spec-max-rows' -- "$bin" serve --spec-max-ro
 # bench: a bounded run on the built-in cache-resident shape, human and machine output.
 check bench-table 0 'bandwidth .* GB/s read.*' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1,2 --seconds 0.05 --prefill-tokens 8 -t 2
 check bench-json 0 '"fraction_of_bandwidth"' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega,ops,reference --seconds 0.05 --prefill-tokens 8 --json
-[ -n "$sanitized" ] || check bench-header 0 'kernels +(avx512|avx2|scalar) path \((prefetch|hardware) weight walk(; NVFP4 on (avx2|scalar))?\), weights bf16; executors mega' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega --seconds 0.05 --prefill-tokens 8
+[ -n "$sanitized" ] || check bench-header 0 'kernels +(avx512|avx2|scalar) path \((prefetch|hardware) weight walk(; FP4 on (avx2|scalar))?\), weights bf16; executors mega' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega --seconds 0.05 --prefill-tokens 8
 check bench-profile 0 'gate_up_silu +norm>gate\|up\+silu +8 +64 .*' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega,ops --seconds 0.05 --prefill-tokens 8 --profile
 check bench-verbose 0 'delta_net +L0\.delta_net +2 +0 +#2 per task' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega --seconds 0.05 --prefill-tokens 8 -v
 check bench-prefill-executor 0 'prefill +\(chunks of 256 tokens, as the engine runs a prompt; reference\)' '' -- "$bin" bench --synthetic qwen38-tiny --rows 1 --executors mega --seconds 0.05 --prefill-tokens 8 --prefill-executor reference

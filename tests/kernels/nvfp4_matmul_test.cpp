@@ -9,7 +9,6 @@
 #include <random>
 #include <vector>
 
-#include "kernels/cpu_identity.h"
 #include "kernels/nvfp4.h"
 #include "kernels/nvfp4_matmul_kernels.h"
 #include "kernels/weight_matrix.h"
@@ -125,23 +124,6 @@ TEST(Nvfp4Matmul, TheWeightMatrixViewRunsTheNvfp4Kernel) {
   EXPECT_EQ(row, expected);
   EXPECT_EQ(w.bytes(0, 37), 37u * (32 + 4));
   EXPECT_EQ(w.bytes(3, 5), 2u * (32 + 4));
-}
-
-// Which body a CPU runs is speed only (every path gives the bits above): the AVX2 one where
-// 512-bit operations run as two halves (AMD Zen 4), the best path everywhere else.
-TEST(Nvfp4Matmul, CpusThatSplitWideOpsTakeTheAvx2Body) {
-  EXPECT_TRUE(splits_512_bit_ops("AuthenticAMD", 0x19));   // Zen 4 (Zen 3 has no AVX-512)
-  EXPECT_FALSE(splits_512_bit_ops("AuthenticAMD", 0x1a));  // Zen 5 server and desktop
-  EXPECT_FALSE(splits_512_bit_ops("AuthenticAMD", 0x17));  // Zen 2: no AVX-512
-  EXPECT_FALSE(splits_512_bit_ops("GenuineIntel", 0x6));
-  EXPECT_FALSE(splits_512_bit_ops("GenuineIntel", 0x19));
-  EXPECT_EQ(nvfp4_path_for(Isa::kAvx512, true), Isa::kAvx2);
-  EXPECT_EQ(nvfp4_path_for(Isa::kAvx512, false), Isa::kAvx512);
-  EXPECT_EQ(nvfp4_path_for(Isa::kAvx2, true), Isa::kAvx2);
-  EXPECT_EQ(nvfp4_path_for(Isa::kScalar, true), Isa::kScalar);  // MEGADECODE_ISA=scalar holds
-  const CpuIdentity& cpu = cpu_identity();
-  EXPECT_EQ(active_nvfp4_path(),
-            nvfp4_path_for(active_isa_level(), splits_512_bit_ops(cpu.vendor, cpu.family)));
 }
 
 }  // namespace
