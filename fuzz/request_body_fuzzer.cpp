@@ -8,6 +8,19 @@
 #include "server/generation_request.h"
 #include "server/json_body.h"
 
+namespace {
+
+// Runs one request parser; refusing the body (ApiError) is an expected outcome.
+template <typename Parse>
+void parse_or_refuse(const Parse& parse) {
+  try {
+    (void)parse();
+  } catch (const md::server::ApiError&) {
+  }
+}
+
+}  // namespace
+
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace md::server;
   static const RequestLimits limits = [] {
@@ -17,14 +30,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     l.reasoning_effort_values = std::vector<std::string>{"low", "medium", "xhigh"};
     return l;
   }();
+  nlohmann::ordered_json body;
   try {
-    nlohmann::ordered_json body =
-        parse_json_body(std::string_view(reinterpret_cast<const char*>(data), size));
-    try { (void)parse_chat_request(body, limits); } catch (const ApiError&) {}
-    try { (void)parse_completion_request(body, limits); } catch (const ApiError&) {}
-    try { (void)parse_tokenize_request(body, limits); } catch (const ApiError&) {}
-    try { (void)parse_detokenize_request(body, limits); } catch (const ApiError&) {}
+    body = parse_json_body(std::string_view(reinterpret_cast<const char*>(data), size));
   } catch (const ApiError&) {
+    return 0;
   }
+  parse_or_refuse([&] { return parse_chat_request(body, limits); });
+  parse_or_refuse([&] { return parse_completion_request(body, limits); });
+  parse_or_refuse([&] { return parse_tokenize_request(body, limits); });
+  parse_or_refuse([&] { return parse_detokenize_request(body, limits); });
   return 0;
 }

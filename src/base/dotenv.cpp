@@ -1,10 +1,11 @@
 #include "base/dotenv.h"
 
+#include <fmt/format.h>
+
 #include <cctype>
 #include <cstdlib>
 
 #include "base/file_util.h"
-#include <fmt/format.h>
 
 namespace md {
 namespace {
@@ -39,10 +40,18 @@ bool parse_value(const std::string& raw, std::string& value, std::string& why) {
       if (quote == '"' && text[i] == '\\' && i + 1 < text.size()) {
         char next = text[++i];
         switch (next) {
-          case 'n': out += '\n'; break;
-          case 't': out += '\t'; break;
-          case 'r': out += '\r'; break;
-          default: out += next; break;
+          case 'n':
+            out += '\n';
+            break;
+          case 't':
+            out += '\t';
+            break;
+          case 'r':
+            out += '\r';
+            break;
+          default:
+            out += next;
+            break;
         }
       } else {
         out += text[i];

@@ -28,12 +28,18 @@ constexpr std::array<DTypeInfo, 12> kDTypes{{
     {DType::kBool, "BOOL", 1},
 }};
 
-const DTypeInfo& info(DType type) { return kDTypes[static_cast<std::size_t>(type)]; }
+const DTypeInfo& info(DType type) {
+  return kDTypes[static_cast<std::size_t>(type)];
+}
 
 }  // namespace
 
-std::string_view dtype_name(DType type) { return info(type).name; }
-std::size_t dtype_size(DType type) { return info(type).size; }
+std::string_view dtype_name(DType type) {
+  return info(type).name;
+}
+std::size_t dtype_size(DType type) {
+  return info(type).size;
+}
 
 std::optional<DType> dtype_from_name(std::string_view name) {
   for (const DTypeInfo& entry : kDTypes) {
@@ -50,8 +56,8 @@ float f16_to_f32(std::uint16_t bits) {
   if (exponent == 0) {
     magnitude = std::ldexp(static_cast<float>(mantissa), -24);
   } else if (exponent == 31) {
-    magnitude = mantissa ? std::numeric_limits<float>::quiet_NaN()
-                         : std::numeric_limits<float>::infinity();
+    magnitude =
+        mantissa ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
   } else {
     magnitude = std::ldexp(static_cast<float>(mantissa | 0x400), exponent - 25);
   }

@@ -9,7 +9,20 @@
 
 namespace md {
 
-enum class DType : std::uint8_t { kBF16, kF16, kF32, kF64, kF8E4M3, kF8E5M2, kU8, kI8, kI16, kI32, kI64, kBool };
+enum class DType : std::uint8_t {
+  kBF16,
+  kF16,
+  kF32,
+  kF64,
+  kF8E4M3,
+  kF8E5M2,
+  kU8,
+  kI8,
+  kI16,
+  kI32,
+  kI64,
+  kBool
+};
 
 // Safetensors spelling ("BF16", "F8_E4M3", ...).
 std::string_view dtype_name(DType type);

@@ -15,7 +15,8 @@ void write(Level level, const std::string& message);
 
 template <typename... Args>
 void debug(fmt::format_string<Args...> f, Args&&... args) {
-  if (threshold() <= Level::kDebug) write(Level::kDebug, fmt::format(f, std::forward<Args>(args)...));
+  if (threshold() <= Level::kDebug)
+    write(Level::kDebug, fmt::format(f, std::forward<Args>(args)...));
 }
 template <typename... Args>
 void info(fmt::format_string<Args...> f, Args&&... args) {
@@ -27,7 +28,8 @@ void warn(fmt::format_string<Args...> f, Args&&... args) {
 }
 template <typename... Args>
 void error(fmt::format_string<Args...> f, Args&&... args) {
-  if (threshold() <= Level::kError) write(Level::kError, fmt::format(f, std::forward<Args>(args)...));
+  if (threshold() <= Level::kError)
+    write(Level::kError, fmt::format(f, std::forward<Args>(args)...));
 }
 
 }  // namespace md::log

@@ -28,7 +28,8 @@ class ThreadPool {
 
   // Like parallel_for, but runs inline when the loop is too small for a fork/join to pay off
   // (`work` is a rough count of multiply-adds; waking the team costs ~10-50 µs).
-  void parallel_for_work(int64_t n, int64_t work, const std::function<void(int64_t, int64_t)>& body);
+  void parallel_for_work(int64_t n, int64_t work,
+                         const std::function<void(int64_t, int64_t)>& body);
 
   static int hardware_threads();
 

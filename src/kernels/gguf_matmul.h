@@ -49,9 +49,9 @@ struct GgufMatrix {
   }
 };
 
-// Whether the kernels handle `type`: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q4_K, Q5_K, Q6_K. BF16 goes to
-// the bf16 kernels of matmul.h (its numerics, its MatmulInputs mode), so bf16 weights have one
-// path whether they come from safetensors or GGUF.
+// Whether the kernels handle `type`: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q4_K, Q5_K, Q6_K. BF16
+// goes to the bf16 kernels of matmul.h (its numerics, its MatmulInputs mode), so bf16 weights have
+// one path whether they come from safetensors or GGUF.
 bool gguf_matmul_supports(GgmlType type);
 
 // Whether `w` can be passed to the functions below: a supported type, cols a whole number of its

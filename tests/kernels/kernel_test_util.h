@@ -25,7 +25,9 @@ inline std::vector<uint16_t> random_bf16(std::size_t n, uint64_t seed, float sca
   return bits;
 }
 
-inline double widen(uint16_t bits) { return static_cast<double>(bf16_to_f32(bits)); }
+inline double widen(uint16_t bits) {
+  return static_cast<double>(bf16_to_f32(bits));
+}
 
 // max |a - b| / max |b|
 inline double relative_max_error(const std::vector<float>& a, const std::vector<double>& b) {

@@ -4,8 +4,8 @@
 
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 
 #include "../io/gguf_test_util.h"
 #include "base/error.h"
@@ -20,7 +20,8 @@ std::string smollm2_path() {
 }
 
 TEST(LlamaGgufConfig, ReadsSmolLM2) {
-  if (!fs::exists(smollm2_path())) GTEST_SKIP() << smollm2_path() << " is absent: run scripts/setup";
+  if (!fs::exists(smollm2_path()))
+    GTEST_SKIP() << smollm2_path() << " is absent: run scripts/setup";
   GgufFile file(smollm2_path());
   LlamaConfig c = parse_llama_gguf_config(file);
   EXPECT_EQ(c.num_layers, 30);
@@ -38,7 +39,8 @@ TEST(LlamaGgufConfig, ReadsSmolLM2) {
 }
 
 // A minimal llama GGUF; `edit` changes or drops keys before building.
-std::string write_gguf(const fs::path& path, const std::function<void(testing::GgufBuilder&)>& extra,
+std::string write_gguf(const fs::path& path,
+                       const std::function<void(testing::GgufBuilder&)>& extra,
                        const std::string& architecture = "llama", uint32_t kv_heads = 2,
                        uint32_t rope_dim = 16) {
   testing::GgufBuilder builder;
@@ -58,8 +60,9 @@ std::string write_gguf(const fs::path& path, const std::function<void(testing::G
   builder.u32("llama.rope.dimension_count", rope_dim);
   extra(builder);
   std::vector<uint8_t> bytes = builder.build();
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                              static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
   return path.string();
 }
 
@@ -92,13 +95,20 @@ TEST_F(LlamaGgufRefusals, EachProblemIsNamed) {
     std::string message = error_of(path);
     EXPECT_NE(message.find(needle), std::string::npos) << "'" << needle << "' not in: " << message;
   };
-  expect(write_gguf(dir_ / "arch.gguf", [](auto&) {}, "qwen2"), "general.architecture");
-  expect(write_gguf(dir_ / "rope.gguf", [](auto&) {}, "llama", 2, 8), "partial rotary");
-  expect(write_gguf(dir_ / "scaling.gguf", [](auto& b) { b.string("llama.rope.scaling.type", "yarn"); }),
+  expect(write_gguf(
+             dir_ / "arch.gguf", [](auto&) {}, "qwen2"),
+         "general.architecture");
+  expect(write_gguf(
+             dir_ / "rope.gguf", [](auto&) {}, "llama", 2, 8),
+         "partial rotary");
+  expect(write_gguf(dir_ / "scaling.gguf",
+                    [](auto& b) { b.string("llama.rope.scaling.type", "yarn"); }),
          "RoPE scaling");
   expect(write_gguf(dir_ / "eos.gguf", [](auto& b) { b.u32("tokenizer.ggml.eos_token_id", 100); }),
          "outside the vocabulary");
-  expect(write_gguf(dir_ / "kv.gguf", [](auto&) {}, "llama", 3), "does not divide");
+  expect(write_gguf(
+             dir_ / "kv.gguf", [](auto&) {}, "llama", 3),
+         "does not divide");
 }
 
 }  // namespace
