@@ -180,7 +180,11 @@ std::vector<int32_t> synthetic_prompt(int64_t length, int64_t vocab, int seed) {
 class DecodeRun {
  public:
   DecodeRun(LanguageModel& model, const BenchOptions& options, int rows, std::string executor)
-      : model_(model), options_(options), figure_{std::move(executor), rows, 0, 0, 0} {
+      : model_(model),
+        options_(options),
+        kind_(parse_executor(executor)),
+        one_row_bytes_(static_cast<double>(model.decode_weight_bytes())),
+        figure_{std::move(executor), rows, 0, 0, 0} {
     select();
     for (int r = 0; r < rows; ++r) {
       sequences_.push_back(model.new_sequence(options.context));
@@ -202,7 +206,7 @@ class DecodeRun {
     figure_.seconds += since(start);
     ++figure_.steps;
     const std::size_t read = model_.last_step_weight_bytes();
-    figure_.weight_bytes += static_cast<double>(read > 0 ? read : model_.decode_weight_bytes());
+    figure_.weight_bytes += read > 0 ? static_cast<double>(read) : one_row_bytes_;
     for (int32_t& token : tokens_) {
       token = static_cast<int32_t>((token * 13 + 5) % model_.vocab_size());
     }
@@ -211,7 +215,7 @@ class DecodeRun {
   const DecodeFigure& figure() const { return figure_; }
 
  private:
-  void select() { model_.set_executor(parse_executor(figure_.executor)); }
+  void select() { model_.set_executor(kind_); }
   void refill(int r) {
     sequences_[static_cast<std::size_t>(r)]->reset();
     model_.forward(*sequences_[static_cast<std::size_t>(r)],
@@ -221,6 +225,8 @@ class DecodeRun {
 
   LanguageModel& model_;
   const BenchOptions& options_;
+  const ExecutorKind kind_;
+  const double one_row_bytes_;  // what a step read when the family does not say
   DecodeFigure figure_;
   std::vector<std::unique_ptr<SequenceState>> sequences_;
   std::vector<SequenceState*> states_;
@@ -246,20 +252,19 @@ class ProbeRound {
   void burst() {
     for (int pattern = 0; pattern < kernels::ReadProbe::kPatterns; ++pattern) {
       seconds_[static_cast<std::size_t>(pattern)] += probe_.pass(pattern);
-      bytes_[static_cast<std::size_t>(pattern)] += static_cast<double>(probe_.bytes());
     }
+    ++bursts_;
   }
   double bytes_per_second() const {
-    double best = 0;
-    for (std::size_t p = 0; p < seconds_.size(); ++p) {
-      if (seconds_[p] > 0) best = std::max(best, bytes_[p] / seconds_[p]);
-    }
-    return best;
+    if (bursts_ == 0) return 0;
+    const double fastest = *std::min_element(seconds_.begin(), seconds_.end());
+    return static_cast<double>(bursts_) * static_cast<double>(probe_.bytes()) / fastest;
   }
 
  private:
   kernels::ReadProbe& probe_;
-  std::array<double, kernels::ReadProbe::kPatterns> seconds_{}, bytes_{};
+  std::array<double, kernels::ReadProbe::kPatterns> seconds_{};  // per pattern, all passes
+  int bursts_ = 0;  // every pattern has had this many passes
 };
 
 // Decode steps of `rows` sequences on each executor in turn, in bursts of about kBurstSeconds,

@@ -1,5 +1,6 @@
 #include "kernels/mxfp4_matmul.h"
 
+#include "kernels/fp4_path.h"
 #include "kernels/isa.h"
 #include "kernels/mxfp4_matmul_kernels.h"
 

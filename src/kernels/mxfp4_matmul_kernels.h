@@ -4,7 +4,6 @@
 
 #include <cstdint>
 
-#include "kernels/fp4_path.h"
 #include "kernels/isa.h"
 #include "kernels/mxfp4_matmul.h"
 

@@ -1,5 +1,6 @@
 #include "kernels/nvfp4_matmul.h"
 
+#include "kernels/fp4_path.h"
 #include "kernels/isa.h"
 #include "kernels/nvfp4_matmul_kernels.h"
 

@@ -4,7 +4,6 @@
 
 #include <cstdint>
 
-#include "kernels/fp4_path.h"
 #include "kernels/isa.h"
 #include "kernels/lane_sum8.h"
 #include "kernels/nvfp4_matmul.h"
